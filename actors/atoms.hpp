@@ -1,0 +1,40 @@
+#pragma once
+
+// CAF glue shared by every actor of a rank: atoms and the local-only payload
+// types. Include only from .cpp files: CAF headers are expensive.
+
+#include <caf/all.hpp>
+
+#include "actors/tensor_entry.hpp"
+#include "troupe/status.hpp"
+
+namespace troupe::actors {
+
+// Framework thread -> supervisor -> negotiator.
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
+// Negotiator -> coordinator (RequestList bytes), across processes.
+using request_atom = caf::atom_constant<caf::atom("request")>;
+// Coordinator -> negotiators (ResponseList bytes), across processes.
+using response_atom = caf::atom_constant<caf::atom("response")>;
+// Negotiator -> backend, and the backend's completion reply.
+using execute_atom = caf::atom_constant<caf::atom("execute")>;
+using executed_atom = caf::atom_constant<caf::atom("executed")>;
+// Backend: build the communicator (blocking rendezvous).
+using connect_atom = caf::atom_constant<caf::atom("connect")>;
+// Bootstrap: a peer introduces its endpoint; wait for all peers; start.
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
+using peers_atom = caf::atom_constant<caf::atom("peers")>;
+using start_atom = caf::atom_constant<caf::atom("start")>;
+// A peer leaves cleanly (shutdown) rather than being lost.
+using bye_atom = caf::atom_constant<caf::atom("bye")>;
+// The set is broken: fail everything pending with the given status.
+using abort_atom = caf::atom_constant<caf::atom("abort")>;
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+
+} // namespace troupe::actors
+
+// Local-only payloads: they never cross a process boundary (remote messages
+// carry protobuf bytes in std::string).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::tensor_entry_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::collective_work_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::status)

@@ -1,0 +1,171 @@
+#include "actors/negotiator.hpp"
+
+#include <deque>
+#include <optional>
+#include <unordered_map>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/atoms.hpp"
+
+namespace troupe::actors {
+
+namespace {
+
+// A backend failure usually means a peer died; the supervisor learns which
+// one within milliseconds. Waiting this long lets the handles carry the
+// precise "rank N was lost" message instead of a socket error.
+constexpr auto backend_failure_grace = std::chrono::milliseconds(300);
+
+const char* duplicate_name_error =
+  "Requested to allreduce, allgather, or broadcast a tensor with the same name as "
+  "another tensor that is currently being processed. If you want to request another "
+  "tensor, use a different tensor name.";
+
+struct negotiator_state {
+  uint32_t set_id = 0;
+  int32_t set_rank = 0;
+  caf::actor coordinator_endpoint;
+  caf::actor local_coordinator;
+  caf::actor backend;
+  // Every entry from submission until completion, by tensor name.
+  std::unordered_map<std::string, tensor_entry_ptr> table;
+  std::unordered_map<uint64_t, collective_work_ptr> in_flight;
+  // Works still running per received response list, oldest first.
+  std::deque<size_t> list_remaining;
+  uint64_t next_work_id = 1;
+  std::optional<status> broken;
+  static constexpr const char* name = "troupe.negotiator";
+};
+
+using negotiator_actor = caf::stateful_actor<negotiator_state>;
+
+void complete(negotiator_state& st, const tensor_entry_ptr& e, status s) {
+  st.table.erase(e->request.tensor_name());
+  e->handle->complete(std::move(s));
+}
+
+// Tells the co-located coordinator that one more response list is done here.
+void list_done(negotiator_state& st, negotiator_actor* self) {
+  if (st.local_coordinator)
+    self->send(st.local_coordinator, executed_atom::value);
+}
+
+void fail_all(negotiator_state& st, const status& s) {
+  auto table = std::move(st.table);
+  st.table.clear();
+  st.in_flight.clear();
+  for (auto& [name, e] : table)
+    e->handle->complete(s);
+}
+
+void on_response_list(negotiator_actor* self, const std::string& bytes) {
+  auto& st = self->state;
+  v1::ResponseList list;
+  if (!list.ParseFromString(bytes)) {
+    spdlog::error("negotiator: dropped a malformed response list ({} bytes)", bytes.size());
+    return;
+  }
+  size_t launched = 0;
+  for (auto& resp : *list.mutable_responses()) {
+    auto work = std::make_shared<collective_work>();
+    for (const auto& name : resp.tensor_names()) {
+      auto it = st.table.find(name);
+      if (it == st.table.end()) {
+        spdlog::error("negotiator: coordinator answered for unknown tensor '{}'", name);
+        continue;
+      }
+      work->entries.push_back(it->second);
+    }
+    if (resp.op() == v1::OP_TYPE_ERROR) {
+      status s{static_cast<status_code>(resp.error().code()), resp.error().message()};
+      for (auto& e : work->entries)
+        complete(st, e, s);
+      continue;
+    }
+    if (work->entries.empty())
+      continue;
+    work->id = st.next_work_id++;
+    work->response = std::move(resp);
+    st.in_flight.emplace(work->id, work);
+    self->send(st.backend, execute_atom::value, work);
+    ++launched;
+  }
+  if (launched == 0)
+    list_done(st, self);
+  else
+    st.list_remaining.push_back(launched);
+}
+
+void on_executed(negotiator_actor* self, uint64_t id, status& result) {
+  auto& st = self->state;
+  auto node = st.in_flight.extract(id);
+  if (node.empty())
+    return;  // failed by an abort meanwhile
+  if (result.code() == status_code::backend) {
+    // The communicator is gone; keep the entries pending so the abort that
+    // names the lost peer (or this error, after the grace) fails them all.
+    self->delayed_send(self, backend_failure_grace, abort_atom::value, result);
+    return;
+  }
+  for (auto& e : node.mapped()->entries)
+    complete(st, e, result);
+  if (!st.list_remaining.empty() && --st.list_remaining.front() == 0) {
+    st.list_remaining.pop_front();
+    list_done(st, self);
+  }
+}
+
+caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
+                         caf::actor coordinator_endpoint, caf::actor local_coordinator,
+                         caf::actor backend) {
+  auto& st = self->state;
+  st.set_id = args.process_set_id;
+  st.set_rank = args.set_rank;
+  st.coordinator_endpoint = std::move(coordinator_endpoint);
+  st.local_coordinator = std::move(local_coordinator);
+  st.backend = std::move(backend);
+  return {
+    [=](submit_atom, const tensor_entry_ptr& e) {
+      auto& st = self->state;
+      if (st.broken) {
+        e->handle->complete(*st.broken);
+        return;
+      }
+      const auto& name = e->request.tensor_name();
+      if (!st.table.emplace(name, e).second) {
+        e->handle->complete({status_code::invalid_argument, duplicate_name_error});
+        return;
+      }
+      v1::RequestList list;
+      list.set_process_set_id(st.set_id);
+      auto* req = list.add_requests();
+      *req = e->request;
+      req->set_request_rank(st.set_rank);
+      self->send(st.coordinator_endpoint, request_atom::value, st.set_id,
+                 list.SerializeAsString());
+    },
+    [=](response_atom, uint32_t, const std::string& bytes) {
+      on_response_list(self, bytes);
+    },
+    [=](executed_atom, uint64_t id, status& result) { on_executed(self, id, result); },
+    [=](abort_atom, const status& why) {
+      auto& st = self->state;
+      if (st.broken)
+        return;
+      st.broken = why;
+      fail_all(st, why);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_negotiator(caf::actor_system& sys, const negotiator_args& args,
+                            const caf::actor& coordinator_endpoint,
+                            const caf::actor& local_coordinator,
+                            const caf::actor& backend) {
+  return sys.spawn(negotiator, args, coordinator_endpoint, local_coordinator, backend);
+}
+
+} // namespace troupe::actors

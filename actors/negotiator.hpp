@@ -1,0 +1,32 @@
+#pragma once
+
+#include <cstdint>
+
+namespace caf {
+class actor;
+class actor_system;
+} // namespace caf
+
+namespace troupe::actors {
+
+/// Where a negotiator sits in its process set.
+struct negotiator_args {
+  uint32_t process_set_id = 0;
+  int32_t set_rank = 0;
+};
+
+/// Spawns the negotiator of one process set on this rank. It owns the set's
+/// tensor table: (submit, entry) registers a collective and asks the
+/// coordinator; (response, set id, bytes) runs or fails what the coordinator
+/// decided, in its order; (abort, status) fails everything pending.
+///
+/// `coordinator_endpoint` receives (request, set id, RequestList bytes): the
+/// endpoint of the coordinator's rank. `local_coordinator` is the coordinator
+/// itself when it lives in this process (else a null handle): it is told
+/// when this rank has executed a response list, so it can batch the next.
+caf::actor spawn_negotiator(caf::actor_system& sys, const negotiator_args& args,
+                            const caf::actor& coordinator_endpoint,
+                            const caf::actor& local_coordinator,
+                            const caf::actor& backend);
+
+} // namespace troupe::actors

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "troupe/handle.hpp"
+#include "troupe/types.hpp"
+#include "troupe/v1/control.pb.h"
+
+namespace troupe::actors {
+
+/// One submitted collective on this rank: what was asked (the request the
+/// coordinator sees), the caller's memory, and the caller's handle.
+struct tensor_entry {
+  uint32_t process_set_id = 0;
+  v1::Request request;
+  tensor input;
+  tensor output;
+  std::shared_ptr<detail::handle_state> handle;
+};
+
+using tensor_entry_ptr = std::shared_ptr<tensor_entry>;
+
+/// One coordinator response ready to run on this rank's backend, together
+/// with the local entries it covers (one today; several once fused).
+struct collective_work {
+  uint64_t id = 0;
+  v1::Response response;
+  std::vector<tensor_entry_ptr> entries;
+};
+
+using collective_work_ptr = std::shared_ptr<collective_work>;
+
+} // namespace troupe::actors

@@ -1,0 +1,117 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "troupe/status.hpp"
+#include "troupe/types.hpp"
+
+namespace troupe {
+
+namespace detail {
+
+/// Completion state shared by the caller's handle and the runtime. The first
+/// completion wins; later ones (a late backend result after an abort) are
+/// ignored.
+class handle_state {
+public:
+  /// Allgather results live here: their size is known only after
+  /// negotiation. Written by the runtime before complete().
+  std::vector<char> output;
+  shape_t output_shape;
+
+  bool complete(status result) {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (done_)
+        return false;
+      done_ = true;
+      result_ = std::move(result);
+    }
+    cv_.notify_all();
+    return true;
+  }
+
+  bool done() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return done_;
+  }
+
+  bool wait_for(std::chrono::nanoseconds timeout) const {
+    std::unique_lock<std::mutex> guard{mtx_};
+    return cv_.wait_for(guard, timeout, [this] { return done_; });
+  }
+
+  void wait() const {
+    std::unique_lock<std::mutex> guard{mtx_};
+    cv_.wait(guard, [this] { return done_; });
+  }
+
+  status result() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return result_;
+  }
+
+private:
+  mutable std::mutex mtx_;
+  mutable std::condition_variable cv_;
+  bool done_ = false;
+  status result_;
+};
+
+} // namespace detail
+
+/// The caller's side of one asynchronous collective.
+class handle {
+public:
+  handle() = default;
+  explicit handle(std::shared_ptr<detail::handle_state> state)
+    : state_(std::move(state)) {
+  }
+
+  bool valid() const {
+    return state_ != nullptr;
+  }
+
+  /// True once the collective finished (successfully or not). Never blocks.
+  bool poll() const {
+    return state_->done();
+  }
+
+  /// Blocks until completion and returns the outcome. The runtime bounds
+  /// every collective (heartbeats, backend timeouts), so this returns.
+  status wait() const {
+    state_->wait();
+    return state_->result();
+  }
+
+  /// Blocks at most `timeout`; returns status_code::timeout if still running
+  /// (the collective itself goes on).
+  template <class Rep, class Period>
+  status wait_for(std::chrono::duration<Rep, Period> timeout) const {
+    if (!state_->wait_for(timeout))
+      return {status_code::timeout, "collective still in progress"};
+    return state_->result();
+  }
+
+  /// Outcome so far: ok while running.
+  status result() const {
+    return state_->result();
+  }
+
+  /// Allgather: the gathered bytes and shape, valid after a successful wait.
+  const std::vector<char>& output() const {
+    return state_->output;
+  }
+  const shape_t& output_shape() const {
+    return state_->output_shape;
+  }
+
+private:
+  std::shared_ptr<detail::handle_state> state_;
+};
+
+} // namespace troupe

@@ -1,0 +1,47 @@
+#include "backends/backend_actor.hpp"
+
+#include "actors/atoms.hpp"
+#include "backends/execute.hpp"
+
+namespace troupe::backends {
+
+namespace {
+
+using namespace troupe::actors;
+
+struct backend_state {
+  std::shared_ptr<backend> impl;
+  int set_size = 1;
+  static constexpr const char* name = "troupe.backend";
+};
+
+caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
+                            std::shared_ptr<backend> impl, int set_size) {
+  self->state.impl = std::move(impl);
+  self->state.set_size = set_size;
+  return {
+    [=](connect_atom) -> status {
+      try {
+        self->state.impl->connect();
+        return {};
+      } catch (const std::exception& e) {
+        return {status_code::backend, e.what()};
+      }
+    },
+    [=](execute_atom, const collective_work_ptr& work) {
+      auto result = execute(*self->state.impl, self->state.set_size, *work);
+      self->send(caf::actor_cast<caf::actor>(self->current_sender()),
+                 executed_atom::value, work->id, std::move(result));
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
+                               int set_size) {
+  return sys.spawn<caf::detached>(backend_actor, std::shared_ptr<backend>(std::move(b)),
+                                  set_size);
+}
+
+} // namespace troupe::backends

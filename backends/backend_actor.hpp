@@ -1,0 +1,21 @@
+#pragma once
+
+#include <memory>
+
+#include "backends/backend.hpp"
+
+namespace caf {
+class actor;
+class actor_system;
+} // namespace caf
+
+namespace troupe::backends {
+
+/// Spawns the detached actor (its own thread, blocking allowed) that owns
+/// `b` and runs its collectives one at a time in mailbox order.
+/// Protocol: (connect) -> status; (execute, work) -> sender gets
+/// (executed, work id, status).
+caf::actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
+                               int set_size);
+
+} // namespace troupe::backends

@@ -1,0 +1,132 @@
+#include "backends/gloo/gloo_backend.hpp"
+
+#include <type_traits>
+
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "backends/gloo/gloo_store.hpp"
+
+namespace troupe::backends {
+
+namespace {
+
+using reduce_fn = void (*)(void*, const void*, const void*, size_t);
+
+template <class T>
+reduce_fn reduction(reduce_op op) {
+  switch (op) {
+    case reduce_op::sum:
+    case reduce_op::average:  // summed here, divided by the caller
+      return &gloo::sum<T>;
+    case reduce_op::product:
+      return &gloo::product<T>;
+    case reduce_op::min:
+      return &gloo::min<T>;
+    case reduce_op::max:
+      return &gloo::max<T>;
+    case reduce_op::adasum:
+      break;
+  }
+  throw backend_error(std::string("gloo: reduction '") + to_string(op) +
+                      "' is not supported");
+}
+
+// Calls f(T*) with the element type of `dtype`.
+template <class F>
+void with_element_type(data_type dtype, F&& f) {
+  switch (dtype) {
+    case data_type::uint8: return f(static_cast<uint8_t*>(nullptr));
+    case data_type::int8: return f(static_cast<int8_t*>(nullptr));
+    case data_type::int32: return f(static_cast<int32_t*>(nullptr));
+    case data_type::int64: return f(static_cast<int64_t*>(nullptr));
+    case data_type::float32: return f(static_cast<float*>(nullptr));
+    case data_type::float64: return f(static_cast<double*>(nullptr));
+    default: break;
+  }
+  throw backend_error(std::string("gloo: no reduction for dtype ") + to_string(dtype));
+}
+
+// Gloo reports failures with several exception types; all mean the same to
+// us: this communicator is done.
+template <class F>
+void guarded(const char* what, F&& f) {
+  try {
+    f();
+  } catch (const backend_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw backend_error(std::string("gloo ") + what + " failed: " + e.what());
+  }
+}
+
+} // namespace
+
+gloo_backend::gloo_backend(backend_context ctx) : ctx_(std::move(ctx)) {
+}
+
+gloo_backend::~gloo_backend() = default;
+
+void gloo_backend::connect() {
+  guarded("rendezvous", [&] {
+    gloo::transport::tcp::attr attr{ctx_.advertise_host.c_str()};
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(ctx_.rank, ctx_.size);
+    context->setTimeout(ctx_.timeout);
+    gloo_store store{ctx_.store, ctx_.store_prefix, ctx_.timeout};
+    context->connectFullMesh(store, device);
+    gloo_ = std::move(context);
+  });
+}
+
+void gloo_backend::allreduce(const allreduce_options& opts) {
+  if (opts.count == 0)
+    return;
+  guarded("allreduce", [&] {
+    with_element_type(opts.dtype, [&](auto* type_tag) {
+      using T = std::remove_pointer_t<decltype(type_tag)>;
+      gloo::AllreduceOptions o{gloo_};
+      o.setReduceFunction(reduction<T>(opts.op));
+      auto* data = static_cast<T*>(opts.data);
+      o.setInput(data, opts.count);
+      o.setOutput(data, opts.count);
+      gloo::allreduce(o);
+    });
+  });
+}
+
+void gloo_backend::allgather(const allgather_options& opts) {
+  guarded("allgather", [&] {
+    const auto esize = element_size(opts.dtype);
+    std::vector<size_t> bytes;
+    for (auto c : opts.counts)
+      bytes.push_back(c * esize);
+    gloo::AllgathervOptions o{gloo_};
+    // Gloo wants a non-const pointer; it only reads the input.
+    o.setInput(static_cast<char*>(const_cast<void*>(opts.input)),
+               bytes.at(static_cast<size_t>(ctx_.rank)));
+    o.setOutput(static_cast<char*>(opts.output), std::move(bytes));
+    gloo::allgatherv(o);
+  });
+}
+
+void gloo_backend::broadcast(const broadcast_options& opts) {
+  if (opts.count == 0)
+    return;
+  guarded("broadcast", [&] {
+    gloo::BroadcastOptions o{gloo_};
+    auto* bytes = static_cast<char*>(opts.data);
+    const auto n = opts.count * element_size(opts.dtype);
+    o.setRoot(opts.root);
+    if (ctx_.rank == opts.root)
+      o.setInput(bytes, n);
+    o.setOutput(bytes, n);
+    gloo::broadcast(o);
+  });
+}
+
+} // namespace troupe::backends

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <memory>
+
+#include "backends/backend.hpp"
+
+namespace gloo {
+class Context;
+}
+
+namespace troupe::backends {
+
+/// CPU collectives over Gloo's TCP transport, full mesh built through the
+/// launcher's store.
+class gloo_backend : public backend {
+public:
+  explicit gloo_backend(backend_context ctx);
+  ~gloo_backend() override;
+
+  const char* name() const override {
+    return "gloo";
+  }
+  void connect() override;
+  void allreduce(const allreduce_options& opts) override;
+  void allgather(const allgather_options& opts) override;
+  void broadcast(const broadcast_options& opts) override;
+
+private:
+  backend_context ctx_;
+  std::shared_ptr<gloo::Context> gloo_;
+};
+
+} // namespace troupe::backends

@@ -1,0 +1,23 @@
+#pragma once
+
+#include "backends/backend.hpp"
+
+namespace troupe::backends {
+
+/// A process set of one rank: every collective is the identity, so nothing
+/// is sent anywhere. Lets a script run without a launcher, as Horovod does.
+class local_backend : public backend {
+public:
+  const char* name() const override {
+    return "local";
+  }
+  void connect() override {
+  }
+  void allreduce(const allreduce_options&) override {
+  }
+  void allgather(const allgather_options& opts) override;
+  void broadcast(const broadcast_options&) override {
+  }
+};
+
+} // namespace troupe::backends

@@ -1,0 +1,75 @@
+#include "coordinator/coordinator_actor.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "actors/atoms.hpp"
+#include "coordinator/message_table.hpp"
+
+namespace troupe::coordinator {
+
+namespace {
+
+using namespace troupe::actors;
+
+struct coordinator_state {
+  uint32_t set_id = 0;
+  std::vector<caf::actor> members;
+  std::unique_ptr<message_table> table;
+  // Response lists sent but not yet executed on this rank.
+  int in_flight = 0;
+  static constexpr const char* name = "troupe.coordinator";
+};
+
+using coordinator_actor = caf::stateful_actor<coordinator_state>;
+
+void try_emit(coordinator_actor* self) {
+  auto& st = self->state;
+  if (st.in_flight > 0 || !st.table->has_ready())
+    return;
+  v1::ResponseList list;
+  list.set_process_set_id(st.set_id);
+  while (st.table->has_ready())
+    *list.add_responses() = st.table->pop_ready();
+  auto msg = caf::make_message(response_atom::value, st.set_id, list.SerializeAsString());
+  for (const auto& member : st.members)
+    self->send(member, msg);
+  ++st.in_flight;
+}
+
+void on_requests(coordinator_actor* self, const std::string& bytes) {
+  auto& st = self->state;
+  v1::RequestList list;
+  if (!list.ParseFromString(bytes)) {
+    spdlog::error("coordinator of set {}: dropped a malformed request list ({} bytes)",
+                  st.set_id, bytes.size());
+    return;
+  }
+  for (const auto& req : list.requests())
+    if (auto err = st.table->add(req))
+      spdlog::error("coordinator of set {}: ignored {}", st.set_id, *err);
+  try_emit(self);
+}
+
+caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
+                          std::vector<caf::actor> members) {
+  auto& st = self->state;
+  st.set_id = set_id;
+  st.table = std::make_unique<message_table>(static_cast<int32_t>(members.size()));
+  st.members = std::move(members);
+  return {
+    [=](request_atom, uint32_t, const std::string& bytes) { on_requests(self, bytes); },
+    [=](executed_atom) {
+      --self->state.in_flight;
+      try_emit(self);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
+                             std::vector<caf::actor> member_endpoints) {
+  return sys.spawn(coordinator, process_set_id, std::move(member_endpoints));
+}
+
+} // namespace troupe::coordinator

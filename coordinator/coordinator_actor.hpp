@@ -1,0 +1,25 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace caf {
+class actor;
+class actor_system;
+} // namespace caf
+
+namespace troupe::coordinator {
+
+/// Spawns the coordinator of one process set (on the set's lowest rank).
+/// It collects (request, set id, RequestList bytes) from every member,
+/// decides what runs and in which order, and sends one ResponseList to
+/// every member's endpoint as (response, set id, bytes).
+///
+/// Readiness is event-driven: a ready tensor is sent at once when the
+/// previous response list has been executed on this rank (reported by the
+/// local negotiator as (executed)); tensors that become ready meanwhile are
+/// batched into the next list.
+caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
+                             std::vector<caf::actor> member_endpoints);
+
+} // namespace troupe::coordinator

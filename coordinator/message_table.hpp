@@ -1,0 +1,66 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "troupe/v1/control.pb.h"
+
+namespace troupe::coordinator {
+
+/// The coordinator's bookkeeping for one process set: which member asked for
+/// which tensor, and which tensors every member has asked for (ready), in the
+/// order they became ready. Pure logic, no actors, so it is unit-tested alone.
+class message_table {
+public:
+  using clock = std::chrono::steady_clock;
+
+  explicit message_table(int32_t set_size);
+
+  /// Records one member's request. Returns an error text (and records
+  /// nothing) for a request that can only come from a broken peer: rank out
+  /// of range or the same rank asking twice for one name.
+  std::optional<std::string> add(const v1::Request& request);
+
+  /// Names that every member has requested, oldest first.
+  bool has_ready() const {
+    return !ready_.empty();
+  }
+
+  /// Removes the oldest ready tensor and returns its response: the
+  /// collective to run, or an ERROR response naming what the members
+  /// disagreed about.
+  v1::Response pop_ready();
+
+  /// Tensors some but not all members requested.
+  size_t pending() const {
+    return entries_.size() - ready_.size();
+  }
+
+  /// For each pending tensor requested before `older_than`, the set ranks
+  /// that have not requested it yet.
+  std::vector<std::pair<std::string, std::vector<int32_t>>>
+  missing_ranks(clock::time_point older_than) const;
+
+private:
+  struct entry {
+    std::vector<std::optional<v1::Request>> by_rank;
+    int32_t count = 0;
+    clock::time_point first_seen;
+  };
+
+  int32_t set_size_;
+  std::unordered_map<std::string, entry> entries_;
+  std::deque<std::string> ready_;
+};
+
+/// Checks that all members' requests agree and builds the response.
+/// Exposed for tests; message_table::pop_ready uses it.
+v1::Response make_response(const std::string& name,
+                           const std::vector<std::optional<v1::Request>>& by_rank);
+
+} // namespace troupe::coordinator

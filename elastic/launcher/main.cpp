@@ -1,0 +1,131 @@
+// troupe-run: starts the ranks of one job on this machine with a rendezvous
+// store, forwards their output tagged by rank, and ends them together.
+
+#include "elastic/launcher/host_plan.hpp"
+#include "elastic/launcher/job_supervisor.hpp"
+#include "elastic/launcher/options.hpp"
+#include "elastic/launcher/signals.hpp"
+#include "elastic/launcher/worker_env.hpp"
+#include "elastic/launcher/worker_process.hpp"
+#include "elastic/store.hpp"
+
+#include <cerrno>
+#include <fstream>
+#include <iostream>
+#include <poll.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace launcher = troupe::elastic::launcher;
+
+namespace {
+
+constexpr int usage_error = 2;
+constexpr int start_failure = 127; // the shell's "command not found"
+
+// Writes all of `text` to `fd`; a reader that went away drops the output.
+void write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    auto n = ::write(fd, text.data(), text.size());
+    if (n > 0) {
+      text.remove_prefix(static_cast<size_t>(n));
+    } else if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, -1);
+    } else if (n < 0 && errno != EINTR) {
+      return;
+    }
+  }
+}
+
+std::string own_hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0)
+    return {};
+  return name;
+}
+
+std::vector<launcher::host_spec>
+read_hosts(const launcher::launch_options& opts) {
+  if (!opts.hostfile.empty()) {
+    std::ifstream in{opts.hostfile};
+    if (!in)
+      throw launcher::plan_error("cannot read hostfile " + opts.hostfile);
+    return launcher::parse_hostfile(in, opts.hostfile);
+  }
+  if (!opts.hosts.empty())
+    return launcher::parse_host_list(opts.hosts);
+  return {{"localhost", opts.np}};
+}
+
+std::vector<launcher::rank_slot>
+plan_local_job(const launcher::launch_options& opts) {
+  auto ranks = launcher::plan_ranks(read_hosts(opts), opts.np);
+  auto self = own_hostname();
+  for (const auto& slot : ranks)
+    if (!launcher::is_local_host(slot.host, self))
+      throw launcher::plan_error(
+        "host '" + slot.host + "' is not this machine ('" + self
+        + "'); launching on remote hosts is not supported yet, so every "
+          "host must be local (localhost, 127.x.x.x or the hostname)");
+  return ranks;
+}
+
+std::vector<std::string> parent_environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e)
+    env.emplace_back(*e);
+  return env;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  auto parsed = launcher::parse_options(argc, argv);
+  if (!parsed.options)
+    return parsed.exit_code;
+  const auto& opts = *parsed.options;
+  std::vector<launcher::rank_slot> ranks;
+  try {
+    ranks = plan_local_job(opts);
+  } catch (const launcher::plan_error& e) {
+    std::cerr << "troupe-run: error: " << e.what() << "\n";
+    return usage_error;
+  }
+  auto to_stdout = [](std::string_view s) { write_all(STDOUT_FILENO, s); };
+  auto to_stderr = [](std::string_view s) { write_all(STDERR_FILENO, s); };
+  try {
+    // Signals first: the store's thread must inherit the blocked mask.
+    troupe::elastic::net::unique_fd signal_fd{launcher::open_signal_fd()};
+    troupe::elastic::store_server store{"127.0.0.1", 0};
+    launcher::job_env job;
+    job.size = opts.np;
+    job.store_addr = "127.0.0.1";
+    job.store_port = store.port();
+    job.job_id = launcher::random_job_id();
+    job.knobs = opts.knobs;
+    launcher::job_supervisor::limits limits;
+    if (opts.timeout_seconds)
+      limits.timeout = std::chrono::milliseconds(
+        static_cast<long long>(*opts.timeout_seconds * 1000));
+    launcher::job_supervisor supervisor{signal_fd.get(), limits, to_stderr};
+    auto parent = parent_environment();
+    for (const auto& slot : ranks) {
+      auto env = launcher::merge_environment(
+        parent, launcher::rank_variables(slot, job));
+      try {
+        supervisor.add(launcher::spawn_worker(slot.rank, opts.command, env,
+                                              to_stdout, to_stderr));
+      } catch (const launcher::spawn_error& e) {
+        to_stderr(std::string("troupe-run: ") + e.what() + "\n");
+        supervisor.abort(start_failure);
+        break;
+      }
+    }
+    return supervisor.run();
+  } catch (const std::exception& e) {
+    std::cerr << "troupe-run: error: " << e.what() << "\n";
+    return 1;
+  }
+}

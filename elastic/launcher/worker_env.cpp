@@ -1,0 +1,73 @@
+#include "elastic/launcher/worker_env.hpp"
+
+#include <cstdio>
+#include <random>
+#include <unordered_map>
+
+namespace troupe::elastic::launcher {
+
+std::vector<std::pair<std::string, std::string>>
+rank_variables(const rank_slot& slot, const job_env& job) {
+  auto str = [](int v) { return std::to_string(v); };
+  std::vector<std::pair<std::string, std::string>> vars{
+    {"TROUPE_RANK", str(slot.rank)},
+    {"TROUPE_SIZE", str(job.size)},
+    {"TROUPE_LOCAL_RANK", str(slot.local_rank)},
+    {"TROUPE_LOCAL_SIZE", str(slot.local_size)},
+    {"TROUPE_CROSS_RANK", str(slot.cross_rank)},
+    {"TROUPE_CROSS_SIZE", str(slot.cross_size)},
+    {"TROUPE_HOSTNAME", slot.host},
+    {"TROUPE_STORE_ADDR", job.store_addr},
+    {"TROUPE_STORE_PORT", str(job.store_port)},
+    {"TROUPE_JOB_ID", job.job_id},
+    {"HOROVOD_RANK", str(slot.rank)},
+    {"HOROVOD_SIZE", str(job.size)},
+    {"HOROVOD_LOCAL_RANK", str(slot.local_rank)},
+    {"HOROVOD_LOCAL_SIZE", str(slot.local_size)},
+    {"HOROVOD_CROSS_RANK", str(slot.cross_rank)},
+    {"HOROVOD_CROSS_SIZE", str(slot.cross_size)},
+    {"HOROVOD_HOSTNAME", slot.host},
+    {"RANK", str(slot.rank)},
+    {"WORLD_SIZE", str(job.size)},
+    {"LOCAL_RANK", str(slot.local_rank)},
+    {"LOCAL_WORLD_SIZE", str(slot.local_size)},
+    {"GROUP_RANK", str(slot.host_index)},
+    // Python buffers stdout when it is a pipe; ranks' lines would then
+    // arrive late and out of order with respect to stderr.
+    {"PYTHONUNBUFFERED", "1"},
+  };
+  vars.insert(vars.end(), job.knobs.begin(), job.knobs.end());
+  return vars;
+}
+
+std::vector<std::string>
+merge_environment(const std::vector<std::string>& parent,
+                  const std::vector<std::pair<std::string, std::string>>& vars) {
+  std::unordered_map<std::string, std::string> overrides;
+  for (const auto& [name, value] : vars)
+    overrides[name] = value;
+  std::vector<std::string> env;
+  for (const auto& entry : parent) {
+    auto name = entry.substr(0, entry.find('='));
+    if (overrides.count(name) == 0)
+      env.push_back(entry);
+  }
+  // Appended in `vars` order; a later duplicate in `vars` wins.
+  for (const auto& [name, value] : vars) {
+    if (overrides.count(name) > 0) {
+      env.push_back(name + "=" + overrides[name]);
+      overrides.erase(name);
+    }
+  }
+  return env;
+}
+
+std::string random_job_id() {
+  std::random_device rd;
+  std::uniform_int_distribution<unsigned long long> dist;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", dist(rd));
+  return buf;
+}
+
+} // namespace troupe::elastic::launcher

@@ -1,0 +1,35 @@
+#pragma once
+
+#include "elastic/launcher/host_plan.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace troupe::elastic::launcher {
+
+/// What every rank of one job shares.
+struct job_env {
+  int size = 0;
+  std::string store_addr;
+  int store_port = 0;
+  std::string job_id;
+  /// Knob variables chosen on the command line, e.g. TROUPE_LOG_LEVEL.
+  std::vector<std::pair<std::string, std::string>> knobs;
+};
+
+/// The variables troupe-run adds for one rank: Troupe's own names, Horovod's
+/// and torch.distributed's, so existing scripts find their identity.
+std::vector<std::pair<std::string, std::string>>
+rank_variables(const rank_slot& slot, const job_env& job);
+
+/// `parent` ("NAME=value" entries) followed by `vars`; a variable of `vars`
+/// that `parent` also has takes the value from `vars`.
+std::vector<std::string>
+merge_environment(const std::vector<std::string>& parent,
+                  const std::vector<std::pair<std::string, std::string>>& vars);
+
+/// A fresh random job id: 16 hex digits.
+std::string random_job_id();
+
+} // namespace troupe::elastic::launcher

@@ -1,0 +1,45 @@
+#pragma once
+
+#include "elastic/launcher/line_forwarder.hpp"
+#include "elastic/socket_util.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace troupe::elastic::launcher {
+
+/// The command could not be started (not found, not executable, ...).
+class spawn_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One running rank: its process (leader of its own process group, so a
+/// signal reaches whatever it forked too) and the read ends of its output.
+struct worker_process {
+  int rank = 0;
+  pid_t pid = -1;
+  bool running = true;
+  net::unique_fd out; // closed at EOF
+  net::unique_fd err;
+  line_forwarder out_lines;
+  line_forwarder err_lines;
+
+  /// Sends `sig` to the worker's process group.
+  void signal(int sig) const;
+
+  /// Reads what its pipes hold now without blocking; at EOF, flushes the
+  /// partial line and closes the pipe.
+  void drain();
+};
+
+/// Starts `argv` (searched in PATH) with environment `env`, stdin from
+/// /dev/null, and stdout/stderr piped back through forwarders that emit to
+/// `out` and `err`. Throws spawn_error.
+worker_process spawn_worker(int rank, const std::vector<std::string>& argv,
+                            const std::vector<std::string>& env,
+                            line_forwarder::sink out, line_forwarder::sink err);
+
+} // namespace troupe::elastic::launcher

@@ -1,0 +1,92 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace troupe::elastic {
+
+/// A store operation failed: connection lost, malformed reply, or a wait
+/// that ran past its deadline. The message names the key(s) involved.
+class store_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Client of the launcher's rendezvous store (set / get / add / wait).
+/// Thread-safe: calls are serialised over one TCP connection.
+class store_client {
+public:
+  /// Connects, retrying until `connect_timeout` has passed.
+  store_client(std::string host, uint16_t port,
+               std::chrono::milliseconds connect_timeout);
+  ~store_client();
+
+  store_client(const store_client&) = delete;
+  store_client& operator=(const store_client&) = delete;
+
+  void set(const std::string& key, const std::string& value);
+
+  /// Returns the value, or nothing when the key is absent. Never blocks on
+  /// the key's presence.
+  std::optional<std::string> get(const std::string& key);
+
+  /// Adds `delta` to the integer stored at `key` (absent = 0) and returns
+  /// the new value.
+  int64_t add(const std::string& key, int64_t delta);
+
+  /// Blocks until every key exists; false when `timeout` passed first.
+  bool wait(const std::vector<std::string>& keys,
+            std::chrono::milliseconds timeout);
+
+  /// wait() for one key, then get() it; throws store_error naming the key
+  /// on timeout.
+  std::string wait_get(const std::string& key,
+                       std::chrono::milliseconds timeout);
+
+private:
+  /// Sends one request frame and returns the reply body. `what` names the
+  /// operation and key(s) for error messages.
+  std::string request(const std::string& frame,
+                      std::chrono::milliseconds deadline,
+                      const std::string& what);
+
+  /// "host:port" of the store, for error messages.
+  std::string where() const;
+  store_error failure(const std::string& what, const std::string& why) const;
+
+  std::string host_;
+  uint16_t port_;
+  int fd_ = -1;
+  std::mutex mtx_;
+};
+
+/// The store itself, served on a background thread by the launcher (and by
+/// tests). Keys and values are arbitrary bytes.
+class store_server {
+public:
+  /// Listens on `bind_host`:`port` (0 = any free port).
+  explicit store_server(const std::string& bind_host = "127.0.0.1",
+                        uint16_t port = 0);
+  ~store_server();
+
+  store_server(const store_server&) = delete;
+  store_server& operator=(const store_server&) = delete;
+
+  uint16_t port() const {
+    return port_;
+  }
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+  uint16_t port_ = 0;
+};
+
+} // namespace troupe::elastic

@@ -1,0 +1,200 @@
+#include "elastic/store.hpp"
+
+#include "elastic/socket_util.hpp"
+#include "elastic/store_protocol.hpp"
+
+#include <algorithm>
+#include <unistd.h>
+
+namespace troupe::elastic {
+
+namespace {
+
+using net::clock;
+namespace proto = protocol;
+using std::chrono::milliseconds;
+
+// Deadline of calls that the server answers at once.
+constexpr milliseconds call_deadline{30'000};
+
+// Extra time granted on top of a wait's own timeout: the server answers the
+// wait when its timeout passes, so only a dead or stuck server exceeds this.
+constexpr milliseconds wait_margin{10'000};
+
+const char* describe(net::io_result r) {
+  switch (r) {
+    case net::io_result::timed_out:
+      return "no reply before the deadline";
+    case net::io_result::closed:
+      return "connection closed by the store";
+    default:
+      return "socket error";
+  }
+}
+
+std::string quote_keys(const std::vector<std::string>& keys) {
+  std::string out;
+  for (const auto& key : keys)
+    out += (out.empty() ? "'" : ", '") + key + "'";
+  return out;
+}
+
+proto::status status_of(proto::frame_reader& in) {
+  auto st = in.u8();
+  if (st > static_cast<uint8_t>(proto::status::error))
+    throw proto::protocol_error("unknown status " + std::to_string(st));
+  return static_cast<proto::status>(st);
+}
+
+} // namespace
+
+store_client::store_client(std::string host, uint16_t port,
+                           milliseconds connect_timeout)
+  : host_(std::move(host)), port_(port) {
+  // The server may start after its clients (a worker can outrun the
+  // launcher's store thread), so refused connections are retried.
+  auto deadline = clock::now() + connect_timeout;
+  auto backoff = milliseconds{20};
+  std::string why;
+  for (;;) {
+    auto fd = net::try_connect(host_, port_, deadline, why);
+    if (fd) {
+      fd_ = fd.release();
+      return;
+    }
+    auto now = clock::now();
+    if (now >= deadline)
+      break;
+    std::this_thread::sleep_for(std::min<clock::duration>(backoff,
+                                                          deadline - now));
+    backoff = std::min(backoff * 2, milliseconds{500});
+  }
+  throw store_error("cannot connect to the store at " + where() + " within "
+                    + std::to_string(connect_timeout.count()) + " ms: " + why);
+}
+
+store_client::~store_client() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+std::string store_client::where() const {
+  return host_ + ":" + std::to_string(port_);
+}
+
+store_error store_client::failure(const std::string& what,
+                                  const std::string& why) const {
+  return store_error("store " + where() + ": " + what + ": " + why);
+}
+
+std::string store_client::request(const std::string& frame,
+                                  milliseconds deadline,
+                                  const std::string& what) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto fail = [&](const std::string& why) {
+    // The stream is out of step after a failure: later calls fail fast.
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    return failure(what, why);
+  };
+  if (fd_ < 0)
+    throw fail("connection lost by an earlier call");
+  auto until = clock::now() + deadline;
+  if (auto r = net::send_all(fd_, frame, until); r != net::io_result::done)
+    throw fail(describe(r));
+  std::string header;
+  if (auto r = net::recv_exact(fd_, proto::header_size, header, until);
+      r != net::io_result::done)
+    throw fail(describe(r));
+  try {
+    std::string body;
+    auto r = net::recv_exact(fd_, proto::body_size(header), body, until);
+    if (r != net::io_result::done)
+      throw fail(describe(r));
+    return body;
+  } catch (const proto::protocol_error& e) {
+    throw fail(std::string("malformed reply: ") + e.what());
+  }
+}
+
+void store_client::set(const std::string& key, const std::string& value) {
+  auto what = "set '" + key + "'";
+  auto body = request(proto::encode_set(key, value), call_deadline, what);
+  std::string why = "unexpected status";
+  try {
+    proto::frame_reader in{body};
+    if (status_of(in) == proto::status::ok)
+      return;
+  } catch (const proto::protocol_error& e) {
+    why = e.what();
+  }
+  throw failure(what, why);
+}
+
+std::optional<std::string> store_client::get(const std::string& key) {
+  auto what = "get '" + key + "'";
+  auto body = request(proto::encode_get(key), call_deadline, what);
+  std::string why = "unexpected status";
+  try {
+    proto::frame_reader in{body};
+    auto st = status_of(in);
+    if (st == proto::status::ok)
+      return in.bytes();
+    if (st == proto::status::missing)
+      return std::nullopt;
+  } catch (const proto::protocol_error& e) {
+    why = e.what();
+  }
+  throw failure(what, why);
+}
+
+int64_t store_client::add(const std::string& key, int64_t delta) {
+  auto what = "add '" + key + "'";
+  auto body = request(proto::encode_add(key, delta), call_deadline, what);
+  std::string why = "unexpected status";
+  try {
+    proto::frame_reader in{body};
+    auto st = status_of(in);
+    if (st == proto::status::ok)
+      return in.i64();
+    if (st == proto::status::error)
+      why = in.bytes(); // the server's reason, e.g. a non-integer value
+  } catch (const proto::protocol_error& e) {
+    why = e.what();
+  }
+  throw failure(what, why);
+}
+
+bool store_client::wait(const std::vector<std::string>& keys,
+                        milliseconds timeout) {
+  auto what = "wait for " + quote_keys(keys);
+  timeout = std::clamp(timeout, milliseconds{0},
+                       milliseconds{proto::max_timeout_ms});
+  auto body = request(proto::encode_wait(keys, timeout.count()),
+                      timeout + wait_margin, what);
+  std::string why = "unexpected status";
+  try {
+    proto::frame_reader in{body};
+    auto st = status_of(in);
+    if (st == proto::status::ok || st == proto::status::timed_out)
+      return st == proto::status::ok;
+  } catch (const proto::protocol_error& e) {
+    why = e.what();
+  }
+  throw failure(what, why);
+}
+
+std::string store_client::wait_get(const std::string& key,
+                                   milliseconds timeout) {
+  if (!wait({key}, timeout))
+    throw store_error("store " + where() + ": key '" + key
+                      + "' did not appear within "
+                      + std::to_string(timeout.count()) + " ms");
+  if (auto value = get(key))
+    return std::move(*value);
+  throw failure("get '" + key + "'", "key vanished after wait");
+}
+
+} // namespace troupe::elastic

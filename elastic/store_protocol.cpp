@@ -1,0 +1,163 @@
+#include "elastic/store_protocol.hpp"
+
+namespace troupe::elastic::protocol {
+
+namespace {
+
+uint64_t load_be(std::string_view bytes) {
+  uint64_t v = 0;
+  for (char c : bytes)
+    v = (v << 8) | static_cast<unsigned char>(c);
+  return v;
+}
+
+void store_be(std::string& out, uint64_t v, size_t width) {
+  for (size_t i = width; i-- > 0;)
+    out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+} // namespace
+
+frame_writer& frame_writer::u8(uint8_t v) {
+  body_.push_back(static_cast<char>(v));
+  return *this;
+}
+
+frame_writer& frame_writer::u32(uint32_t v) {
+  store_be(body_, v, 4);
+  return *this;
+}
+
+frame_writer& frame_writer::i64(int64_t v) {
+  store_be(body_, static_cast<uint64_t>(v), 8);
+  return *this;
+}
+
+frame_writer& frame_writer::bytes(std::string_view v) {
+  if (v.size() > max_body_size)
+    throw protocol_error("field of " + std::to_string(v.size())
+                         + " bytes exceeds the frame limit");
+  u32(static_cast<uint32_t>(v.size()));
+  body_.append(v);
+  return *this;
+}
+
+std::string frame_writer::finish() const {
+  if (body_.size() > max_body_size)
+    throw protocol_error("frame of " + std::to_string(body_.size())
+                         + " bytes exceeds the limit");
+  std::string frame;
+  frame.reserve(header_size + body_.size());
+  store_be(frame, body_.size(), header_size);
+  frame += body_;
+  return frame;
+}
+
+std::string_view frame_reader::take(size_t n) {
+  if (rest_.size() < n)
+    throw protocol_error("truncated frame");
+  auto head = rest_.substr(0, n);
+  rest_.remove_prefix(n);
+  return head;
+}
+
+uint8_t frame_reader::u8() {
+  return static_cast<uint8_t>(load_be(take(1)));
+}
+
+uint32_t frame_reader::u32() {
+  return static_cast<uint32_t>(load_be(take(4)));
+}
+
+int64_t frame_reader::i64() {
+  return static_cast<int64_t>(load_be(take(8)));
+}
+
+std::string frame_reader::bytes() {
+  auto n = u32();
+  return std::string(take(n));
+}
+
+void frame_reader::expect_end() const {
+  if (!rest_.empty())
+    throw protocol_error("trailing bytes in frame");
+}
+
+size_t body_size(std::string_view header) {
+  auto body = load_be(header.substr(0, header_size));
+  if (body > max_body_size)
+    throw protocol_error("frame length " + std::to_string(body)
+                         + " exceeds the limit");
+  return static_cast<size_t>(body);
+}
+
+size_t frame_size(std::string_view buf) {
+  if (buf.size() < header_size)
+    return 0;
+  auto total = header_size + body_size(buf);
+  return buf.size() < total ? 0 : total;
+}
+
+request decode_request(std::string_view body) {
+  frame_reader in{body};
+  request req;
+  auto kind = in.u8();
+  switch (static_cast<op>(kind)) {
+    case op::set:
+      req.key = in.bytes();
+      req.value = in.bytes();
+      break;
+    case op::get:
+      req.key = in.bytes();
+      break;
+    case op::add:
+      req.key = in.bytes();
+      req.delta = in.i64();
+      break;
+    case op::wait: {
+      // No reserve(): the count is untrusted until the keys are really there.
+      auto count = in.u32();
+      for (uint32_t i = 0; i < count; ++i)
+        req.keys.push_back(in.bytes());
+      req.timeout_ms = in.i64();
+      break;
+    }
+    default:
+      throw protocol_error("unknown op " + std::to_string(kind));
+  }
+  req.kind = static_cast<op>(kind);
+  in.expect_end();
+  return req;
+}
+
+std::string encode_set(std::string_view key, std::string_view value) {
+  return frame_writer{}
+    .u8(static_cast<uint8_t>(op::set))
+    .bytes(key)
+    .bytes(value)
+    .finish();
+}
+
+std::string encode_get(std::string_view key) {
+  return frame_writer{}.u8(static_cast<uint8_t>(op::get)).bytes(key).finish();
+}
+
+std::string encode_add(std::string_view key, int64_t delta) {
+  return frame_writer{}
+    .u8(static_cast<uint8_t>(op::add))
+    .bytes(key)
+    .i64(delta)
+    .finish();
+}
+
+std::string encode_wait(const std::vector<std::string>& keys,
+                        int64_t timeout_ms) {
+  frame_writer out;
+  out.u8(static_cast<uint8_t>(op::wait))
+    .u32(static_cast<uint32_t>(keys.size()));
+  for (const auto& key : keys)
+    out.bytes(key);
+  return out.i64(timeout_ms).finish();
+}
+
+} // namespace troupe::elastic::protocol

@@ -1,0 +1,106 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// Wire format of the rendezvous store. Every message is a frame: a 4-byte
+// big-endian body length followed by the body. A request body starts with an
+// op byte, a reply body with a status byte; strings are a 4-byte big-endian
+// length plus raw bytes, integers are 8-byte big-endian two's complement.
+namespace troupe::elastic::protocol {
+
+enum class op : uint8_t {
+  set = 1,  // key, value                 -> ok
+  get = 2,  // key                        -> ok + value | missing
+  add = 3,  // key, delta                 -> ok + new value | error + message
+  wait = 4, // key count, keys, timeout ms -> ok | timed_out
+};
+
+enum class status : uint8_t {
+  ok = 0,
+  missing = 1,
+  timed_out = 2,
+  error = 3,
+};
+
+/// Bodies above this size are treated as garbage rather than buffered.
+constexpr uint32_t max_body_size = 64u << 20;
+constexpr size_t header_size = 4;
+
+/// Longest wait either side accepts (30 days), so deadlines cannot overflow.
+constexpr int64_t max_timeout_ms = 30LL * 24 * 3600 * 1000;
+
+/// A frame that does not follow the format above.
+class protocol_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Builds one frame field by field.
+class frame_writer {
+public:
+  frame_writer& u8(uint8_t v);
+  frame_writer& u32(uint32_t v);
+  frame_writer& i64(int64_t v);
+  frame_writer& bytes(std::string_view v);
+
+  /// The finished frame: length header plus body.
+  std::string finish() const;
+
+private:
+  std::string body_;
+};
+
+/// Reads the fields of one frame body; throws protocol_error on truncation.
+class frame_reader {
+public:
+  explicit frame_reader(std::string_view body) : rest_(body) {
+    // nop
+  }
+
+  uint8_t u8();
+  uint32_t u32();
+  int64_t i64();
+  std::string bytes();
+
+  /// Throws when bytes are left over: a frame must be consumed exactly.
+  void expect_end() const;
+
+private:
+  std::string_view take(size_t n);
+
+  std::string_view rest_;
+};
+
+/// Body length announced by a frame header (`header` holds at least
+/// header_size bytes). Throws protocol_error for an oversized length.
+size_t body_size(std::string_view header);
+
+/// Size (header included) of the frame at the front of `buf`, or 0 while it
+/// is incomplete. Throws protocol_error for an oversized length.
+size_t frame_size(std::string_view buf);
+
+/// A decoded request; only the fields of its op are meaningful.
+struct request {
+  op kind = op::get;
+  std::string key;
+  std::string value;
+  int64_t delta = 0;
+  std::vector<std::string> keys;
+  int64_t timeout_ms = 0;
+};
+
+/// Decodes a request body; throws protocol_error on anything malformed.
+request decode_request(std::string_view body);
+
+std::string encode_set(std::string_view key, std::string_view value);
+std::string encode_get(std::string_view key);
+std::string encode_add(std::string_view key, int64_t delta);
+std::string encode_wait(const std::vector<std::string>& keys,
+                        int64_t timeout_ms);
+
+} // namespace troupe::elastic::protocol

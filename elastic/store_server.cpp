@@ -1,0 +1,286 @@
+#include "elastic/store.hpp"
+
+#include "elastic/socket_util.hpp"
+#include "elastic/store_protocol.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <map>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <unordered_map>
+
+namespace troupe::elastic {
+
+namespace {
+
+using net::clock;
+namespace proto = protocol;
+
+// A client that sends this much without waiting for replies is misbehaving.
+constexpr size_t max_buffered_input = proto::header_size + proto::max_body_size;
+
+struct pending_wait {
+  std::vector<std::string> keys;
+  clock::time_point deadline;
+};
+
+struct connection {
+  net::unique_fd fd;
+  std::string in;
+  std::string out;
+  // While set, later frames of this client stay buffered so that replies
+  // keep request order.
+  std::optional<pending_wait> wait;
+  bool closed = false;
+};
+
+std::string reply(proto::status st) {
+  return proto::frame_writer{}.u8(static_cast<uint8_t>(st)).finish();
+}
+
+std::string reply(proto::status st, std::string_view payload) {
+  return proto::frame_writer{}
+    .u8(static_cast<uint8_t>(st))
+    .bytes(payload)
+    .finish();
+}
+
+std::string reply(proto::status st, int64_t payload) {
+  return proto::frame_writer{}
+    .u8(static_cast<uint8_t>(st))
+    .i64(payload)
+    .finish();
+}
+
+} // namespace
+
+struct store_server::impl {
+  net::unique_fd listener;
+  net::unique_fd wake; // eventfd: the destructor's stop signal
+  std::unordered_map<std::string, std::string> data;
+  std::map<int, connection> conns;
+  bool store_changed = false;
+  std::thread thread;
+
+  void run();
+  void accept_all();
+  void read_from(connection& c);
+  void process_input(connection& c);
+  void handle(connection& c, proto::request& req);
+  void handle_add(connection& c, const proto::request& req);
+  bool has_all(const std::vector<std::string>& keys) const;
+  void settle_waits();
+  void flush(connection& c);
+  int next_timeout() const;
+};
+
+store_server::store_server(const std::string& bind_host, uint16_t port)
+  : impl_(std::make_unique<impl>()) {
+  try {
+    impl_->listener = net::listen_on(bind_host, port);
+  } catch (const std::runtime_error& e) {
+    throw store_error(std::string("store: ") + e.what());
+  }
+  port_ = net::local_port(impl_->listener.get());
+  impl_->wake.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!impl_->wake)
+    throw store_error("store: eventfd: " + net::error_text(errno));
+  impl_->thread = std::thread([this] { impl_->run(); });
+}
+
+store_server::~store_server() {
+  uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(impl_->wake.get(), &one, sizeof(one));
+  impl_->thread.join();
+}
+
+void store_server::impl::run() {
+  std::vector<pollfd> fds;
+  for (;;) {
+    fds.clear();
+    fds.push_back({wake.get(), POLLIN, 0});
+    fds.push_back({listener.get(), POLLIN, 0});
+    for (auto& [fd, c] : conns) {
+      // Input is read even during a wait so that a hang-up is noticed.
+      short events = c.in.size() < max_buffered_input ? POLLIN : 0;
+      if (!c.out.empty())
+        events |= POLLOUT;
+      fds.push_back({fd, events, 0});
+    }
+    int n = ::poll(fds.data(), fds.size(), next_timeout());
+    if (n < 0 && errno != EINTR)
+      return; // nothing sensible left to do; clients see the hang-up
+    if (fds[0].revents != 0)
+      return;
+    if (fds[1].revents & POLLIN)
+      accept_all();
+    for (size_t i = 2; i < fds.size(); ++i) {
+      auto it = conns.find(fds[i].fd);
+      if (it == conns.end() || fds[i].revents == 0)
+        continue;
+      auto& c = it->second;
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR))
+        read_from(c);
+      if (!c.closed)
+        process_input(c);
+    }
+    settle_waits();
+    for (auto it = conns.begin(); it != conns.end();) {
+      if (!it->second.closed)
+        flush(it->second);
+      it = it->second.closed ? conns.erase(it) : std::next(it);
+    }
+  }
+}
+
+void store_server::impl::accept_all() {
+  for (;;) {
+    int fd = ::accept4(listener.get(), nullptr, nullptr,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
+      return; // EAGAIN, or a transient error such as EMFILE
+    net::set_nodelay(fd);
+    conns[fd].fd.reset(fd);
+  }
+}
+
+void store_server::impl::read_from(connection& c) {
+  char buf[65536];
+  while (c.in.size() < max_buffered_input) {
+    auto n = ::recv(c.fd.get(), buf, sizeof(buf), 0);
+    if (n > 0) {
+      c.in.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+      c.closed = true;
+    return;
+  }
+}
+
+void store_server::impl::process_input(connection& c) {
+  try {
+    size_t used = 0;
+    while (!c.wait) {
+      auto rest = std::string_view{c.in}.substr(used);
+      auto size = proto::frame_size(rest);
+      if (size == 0)
+        break;
+      auto req = proto::decode_request(rest.substr(proto::header_size,
+                                                   size - proto::header_size));
+      used += size;
+      handle(c, req);
+    }
+    c.in.erase(0, used);
+  } catch (const proto::protocol_error&) {
+    // A client that breaks the framing cannot be resynchronised.
+    c.closed = true;
+  }
+}
+
+void store_server::impl::handle(connection& c, proto::request& req) {
+  switch (req.kind) {
+    case proto::op::set:
+      data[req.key] = std::move(req.value);
+      store_changed = true;
+      c.out += reply(proto::status::ok);
+      break;
+    case proto::op::get:
+      if (auto it = data.find(req.key); it != data.end())
+        c.out += reply(proto::status::ok, it->second);
+      else
+        c.out += reply(proto::status::missing);
+      break;
+    case proto::op::add:
+      handle_add(c, req);
+      break;
+    case proto::op::wait:
+      if (has_all(req.keys))
+        c.out += reply(proto::status::ok);
+      else if (req.timeout_ms <= 0)
+        c.out += reply(proto::status::timed_out);
+      else
+        c.wait = pending_wait{std::move(req.keys),
+                              clock::now()
+                                + std::chrono::milliseconds(std::min(
+                                  req.timeout_ms, proto::max_timeout_ms))};
+      break;
+  }
+}
+
+void store_server::impl::handle_add(connection& c, const proto::request& req) {
+  // Counters are stored as decimal text, so get() of a counter reads "3".
+  int64_t value = 0;
+  if (auto it = data.find(req.key); it != data.end()) {
+    const auto& text = it->second;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
+                                     value);
+    if (ec != std::errc{} || end != text.data() + text.size()) {
+      c.out += reply(proto::status::error,
+                     "value of key '" + req.key + "' is not an integer");
+      return;
+    }
+  }
+  value += req.delta;
+  data[req.key] = std::to_string(value);
+  store_changed = true;
+  c.out += reply(proto::status::ok, value);
+}
+
+bool store_server::impl::has_all(const std::vector<std::string>& keys) const {
+  return std::all_of(keys.begin(), keys.end(),
+                     [this](const auto& key) { return data.count(key) > 0; });
+}
+
+void store_server::impl::settle_waits() {
+  // Answering a wait releases that client's buffered frames, whose sets may
+  // satisfy other waits: repeat until the store stops changing.
+  do {
+    store_changed = false;
+    auto now = clock::now();
+    for (auto& [fd, c] : conns) {
+      if (!c.wait || c.closed)
+        continue;
+      if (has_all(c.wait->keys))
+        c.out += reply(proto::status::ok);
+      else if (c.wait->deadline <= now)
+        c.out += reply(proto::status::timed_out);
+      else
+        continue;
+      c.wait.reset();
+      process_input(c);
+    }
+  } while (store_changed);
+}
+
+void store_server::impl::flush(connection& c) {
+  while (!c.out.empty()) {
+    auto n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      c.out.erase(0, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return;
+    c.closed = true;
+    return;
+  }
+}
+
+int store_server::impl::next_timeout() const {
+  std::optional<clock::time_point> first;
+  for (const auto& [fd, c] : conns)
+    if (c.wait && (!first || c.wait->deadline < *first))
+      first = c.wait->deadline;
+  return first ? net::poll_timeout(*first) : -1;
+}
+
+} // namespace troupe::elastic

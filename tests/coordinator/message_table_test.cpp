@@ -1,0 +1,150 @@
+#include "coordinator/message_table.hpp"
+
+#include <gtest/gtest.h>
+
+namespace troupe::coordinator {
+namespace {
+
+v1::Request request(int rank, const std::string& name,
+                    v1::OpType op = v1::OP_TYPE_ALLREDUCE,
+                    v1::DataType dtype = v1::DATA_TYPE_FLOAT32,
+                    std::vector<int64_t> shape = {4}) {
+  v1::Request r;
+  r.set_request_rank(rank);
+  r.set_tensor_name(name);
+  r.set_op(op);
+  r.set_dtype(dtype);
+  for (auto d : shape)
+    r.add_shape(d);
+  r.set_prescale_factor(1.0);
+  r.set_postscale_factor(1.0);
+  r.set_reduce_op(v1::REDUCE_OP_SUM);
+  return r;
+}
+
+TEST(message_table, ready_only_when_every_rank_asked) {
+  message_table t{3};
+  EXPECT_FALSE(t.add(request(0, "a")));
+  EXPECT_FALSE(t.add(request(2, "a")));
+  EXPECT_FALSE(t.has_ready());
+  EXPECT_EQ(t.pending(), 1u);
+  EXPECT_FALSE(t.add(request(1, "a")));
+  ASSERT_TRUE(t.has_ready());
+  auto resp = t.pop_ready();
+  EXPECT_EQ(resp.op(), v1::OP_TYPE_ALLREDUCE);
+  ASSERT_EQ(resp.tensor_names_size(), 1);
+  EXPECT_EQ(resp.tensor_names(0), "a");
+  EXPECT_FALSE(t.has_ready());
+  EXPECT_EQ(t.pending(), 0u);
+}
+
+TEST(message_table, order_is_the_order_tensors_became_ready) {
+  message_table t{2};
+  // Rank 0 submits a, b, c; rank 1 submits c, a, b.
+  for (auto name : {"a", "b", "c"})
+    t.add(request(0, name));
+  for (auto name : {"c", "a", "b"})
+    t.add(request(1, name));
+  std::vector<std::string> order;
+  while (t.has_ready())
+    order.push_back(t.pop_ready().tensor_names(0));
+  EXPECT_EQ(order, (std::vector<std::string>{"c", "a", "b"}));
+}
+
+TEST(message_table, partial_submission_never_blocks_others) {
+  message_table t{2};
+  t.add(request(0, "only_rank0"));
+  t.add(request(0, "both"));
+  t.add(request(1, "both"));
+  ASSERT_TRUE(t.has_ready());
+  EXPECT_EQ(t.pop_ready().tensor_names(0), "both");
+  EXPECT_FALSE(t.has_ready());
+  auto missing = t.missing_ranks(message_table::clock::now() + std::chrono::seconds(1));
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_EQ(missing[0].first, "only_rank0");
+  EXPECT_EQ(missing[0].second, std::vector<int32_t>{1});
+}
+
+TEST(message_table, rejects_out_of_range_rank_and_duplicates) {
+  message_table t{2};
+  EXPECT_TRUE(t.add(request(2, "x")));
+  EXPECT_TRUE(t.add(request(-1, "x")));
+  EXPECT_FALSE(t.add(request(0, "x")));
+  auto err = t.add(request(0, "x"));
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("twice"), std::string::npos);
+  EXPECT_FALSE(t.has_ready());
+}
+
+TEST(message_table, name_can_be_reused_after_completion) {
+  message_table t{2};
+  for (int round = 0; round < 3; ++round) {
+    t.add(request(0, "loss"));
+    t.add(request(1, "loss"));
+    ASSERT_TRUE(t.has_ready());
+    EXPECT_EQ(t.pop_ready().op(), v1::OP_TYPE_ALLREDUCE);
+  }
+}
+
+v1::Response resolve(std::vector<v1::Request> reqs) {
+  message_table t{static_cast<int32_t>(reqs.size())};
+  for (auto& r : reqs)
+    t.add(r);
+  EXPECT_TRUE(t.has_ready());
+  return t.pop_ready();
+}
+
+TEST(message_table, dtype_mismatch_names_tensor_and_ranks) {
+  auto resp = resolve({request(0, "w"), request(1, "w", v1::OP_TYPE_ALLREDUCE,
+                                                  v1::DATA_TYPE_INT32)});
+  ASSERT_EQ(resp.op(), v1::OP_TYPE_ERROR);
+  EXPECT_EQ(resp.error().code(), v1::ERROR_CODE_MISMATCH);
+  EXPECT_EQ(resp.error().message(),
+            "Mismatched data types for tensor 'w': rank 0 sent float32, rank 1 sent int32.");
+}
+
+TEST(message_table, shape_mismatch_groups_ranks) {
+  auto resp = resolve({request(0, "w"), request(1, "w"),
+                       request(2, "w", v1::OP_TYPE_ALLREDUCE, v1::DATA_TYPE_FLOAT32, {5})});
+  ASSERT_EQ(resp.op(), v1::OP_TYPE_ERROR);
+  EXPECT_EQ(resp.error().message(),
+            "Mismatched tensor shapes for tensor 'w': ranks 0,1 sent [4], rank 2 sent [5].");
+}
+
+TEST(message_table, op_mismatch) {
+  auto resp = resolve({request(0, "w"), request(1, "w", v1::OP_TYPE_BROADCAST)});
+  ASSERT_EQ(resp.op(), v1::OP_TYPE_ERROR);
+  EXPECT_EQ(resp.error().message(),
+            "Mismatched operations for tensor 'w': rank 0 sent ALLREDUCE, rank 1 sent "
+            "BROADCAST.");
+}
+
+TEST(message_table, broadcast_root_mismatch) {
+  auto a = request(0, "p", v1::OP_TYPE_BROADCAST);
+  auto b = request(1, "p", v1::OP_TYPE_BROADCAST);
+  b.set_root_rank(1);
+  auto resp = resolve({a, b});
+  ASSERT_EQ(resp.op(), v1::OP_TYPE_ERROR);
+  EXPECT_NE(resp.error().message().find("root ranks"), std::string::npos);
+}
+
+TEST(message_table, allgather_collects_first_dimensions) {
+  auto resp = resolve({request(0, "g", v1::OP_TYPE_ALLGATHER, v1::DATA_TYPE_INT64, {1, 3}),
+                       request(1, "g", v1::OP_TYPE_ALLGATHER, v1::DATA_TYPE_INT64, {2, 3}),
+                       request(2, "g", v1::OP_TYPE_ALLGATHER, v1::DATA_TYPE_INT64, {0, 3})});
+  ASSERT_EQ(resp.op(), v1::OP_TYPE_ALLGATHER);
+  EXPECT_EQ(std::vector<int64_t>(resp.tensor_sizes().begin(), resp.tensor_sizes().end()),
+            (std::vector<int64_t>{1, 2, 0}));
+}
+
+TEST(message_table, allgather_trailing_dimension_mismatch) {
+  auto resp = resolve({request(0, "g", v1::OP_TYPE_ALLGATHER, v1::DATA_TYPE_INT64, {1, 3}),
+                       request(1, "g", v1::OP_TYPE_ALLGATHER, v1::DATA_TYPE_INT64, {1, 4})});
+  ASSERT_EQ(resp.op(), v1::OP_TYPE_ERROR);
+  EXPECT_EQ(resp.error().message(),
+            "Mismatched trailing dimensions (all but the first) for tensor 'g': rank 0 sent "
+            "[3], rank 1 sent [4].");
+}
+
+} // namespace
+} // namespace troupe::coordinator

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Command-line handling: hosts, hostfiles, knob flags, limits and errors.
+set -euo pipefail
+run=$1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+# Runs troupe-run, expecting exit code $1; output lands in $dir/out, $dir/err.
+expect() {
+  local want=$1 rc=0
+  shift
+  timeout 30 "$run" "$@" >"$dir/out" 2>"$dir/err" || rc=$?
+  [ "$rc" = "$want" ] || fail "'$*': exit code $rc, want $want; $(cat "$dir/err")"
+}
+
+expect 0 --help
+grep -q -- '--log-level' "$dir/out" || fail "help lacks the knob flags"
+
+expect 2 -np 2 -H remote-node:2 true
+grep -q 'not supported yet' "$dir/err" || fail "remote host: $(cat "$dir/err")"
+expect 2 -np 5 -H localhost:2,127.0.0.2:2 true
+grep -q '5 ranks' "$dir/err" || fail "too many ranks: $(cat "$dir/err")"
+expect 2 -np 2 --bogus-flag true
+grep -q "unknown option '--bogus-flag'" "$dir/err" || fail "$(cat "$dir/err")"
+expect 2 -np 2
+expect 2 true
+expect 2 -np 2 --log-level loud true
+grep -q 'TROUPE_LOG_LEVEL' "$dir/err" || fail "bad knob: $(cat "$dir/err")"
+
+# The machine's own name counts as local.
+expect 0 -np 2 -H "$(hostname):2" sh -c 'echo $TROUPE_HOSTNAME'
+[ "$(cut -d: -f2 "$dir/out" | sort -u)" = "$(hostname)" ] || fail "$(cat "$dir/out")"
+
+# Hostfile, both syntaxes, with comments.
+printf '# two simulated hosts\nlocalhost slots=1\n127.0.0.1:2  # second\n' \
+  >"$dir/hosts"
+expect 0 -np 3 --hostfile "$dir/hosts" sh -c 'echo $TROUPE_RANK $TROUPE_HOSTNAME $TROUPE_LOCAL_RANK'
+expected=$'[0]<stdout>:0 localhost 0\n[1]<stdout>:1 127.0.0.1 0\n[2]<stdout>:2 127.0.0.1 1'
+[ "$(sort "$dir/out")" = "$expected" ] || fail "hostfile: $(cat "$dir/out")"
+expect 2 -np 1 --hostfile "$dir/hosts" -H localhost:1 true
+
+# Knob flags set the workers' variables; -np inside the command is left alone.
+expect 0 -np 1 --log-level debug --start-timeout 12 -- \
+  sh -c 'echo $TROUPE_LOG_LEVEL $TROUPE_START_TIMEOUT "$@"' x -np 5
+[ "$(cat "$dir/out")" = '[0]<stdout>:debug 12 -np 5' ] || fail "$(cat "$dir/out")"
+expect 0 -np=1 --scheduler-threads=3 sh -c 'echo $TROUPE_SCHEDULER_THREADS'
+[ "$(cat "$dir/out")" = '[0]<stdout>:3' ] || fail "$(cat "$dir/out")"
+
+# Whole-job time limit.
+start=$SECONDS
+expect 124 -np 2 --timeout 0.5 sleep 60
+(( SECONDS - start < 10 )) || fail "timeout took $((SECONDS - start)) s"
+grep -q 'time limit' "$dir/err" || fail "timeout: $(cat "$dir/err")"
+echo PASS

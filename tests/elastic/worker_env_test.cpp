@@ -1,0 +1,65 @@
+#include "elastic/launcher/worker_env.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+using namespace troupe::elastic::launcher;
+
+namespace {
+
+std::map<std::string, std::string>
+as_map(const std::vector<std::string>& env) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : env) {
+    auto eq = entry.find('=');
+    EXPECT_EQ(out.count(entry.substr(0, eq)), 0u) << "duplicate " << entry;
+    out[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return out;
+}
+
+} // namespace
+
+TEST(worker_env, exports_identity_under_all_names) {
+  auto ranks = plan_ranks(parse_host_list("a:2,b:2"), 4);
+  job_env job;
+  job.size = 4;
+  job.store_addr = "127.0.0.1";
+  job.store_port = 4242;
+  job.job_id = "00ff";
+  job.knobs = {{"TROUPE_LOG_LEVEL", "debug"}};
+  auto env = as_map(merge_environment({"PATH=/bin", "RANK=99", "HOME=/root"},
+                                      rank_variables(ranks[3], job)));
+  EXPECT_EQ(env["PATH"], "/bin");
+  EXPECT_EQ(env["HOME"], "/root");
+  EXPECT_EQ(env["RANK"], "3");
+  EXPECT_EQ(env["TROUPE_RANK"], "3");
+  EXPECT_EQ(env["HOROVOD_RANK"], "3");
+  EXPECT_EQ(env["TROUPE_SIZE"], "4");
+  EXPECT_EQ(env["HOROVOD_SIZE"], "4");
+  EXPECT_EQ(env["WORLD_SIZE"], "4");
+  EXPECT_EQ(env["TROUPE_LOCAL_RANK"], "1");
+  EXPECT_EQ(env["HOROVOD_LOCAL_RANK"], "1");
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["TROUPE_LOCAL_SIZE"], "2");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+  EXPECT_EQ(env["TROUPE_CROSS_RANK"], "1");
+  EXPECT_EQ(env["HOROVOD_CROSS_SIZE"], "2");
+  EXPECT_EQ(env["GROUP_RANK"], "1");
+  EXPECT_EQ(env["TROUPE_HOSTNAME"], "b");
+  EXPECT_EQ(env["HOROVOD_HOSTNAME"], "b");
+  EXPECT_EQ(env["TROUPE_STORE_ADDR"], "127.0.0.1");
+  EXPECT_EQ(env["TROUPE_STORE_PORT"], "4242");
+  EXPECT_EQ(env["TROUPE_JOB_ID"], "00ff");
+  EXPECT_EQ(env["TROUPE_LOG_LEVEL"], "debug");
+  EXPECT_EQ(env["PYTHONUNBUFFERED"], "1");
+}
+
+TEST(worker_env, job_ids_are_random_hex) {
+  auto a = random_job_id();
+  auto b = random_job_id();
+  EXPECT_EQ(a.size(), 16u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(a, b);
+}

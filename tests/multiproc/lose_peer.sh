@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# lose_peer.sh TROUPE_RUN CHECK kill|stop VICTIM NP MAX_SECONDS
+# The victim rank dies or freezes while the others wait on a collective.
+# Every survivor must fail that collective with an error naming the victim
+# within MAX_SECONDS, and troupe-run must exit non-zero (no hang).
+set -u
+run=$1 check=$2 how=$3 victim=$4 np=$5 max=$6
+stamp=$(mktemp)
+out=$(mktemp)
+trap 'rm -f "$stamp" "$out"' EXIT
+
+timeout 90 "$run" --timeout 60 -np "$np" "$check" lose-peer "$how" "$victim" "$stamp" >"$out" 2>&1
+rc=$?
+cat "$out"
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
+  echo "FAIL: troupe-run exited $rc; want a non-zero status from the lost job"
+  exit 1
+fi
+survivors=$((np - 1))
+detected=$(grep -c "<stdout>:rank [0-9]*: DETECTED after" "$out")
+if [ "$detected" -ne "$survivors" ]; then
+  echo "FAIL: $detected of $survivors survivors reported the lost rank $victim"
+  exit 1
+fi
+slow=$(grep -o "DETECTED after [0-9.]* s" "$out" | awk -v max="$max" '$3 > max' | wc -l)
+if [ "$slow" -ne 0 ]; then
+  echo "FAIL: a survivor needed more than $max s to notice"
+  exit 1
+fi
+echo "PASS: $survivors survivors failed their pending collective naming rank $victim"

@@ -1,0 +1,118 @@
+#include "workers/config.hpp"
+
+#include <cstdlib>
+#include <sstream>
+
+namespace troupe::workers {
+
+namespace {
+
+double parse_positive(const char* env, const std::string& text) {
+  try {
+    size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used == text.size() && v > 0)
+      return v;
+  } catch (const std::exception&) {
+    // reported below
+  }
+  throw config_error(std::string(env) + "='" + text +
+                     "' is not a positive number");
+}
+
+int parse_count(const char* env, const std::string& text) {
+  double v = parse_positive(env, text);
+  if (v != static_cast<int>(v))
+    throw config_error(std::string(env) + "='" + text +
+                       "' is not a whole number");
+  return static_cast<int>(v);
+}
+
+std::string print_double(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+} // namespace
+
+const std::vector<knob>& knobs() {
+  static const std::vector<knob> table{
+    {"TROUPE_HEARTBEAT_TIMEOUT_SECONDS", nullptr, "heartbeat-timeout-seconds",
+     "seconds of silence after which a peer counts as lost",
+     [](config& c, const std::string& s) {
+       c.heartbeat_timeout_seconds =
+         parse_positive("TROUPE_HEARTBEAT_TIMEOUT_SECONDS", s);
+     },
+     [](const config& c) { return print_double(c.heartbeat_timeout_seconds); }},
+    {"TROUPE_GLOO_TIMEOUT_SECONDS", "HOROVOD_GLOO_TIMEOUT_SECONDS",
+     "gloo-timeout-seconds", "upper bound of one Gloo operation",
+     [](config& c, const std::string& s) {
+       c.gloo_timeout_seconds = parse_positive("TROUPE_GLOO_TIMEOUT_SECONDS", s);
+     },
+     [](const config& c) { return print_double(c.gloo_timeout_seconds); }},
+    {"TROUPE_START_TIMEOUT", "HOROVOD_START_TIMEOUT", "start-timeout",
+     "seconds allowed for bootstrap (store, endpoints, backend mesh)",
+     [](config& c, const std::string& s) {
+       c.start_timeout_seconds = parse_positive("TROUPE_START_TIMEOUT", s);
+     },
+     [](const config& c) { return print_double(c.start_timeout_seconds); }},
+    {"TROUPE_SCHEDULER_THREADS", nullptr, "scheduler-threads",
+     "threads of the actor scheduler in each worker",
+     [](config& c, const std::string& s) {
+       c.scheduler_threads = parse_count("TROUPE_SCHEDULER_THREADS", s);
+     },
+     [](const config& c) { return std::to_string(c.scheduler_threads); }},
+    {"TROUPE_LOG_LEVEL", "HOROVOD_LOG_LEVEL", "log-level",
+     "trace, debug, info, warning, error, critical or off",
+     [](config& c, const std::string& s) {
+       static const char* levels[] = {"trace", "debug",    "info", "warning",
+                                      "error", "critical", "off"};
+       std::string lower;
+       for (char ch : s)
+         lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+       for (const char* level : levels)
+         if (lower == level) {
+           c.log_level = lower;
+           return;
+         }
+       throw config_error("TROUPE_LOG_LEVEL='" + s + "' is not a log level");
+     },
+     [](const config& c) { return c.log_level; }},
+  };
+  return table;
+}
+
+config config_from_env(const env_lookup& lookup) {
+  config cfg;
+  for (const auto& k : knobs()) {
+    auto value = lookup(k.env);
+    if (!value && k.alias)
+      value = lookup(k.alias);
+    if (value && !value->empty())
+      k.parse(cfg, *value);
+  }
+  return cfg;
+}
+
+env_lookup process_env() {
+  return [](const char* name) -> std::optional<std::string> {
+    if (const char* v = std::getenv(name))
+      return std::string(v);
+    return std::nullopt;
+  };
+}
+
+std::string describe(const config& cfg) {
+  std::string out;
+  for (const auto& k : knobs()) {
+    if (!out.empty())
+      out += ' ';
+    out += k.env;
+    out += '=';
+    out += k.print(cfg);
+  }
+  return out;
+}
+
+} // namespace troupe::workers

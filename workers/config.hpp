@@ -1,0 +1,57 @@
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace troupe::workers {
+
+/// A knob had a value that does not parse; the message names the variable.
+class config_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Every tunable of a worker, parsed once at init. Defaults follow Horovod
+/// where Horovod has the knob.
+struct config {
+  /// A peer that sends nothing (not even a heartbeat) this long is lost.
+  double heartbeat_timeout_seconds = 5.0;
+  /// Upper bound of one Gloo operation; also bounds rendezvous inside Gloo.
+  double gloo_timeout_seconds = 30.0;
+  /// Deadline for bootstrap: store connection, endpoint exchange, Gloo mesh.
+  double start_timeout_seconds = 30.0;
+  /// Threads of the CAF scheduler (actors only; backends run on their own).
+  int scheduler_threads = 2;
+  /// trace, debug, info, warning, error, critical, off.
+  std::string log_level = "warning";
+};
+
+using env_lookup = std::function<std::optional<std::string>(const char*)>;
+
+/// One row of the configuration table: how a knob is named everywhere.
+struct knob {
+  const char* env;    // TROUPE_* variable
+  const char* alias;  // HOROVOD_* variable, or nullptr
+  const char* flag;   // troupe-run flag, without leading dashes
+  const char* help;
+  std::function<void(config&, const std::string&)> parse;
+  std::function<std::string(const config&)> print;
+};
+
+/// The table, in a stable order.
+const std::vector<knob>& knobs();
+
+/// Reads the table from the environment (TROUPE_* wins over HOROVOD_*).
+/// Throws config_error naming the variable and its bad value.
+config config_from_env(const env_lookup& lookup);
+
+/// The process environment as an env_lookup.
+env_lookup process_env();
+
+/// "name=value" pairs of every knob, for the start-up log line.
+std::string describe(const config& cfg);
+
+} // namespace troupe::workers

@@ -1,0 +1,58 @@
+#include "workers/identity.hpp"
+
+namespace troupe::workers {
+
+namespace {
+
+std::optional<std::string> lookup_either(const env_lookup& lookup,
+                                         const std::string& suffix) {
+  if (auto v = lookup(("TROUPE_" + suffix).c_str()))
+    return v;
+  return lookup(("HOROVOD_" + suffix).c_str());
+}
+
+int read_int(const env_lookup& lookup, const std::string& suffix, int fallback,
+             int min_value) {
+  auto text = lookup_either(lookup, suffix);
+  if (!text || text->empty())
+    return fallback;
+  try {
+    size_t used = 0;
+    int v = std::stoi(*text, &used);
+    if (used == text->size() && v >= min_value)
+      return v;
+  } catch (const std::exception&) {
+    // reported below
+  }
+  throw config_error("TROUPE_" + suffix + "='" + *text + "' is not an integer >= " +
+                     std::to_string(min_value));
+}
+
+} // namespace
+
+identity identity_from_env(const env_lookup& lookup) {
+  identity id;
+  id.size = read_int(lookup, "SIZE", 1, 1);
+  id.rank = read_int(lookup, "RANK", 0, 0);
+  if (id.rank >= id.size)
+    throw config_error("TROUPE_RANK=" + std::to_string(id.rank) +
+                       " is not below TROUPE_SIZE=" + std::to_string(id.size));
+  id.local_rank = read_int(lookup, "LOCAL_RANK", id.rank, 0);
+  id.local_size = read_int(lookup, "LOCAL_SIZE", id.size, 1);
+  id.cross_rank = read_int(lookup, "CROSS_RANK", 0, 0);
+  id.cross_size = read_int(lookup, "CROSS_SIZE", 1, 1);
+  if (auto host = lookup("TROUPE_HOSTNAME"); host && !host->empty())
+    id.hostname = *host;
+  if (auto job = lookup("TROUPE_JOB_ID"); job && !job->empty())
+    id.job_id = *job;
+  if (auto addr = lookup("TROUPE_STORE_ADDR"))
+    id.store_host = *addr;
+  id.store_port = static_cast<uint16_t>(read_int(lookup, "STORE_PORT", 0, 0));
+  if (id.size > 1 && (id.store_host.empty() || id.store_port == 0))
+    throw config_error("TROUPE_SIZE=" + std::to_string(id.size) +
+                       " but TROUPE_STORE_ADDR / TROUPE_STORE_PORT are not set: "
+                       "start multi-rank jobs with troupe-run");
+  return id;
+}
+
+} // namespace troupe::workers

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "workers/config.hpp"
+
+namespace troupe::workers {
+
+/// Who this process is in the job, as the launcher (troupe-run) said in the
+/// environment. Without a launcher: a job of one rank.
+struct identity {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  std::string hostname = "127.0.0.1";  // where peers reach this rank
+  std::string store_host;
+  uint16_t store_port = 0;
+  std::string job_id = "local";
+
+  bool has_store() const {
+    return store_port != 0;
+  }
+};
+
+/// Reads TROUPE_RANK / TROUPE_SIZE / ... (HOROVOD_* as aliases). Throws
+/// config_error naming the variable when a value is malformed or when a
+/// multi-rank job has no rendezvous store address.
+identity identity_from_env(const env_lookup& lookup);
+
+} // namespace troupe::workers

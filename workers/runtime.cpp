@@ -1,0 +1,182 @@
+#include "workers/runtime.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <caf/io/all.hpp>
+
+#include "actors/atoms.hpp"
+#include "elastic/store.hpp"
+#include "workers/supervisor.hpp"
+
+namespace troupe::workers {
+
+namespace {
+
+using namespace troupe::actors;
+using clock = std::chrono::steady_clock;
+
+caf::actor_system_config make_caf_config(const config& cfg) {
+  caf::actor_system_config c;
+  c.load<caf::io::middleman>();
+  c.set("scheduler.max-threads", static_cast<size_t>(cfg.scheduler_threads));
+  // CAF's default idle loop sleeps 50 us between polls, adding ~100 us to
+  // every hop from a foreign thread or the network (see caf-0.17 notes).
+  c.set("work-stealing.moderate-sleep-duration", caf::timespan{0});
+  // Heartbeats make a frozen peer (SIGSTOP, hung host) look like a lost one.
+  const auto timeout = std::chrono::duration_cast<caf::timespan>(
+    std::chrono::duration<double>(cfg.heartbeat_timeout_seconds));
+  c.set("middleman.heartbeat-interval", caf::timespan{timeout / 5});
+  c.set("middleman.connection-timeout", timeout);
+  return c;
+}
+
+spdlog::level::level_enum log_level(const std::string& name) {
+  return name == "warning" ? spdlog::level::warn : spdlog::level::from_str(name);
+}
+
+std::pair<std::string, uint16_t> split_address(const std::string& address) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos)
+    throw elastic::store_error("malformed endpoint address '" + address + "'");
+  return {address.substr(0, colon),
+          static_cast<uint16_t>(std::stoi(address.substr(colon + 1)))};
+}
+
+} // namespace
+
+struct runtime::impl {
+  identity id;
+  config cfg;
+  caf::actor_system_config caf_cfg;
+  caf::actor_system system;
+  caf::actor supervisor;
+  caf::actor negotiator;
+
+  impl(identity i, config c)
+    : id(std::move(i)), cfg(std::move(c)), caf_cfg(make_caf_config(cfg)), system(caf_cfg) {
+  }
+
+  std::string key(const std::string& what, int rank) const {
+    return id.job_id + "/" + what + "/" + std::to_string(rank);
+  }
+
+  // Publishes this rank's endpoint, connects to every lower rank and
+  // introduces itself; higher ranks connect to us and do the same.
+  status connect_peers(elastic::store_client& store, clock::time_point deadline) {
+    auto port = system.middleman().publish(supervisor, 0, nullptr, true);
+    if (!port)
+      return {status_code::internal,
+              "cannot publish this rank's endpoint: " + system.render(port.error())};
+    const auto address = id.hostname + ":" + std::to_string(*port);
+    store.set(key("endpoint", id.rank), address);
+    for (int peer = 0; peer < id.rank; ++peer) {
+      auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - clock::now());
+      auto peer_address = store.wait_get(key("endpoint", peer), remaining);
+      auto [host, peer_port] = split_address(peer_address);
+      auto remote = system.middleman().remote_actor(host, peer_port);
+      if (!remote)
+        return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) +
+                                          " at " + peer_address + ": " +
+                                          system.render(remote.error())};
+      caf::anon_send(*remote, hello_atom::value, static_cast<int32_t>(id.rank), supervisor,
+                     address);
+      caf::anon_send(supervisor, hello_atom::value, static_cast<int32_t>(peer), *remote,
+                     peer_address);
+    }
+    status result{status_code::timeout,
+                  "not every rank connected before the start timeout (TROUPE_START_TIMEOUT)"};
+    caf::scoped_actor self{system};
+    self->request(supervisor, deadline - clock::now(), peers_atom::value)
+      .receive([&](bool) { result = {}; },
+               [&](caf::error& err) { result = {status_code::timeout, result.message() +
+                                                                      ": " + system.render(err)}; });
+    return result;
+  }
+
+  status start_group(clock::time_point deadline) {
+    status result;
+    caf::scoped_actor self{system};
+    self->request(supervisor, deadline - clock::now(), start_atom::value)
+      .receive(
+        [&](status& s, caf::actor& neg) {
+          result = std::move(s);
+          negotiator = std::move(neg);
+        },
+        [&](caf::error& err) {
+          result = {status_code::timeout,
+                    "the global process set did not start: " + system.render(err)};
+        });
+    return result;
+  }
+
+  void stop() {
+    if (!supervisor)
+      return;
+    caf::scoped_actor self{system};
+    self->request(supervisor, std::chrono::seconds(5), shutdown_atom::value)
+      .receive([](bool) {}, [](caf::error&) {});
+    self->send_exit(supervisor, caf::exit_reason::user_shutdown);
+    supervisor = nullptr;
+    negotiator = nullptr;
+  }
+};
+
+runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {
+}
+
+runtime::~runtime() {
+  impl_->stop();
+}
+
+std::unique_ptr<runtime> runtime::start(status& result) {
+  identity id;
+  config cfg;
+  try {
+    auto env = process_env();
+    id = identity_from_env(env);
+    cfg = config_from_env(env);
+  } catch (const config_error& e) {
+    result = {status_code::invalid_argument, e.what()};
+    return nullptr;
+  }
+  spdlog::set_level(log_level(cfg.log_level));
+  spdlog::info("troupe rank {}/{} starting: {}", id.rank, id.size, describe(cfg));
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
+                                         std::chrono::duration<double>(cfg.start_timeout_seconds));
+  auto p = std::make_unique<impl>(id, cfg);
+  std::unique_ptr<runtime> rt{new runtime(std::move(p))};
+  auto& m = *rt->impl_;
+  try {
+    supervisor_args args{id, cfg, nullptr};
+    if (id.size > 1)
+      args.store = std::make_shared<elastic::store_client>(
+        id.store_host, id.store_port,
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
+    auto store = args.store;
+    m.supervisor = spawn_supervisor(m.system, std::move(args));
+    if (store)
+      result = m.connect_peers(*store, deadline);
+    if (result.ok())
+      result = m.start_group(deadline);
+  } catch (const std::exception& e) {
+    result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
+  }
+  if (!result.ok())
+    return nullptr;  // the destructor stops what was started
+  return rt;
+}
+
+const identity& runtime::id() const {
+  return impl_->id;
+}
+
+const config& runtime::cfg() const {
+  return impl_->cfg;
+}
+
+void runtime::submit(actors::tensor_entry_ptr entry) {
+  caf::anon_send(impl_->negotiator, submit_atom::value, std::move(entry));
+}
+
+} // namespace troupe::workers

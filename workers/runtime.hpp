@@ -1,0 +1,41 @@
+#pragma once
+
+#include <memory>
+
+#include "actors/tensor_entry.hpp"
+#include "troupe/status.hpp"
+#include "workers/config.hpp"
+#include "workers/identity.hpp"
+
+namespace troupe::workers {
+
+/// One rank's running runtime: the actor system (the only root of state),
+/// its supervisor and the global process set's group. Created by start(),
+/// stopped by its destructor.
+class runtime {
+public:
+  /// Bootstraps from the environment: store, endpoint exchange with every
+  /// peer, backend rendezvous. Every step is bounded by the start timeout;
+  /// on failure returns null and sets `result` to what did not complete.
+  static std::unique_ptr<runtime> start(status& result);
+
+  /// Leaves the job: peers are told, pending collectives fail with
+  /// status_code::shut_down.
+  ~runtime();
+
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  const identity& id() const;
+  const config& cfg() const;
+
+  /// Hands a collective to the global set's negotiator; never blocks.
+  void submit(actors::tensor_entry_ptr entry);
+
+private:
+  struct impl;
+  explicit runtime(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace troupe::workers

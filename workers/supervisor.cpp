@@ -1,0 +1,240 @@
+#include "workers/supervisor.hpp"
+
+#include <optional>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/atoms.hpp"
+#include "actors/negotiator.hpp"
+#include "backends/backend_actor.hpp"
+#include "backends/registry.hpp"
+#include "coordinator/coordinator_actor.hpp"
+
+namespace troupe::workers {
+
+namespace {
+
+using namespace troupe::actors;
+
+constexpr uint32_t global_set = 0;
+// How long a leaving rank waits for peers to acknowledge its goodbye.
+constexpr auto bye_timeout = std::chrono::seconds(1);
+
+struct process_set_group {
+  caf::actor negotiator;
+  caf::actor coordinator;  // only on the set's lowest rank
+  caf::actor backend;
+};
+
+struct supervisor_state {
+  supervisor_args args;
+  std::vector<caf::actor> peers;  // endpoint per rank; self at own rank
+  std::vector<std::string> peer_addresses;
+  std::vector<bool> left;
+  int known_peers = 0;
+  std::optional<caf::typed_response_promise<bool>> peers_waiter;
+  process_set_group group;
+  std::optional<status> broken;
+  static constexpr const char* name = "troupe.supervisor";
+};
+
+using supervisor_actor = caf::stateful_actor<supervisor_state>;
+
+// The global set cannot make progress any more: fail what is pending and
+// everything submitted from now on.
+void abort_groups(supervisor_actor* self, status why) {
+  auto& st = self->state;
+  if (st.broken)
+    return;
+  if (why.code() == status_code::shut_down)
+    spdlog::info("troupe rank {}: {}", st.args.id.rank, why.message());
+  else
+    spdlog::error("troupe rank {}: {}", st.args.id.rank, why.message());
+  st.broken = why;
+  if (st.group.negotiator)
+    self->send(st.group.negotiator, abort_atom::value, why);
+}
+
+std::optional<int> peer_rank(const supervisor_state& st, const caf::actor_addr& who) {
+  for (size_t r = 0; r < st.peers.size(); ++r)
+    if (st.peers[r] && st.peers[r].address() == who)
+      return static_cast<int>(r);
+  return std::nullopt;
+}
+
+void on_down(supervisor_actor* self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  const auto& g = st.group;
+  if (dm.source == g.negotiator.address() || dm.source == g.coordinator.address() ||
+      dm.source == g.backend.address()) {
+    abort_groups(self, {status_code::internal,
+                        "an actor of the global process set stopped: " +
+                          self->system().render(dm.reason)});
+    return;
+  }
+  auto r = peer_rank(st, dm.source);
+  if (!r || st.left[static_cast<size_t>(*r)])
+    return;
+  abort_groups(self, {status_code::peer_lost,
+                      fmt::format("rank {} ({}) was lost: {}. Collectives involving it "
+                                  "cannot complete.",
+                                  *r, st.peer_addresses[static_cast<size_t>(*r)],
+                                  self->system().render(dm.reason))});
+}
+
+void on_hello(supervisor_actor* self, int32_t rank, const caf::actor& endpoint,
+              const std::string& address) {
+  auto& st = self->state;
+  const auto slot = static_cast<size_t>(rank);
+  if (rank < 0 || slot >= st.peers.size() || rank == st.args.id.rank || st.peers[slot]) {
+    spdlog::error("troupe rank {}: ignored a hello from rank {} ({})", st.args.id.rank,
+                  rank, address);
+    return;
+  }
+  st.peers[slot] = endpoint;
+  st.peer_addresses[slot] = address;
+  self->monitor(endpoint);
+  if (++st.known_peers == st.args.id.size - 1 && st.peers_waiter)
+    st.peers_waiter->deliver(true);
+}
+
+// Builds the global set's group: the backend rendezvous blocks, so it runs
+// in the detached backend actor while this actor keeps serving messages.
+caf::result<status, caf::actor> start_group(supervisor_actor* self) {
+  auto& st = self->state;
+  const auto& id = st.args.id;
+  backends::backend_context ctx;
+  ctx.rank = id.rank;
+  ctx.size = id.size;
+  ctx.advertise_host = id.hostname;
+  ctx.store = st.args.store;
+  ctx.store_prefix = id.job_id + "/set0/gloo/";
+  ctx.timeout = std::chrono::milliseconds(
+    static_cast<int64_t>(st.args.cfg.gloo_timeout_seconds * 1000));
+  std::unique_ptr<backends::backend> impl;
+  try {
+    impl = backends::make_cpu_backend(ctx);
+  } catch (const std::exception& e) {
+    return {status{status_code::backend, e.what()}, caf::actor{}};
+  }
+  st.group.backend = backends::spawn_backend_actor(self->system(), std::move(impl), id.size);
+  self->monitor(st.group.backend);
+  auto rp = self->make_response_promise<status, caf::actor>();
+  const auto deadline = std::chrono::milliseconds(
+    static_cast<int64_t>(st.args.cfg.start_timeout_seconds * 1000));
+  self->request(st.group.backend, deadline, connect_atom::value)
+    .then(
+      [=](status& connected) mutable {
+        auto& st = self->state;
+        if (!connected.ok()) {
+          rp.deliver(std::move(connected), caf::actor{});
+          return;
+        }
+        if (st.args.id.rank == 0) {
+          st.group.coordinator =
+            coordinator::spawn_coordinator(self->system(), global_set, st.peers);
+          self->monitor(st.group.coordinator);
+        }
+        st.group.negotiator = spawn_negotiator(
+          self->system(), negotiator_args{global_set, st.args.id.rank}, st.peers[0],
+          st.group.coordinator, st.group.backend);
+        self->monitor(st.group.negotiator);
+        rp.deliver(status{}, st.group.negotiator);
+      },
+      [=](caf::error& err) mutable {
+        rp.deliver(status{status_code::timeout,
+                          "backend rendezvous did not complete: " +
+                            self->system().render(err)},
+                   caf::actor{});
+      });
+  return rp;
+}
+
+caf::result<bool> leave(supervisor_actor* self) {
+  auto& st = self->state;
+  abort_groups(self, {status_code::shut_down, "Troupe has been shut down on this rank."});
+  for (auto* child : {&st.group.negotiator, &st.group.coordinator, &st.group.backend})
+    if (*child) {
+      self->demonitor(*child);
+      self->send_exit(*child, caf::exit_reason::user_shutdown);
+    }
+  auto rp = self->make_response_promise<bool>();
+  auto outstanding = std::make_shared<int>(0);
+  auto finish = [=]() mutable {
+    if (--*outstanding == 0) {
+      rp.deliver(true);
+      self->quit();
+    }
+  };
+  ++*outstanding;  // released below, after every goodbye was sent
+  for (size_t r = 0; r < st.peers.size(); ++r) {
+    if (static_cast<int>(r) == st.args.id.rank || !st.peers[r] || st.left[r])
+      continue;
+    self->demonitor(st.peers[r]);
+    ++*outstanding;
+    self->request(st.peers[r], bye_timeout, bye_atom::value, st.args.id.rank)
+      .then([=](bool) mutable { finish(); }, [=](caf::error&) mutable { finish(); });
+  }
+  finish();
+  return rp;
+}
+
+caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
+  auto& st = self->state;
+  const auto n = static_cast<size_t>(args.id.size);
+  st.peers.resize(n);
+  st.peer_addresses.resize(n);
+  st.left.resize(n, false);
+  st.peers[static_cast<size_t>(args.id.rank)] = caf::actor_cast<caf::actor>(self);
+  st.args = std::move(args);
+  self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
+  return {
+    [=](hello_atom, int32_t rank, const caf::actor& endpoint, const std::string& address) {
+      on_hello(self, rank, endpoint, address);
+    },
+    [=](peers_atom) -> caf::result<bool> {
+      auto& st = self->state;
+      if (st.known_peers == st.args.id.size - 1)
+        return true;
+      st.peers_waiter = self->make_response_promise<bool>();
+      return *st.peers_waiter;
+    },
+    [=](start_atom) { return start_group(self); },
+    [=](submit_atom, const tensor_entry_ptr& e) {
+      auto& st = self->state;
+      if (st.group.negotiator)
+        self->send(st.group.negotiator, submit_atom::value, e);
+      else
+        e->handle->complete({status_code::shut_down, "the runtime is not started"});
+    },
+    [=](request_atom, uint32_t set, std::string& bytes) {
+      if (set == global_set && self->state.group.coordinator)
+        self->send(self->state.group.coordinator, request_atom::value, set, std::move(bytes));
+    },
+    [=](response_atom, uint32_t set, std::string& bytes) {
+      if (set == global_set && self->state.group.negotiator)
+        self->send(self->state.group.negotiator, response_atom::value, set, std::move(bytes));
+    },
+    [=](bye_atom, int32_t rank) {
+      auto& st = self->state;
+      if (rank >= 0 && static_cast<size_t>(rank) < st.left.size()) {
+        st.left[static_cast<size_t>(rank)] = true;
+        abort_groups(self, {status_code::shut_down,
+                            fmt::format("rank {} has shut down, so collectives involving "
+                                        "it can no longer complete.",
+                                        rank)});
+      }
+      return true;
+    },
+    [=](shutdown_atom) { return leave(self); },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_supervisor(caf::actor_system& sys, supervisor_args args) {
+  return sys.spawn(supervisor, std::move(args));
+}
+
+} // namespace troupe::workers
