@@ -156,6 +156,9 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
       st.broken = why;
       fail_all(st, why);
     },
+    // An ordinary message, not an exit: submissions queued before it are
+    // still answered (by the abort that precedes it) instead of dropped.
+    [=](shutdown_atom) { self->quit(); },
   };
 }
 

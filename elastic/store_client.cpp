@@ -4,6 +4,7 @@
 #include "elastic/store_protocol.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <unistd.h>
 
 namespace troupe::elastic {
@@ -21,14 +22,15 @@ constexpr milliseconds call_deadline{30'000};
 // wait when its timeout passes, so only a dead or stuck server exceeds this.
 constexpr milliseconds wait_margin{10'000};
 
-const char* describe(net::io_result r) {
+// Called right after the failed transfer, while errno still explains it.
+std::string describe(net::io_result r) {
   switch (r) {
     case net::io_result::timed_out:
       return "no reply before the deadline";
     case net::io_result::closed:
       return "connection closed by the store";
     default:
-      return "socket error";
+      return "socket error: " + net::error_text(errno);
   }
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 
+#include "elastic/store.hpp"
+
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,10 +35,11 @@ constexpr size_t header_size = 4;
 /// Longest wait either side accepts (30 days), so deadlines cannot overflow.
 constexpr int64_t max_timeout_ms = 30LL * 24 * 3600 * 1000;
 
-/// A frame that does not follow the format above.
-class protocol_error : public std::runtime_error {
+/// A frame that does not follow the format above. A store_error, so that a
+/// client call only ever throws store_error.
+class protocol_error : public store_error {
 public:
-  using std::runtime_error::runtime_error;
+  using store_error::store_error;
 };
 
 /// Builds one frame field by field.

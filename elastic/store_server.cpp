@@ -64,6 +64,9 @@ struct store_server::impl {
   std::unordered_map<std::string, std::string> data;
   std::map<int, connection> conns;
   bool store_changed = false;
+  // Out of file descriptors: the listener stays readable, so it is left out
+  // of poll() until a client leaves instead of spinning on accept().
+  bool accept_paused = false;
   std::thread thread;
 
   void run();
@@ -103,7 +106,8 @@ void store_server::impl::run() {
   for (;;) {
     fds.clear();
     fds.push_back({wake.get(), POLLIN, 0});
-    fds.push_back({listener.get(), POLLIN, 0});
+    short accept_events = accept_paused ? 0 : POLLIN;
+    fds.push_back({listener.get(), accept_events, 0});
     for (auto& [fd, c] : conns) {
       // Input is read even during a wait so that a hang-up is noticed.
       short events = c.in.size() < max_buffered_input ? POLLIN : 0;
@@ -112,8 +116,13 @@ void store_server::impl::run() {
       fds.push_back({fd, events, 0});
     }
     int n = ::poll(fds.data(), fds.size(), next_timeout());
-    if (n < 0 && errno != EINTR)
-      return; // nothing sensible left to do; clients see the hang-up
+    if (n < 0 && errno != EINTR) {
+      // Cannot serve any more: hang up so that clients fail now rather than
+      // at their deadlines.
+      conns.clear();
+      listener.reset();
+      return;
+    }
     if (fds[0].revents != 0)
       return;
     if (fds[1].revents & POLLIN)
@@ -132,7 +141,12 @@ void store_server::impl::run() {
     for (auto it = conns.begin(); it != conns.end();) {
       if (!it->second.closed)
         flush(it->second);
-      it = it->second.closed ? conns.erase(it) : std::next(it);
+      if (it->second.closed) {
+        it = conns.erase(it);
+        accept_paused = false;
+      } else {
+        ++it;
+      }
     }
   }
 }
@@ -141,8 +155,10 @@ void store_server::impl::accept_all() {
   for (;;) {
     int fd = ::accept4(listener.get(), nullptr, nullptr,
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0)
-      return; // EAGAIN, or a transient error such as EMFILE
+    if (fd < 0) {
+      accept_paused = errno == EMFILE || errno == ENFILE;
+      return;
+    }
     net::set_nodelay(fd);
     conns[fd].fd.reset(fd);
   }

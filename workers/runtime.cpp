@@ -1,5 +1,6 @@
 #include "workers/runtime.hpp"
 
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <caf/io/all.hpp>
@@ -140,7 +141,11 @@ std::unique_ptr<runtime> runtime::start(status& result) {
     result = {status_code::invalid_argument, e.what()};
     return nullptr;
   }
-  spdlog::set_level(log_level(cfg.log_level));
+  // Diagnostics go to stderr, never into the program's stdout.
+  auto logger = std::make_shared<spdlog::logger>(
+    "troupe", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  logger->set_level(log_level(cfg.log_level));
+  spdlog::set_default_logger(std::move(logger));
   spdlog::info("troupe rank {}/{} starting: {}", id.rank, id.size, describe(cfg));
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
                                          std::chrono::duration<double>(cfg.start_timeout_seconds));

@@ -151,14 +151,38 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self) {
   return rp;
 }
 
+// A peer left. If it left because it lost another peer, that loss is the
+// root cause, and it may reach us before our own heartbeat notices.
+void on_bye(supervisor_actor* self, int32_t rank, status_code cause,
+            const std::string& cause_text) {
+  auto& st = self->state;
+  if (rank < 0 || static_cast<size_t>(rank) >= st.left.size())
+    return;
+  st.left[static_cast<size_t>(rank)] = true;
+  if (cause == status_code::peer_lost)
+    abort_groups(self, {status_code::peer_lost,
+                        fmt::format("{} (reported by rank {})", cause_text, rank)});
+  else
+    abort_groups(self, {status_code::shut_down,
+                        fmt::format("rank {} has shut down, so collectives involving it "
+                                    "can no longer complete.",
+                                    rank)});
+}
+
 caf::result<bool> leave(supervisor_actor* self) {
   auto& st = self->state;
   abort_groups(self, {status_code::shut_down, "Troupe has been shut down on this rank."});
+  // Peers learn why we leave: the first cause that broke the set.
+  const auto cause = static_cast<int32_t>(st.broken->code());
+  const auto cause_text = st.broken->message();
   for (auto* child : {&st.group.negotiator, &st.group.coordinator, &st.group.backend})
-    if (*child) {
+    if (*child)
       self->demonitor(*child);
+  if (st.group.negotiator)
+    self->send(st.group.negotiator, shutdown_atom::value);
+  for (auto* child : {&st.group.coordinator, &st.group.backend})
+    if (*child)
       self->send_exit(*child, caf::exit_reason::user_shutdown);
-    }
   auto rp = self->make_response_promise<bool>();
   auto outstanding = std::make_shared<int>(0);
   auto finish = [=]() mutable {
@@ -173,7 +197,8 @@ caf::result<bool> leave(supervisor_actor* self) {
       continue;
     self->demonitor(st.peers[r]);
     ++*outstanding;
-    self->request(st.peers[r], bye_timeout, bye_atom::value, st.args.id.rank)
+    self->request(st.peers[r], bye_timeout, bye_atom::value, st.args.id.rank, cause,
+                  cause_text)
       .then([=](bool) mutable { finish(); }, [=](caf::error&) mutable { finish(); });
   }
   finish();
@@ -216,15 +241,8 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
       if (set == global_set && self->state.group.negotiator)
         self->send(self->state.group.negotiator, response_atom::value, set, std::move(bytes));
     },
-    [=](bye_atom, int32_t rank) {
-      auto& st = self->state;
-      if (rank >= 0 && static_cast<size_t>(rank) < st.left.size()) {
-        st.left[static_cast<size_t>(rank)] = true;
-        abort_groups(self, {status_code::shut_down,
-                            fmt::format("rank {} has shut down, so collectives involving "
-                                        "it can no longer complete.",
-                                        rank)});
-      }
+    [=](bye_atom, int32_t rank, int32_t cause, const std::string& cause_text) {
+      on_bye(self, rank, static_cast<status_code>(cause), cause_text);
       return true;
     },
     [=](shutdown_atom) { return leave(self); },

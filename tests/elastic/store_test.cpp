@@ -62,6 +62,14 @@ TEST(store, values_are_arbitrary_bytes) {
   EXPECT_EQ(client->get("big"), big);
 }
 
+TEST(store, oversized_value_is_refused_before_sending) {
+  store_server server;
+  auto client = connect(server);
+  EXPECT_THROW(client->set("huge", std::string(65 << 20, 'x')), store_error);
+  client->set("small", "ok");
+  EXPECT_EQ(client->get("small"), "ok");
+}
+
 TEST(store, add_counts_from_zero) {
   store_server server;
   auto client = connect(server);
