@@ -2,10 +2,12 @@
 // against a reference every rank computes from all ranks' seeded inputs.
 //   collective_check ops        every op x dtype, per-rank random order
 //   collective_check many N     N small allreduces in flight at once
-//   collective_check lose-peer kill|stop VICTIM STAMP_FILE
+//   collective_check lose-peer kill|stop|stop-busy VICTIM STAMP_FILE
 //                               VICTIM dies (SIGKILL) or freezes (SIGSTOP)
-//                               while the others wait on a collective; they
-//                               report how fast and with what error they failed
+//                               while the others wait on a collective (at the
+//                               coordinator, or inside the backend for
+//                               stop-busy); they report how fast and with
+//                               what error they failed
 // Prints "rank R: PASS ..." per rank; exit 0 on success.
 #include <algorithm>
 #include <chrono>
@@ -17,6 +19,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -220,14 +223,22 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
                                 "warm-up");
   if (!warm.wait().ok())
     return 1;
+  // "stop-busy": the victim joins a large allreduce and freezes, so the
+  // others are blocked inside the backend. Otherwise the victim never
+  // submits it and the others wait at the coordinator.
+  const bool busy = how == "stop-busy";
+  std::vector<float> big(busy ? 16u << 20 : 1u, 1.0f);
+  const troupe::tensor t{big.data(), data_type::float32, {static_cast<int64_t>(big.size())}};
   if (rank == victim) {
+    if (busy) {
+      auto h = troupe::allreduce(t, t, "big");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     std::ofstream(stamp_file) << std::to_string(now_seconds()) << "\n";
     std::raise(how == "kill" ? SIGKILL : SIGSTOP);
     return 0;
   }
-  // The victim never submits this one: it waits at the coordinator.
-  auto pending = troupe::allreduce({&x, data_type::float32, {1}},
-                                   {&x, data_type::float32, {1}}, "never-completes");
+  auto pending = troupe::allreduce(t, t, busy ? "big" : "never-completes");
   auto s = pending.wait_for(std::chrono::seconds(30));
   const double detected = now_seconds();
   double stamped = 0;

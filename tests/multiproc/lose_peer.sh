@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# lose_peer.sh TROUPE_RUN CHECK kill|stop VICTIM NP MAX_SECONDS
+# lose_peer.sh TROUPE_RUN CHECK kill|stop|stop-busy VICTIM NP MAX_SECONDS MAX_JOB_SECONDS
 # The victim rank dies or freezes while the others wait on a collective.
 # Every survivor must fail that collective with an error naming the victim
-# within MAX_SECONDS, and troupe-run must exit non-zero (no hang).
+# within MAX_SECONDS, and troupe-run must exit non-zero (no hang) within
+# MAX_JOB_SECONDS.
 set -u
-run=$1 check=$2 how=$3 victim=$4 np=$5 max=$6
+run=$1 check=$2 how=$3 victim=$4 np=$5 max=$6 max_job=$7
 stamp=$(mktemp)
 out=$(mktemp)
 trap 'rm -f "$stamp" "$out"' EXIT
 
+start=$(date +%s)
 timeout 90 "$run" --timeout 60 -np "$np" "$check" lose-peer "$how" "$victim" "$stamp" >"$out" 2>&1
 rc=$?
+took=$(( $(date +%s) - start ))
 cat "$out"
+echo "job ended after ${took} s with status $rc"
+if [ "$took" -gt "$max_job" ]; then
+  echo "FAIL: the job took more than $max_job s to end"
+  exit 1
+fi
 if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
   echo "FAIL: troupe-run exited $rc; want a non-zero status from the lost job"
   exit 1
