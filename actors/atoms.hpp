@@ -31,6 +31,12 @@ using bye_atom = caf::atom_constant<caf::atom("bye")>;
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 
+/// A set already aborted is aborted again only when a peer is lost after a
+/// clean goodbye: work still running may then never return.
+inline bool abort_escalates(const status& current, const status& next) {
+  return next.code() == status_code::peer_lost && current.code() != status_code::peer_lost;
+}
+
 } // namespace troupe::actors
 
 // Local-only payloads: they never cross a process boundary (remote messages

@@ -51,12 +51,23 @@ void list_done(negotiator_state& st, negotiator_actor* self) {
     self->send(st.local_coordinator, executed_atom::value);
 }
 
-void fail_all(negotiator_state& st, const status& s) {
+// Fails every entry the backend is not running. Running ones are failed too
+// when the peer is lost (they may never return); after a clean goodbye the
+// peer finished its part of them, so they complete on their own.
+void fail_pending(negotiator_state& st, const status& s) {
+  const bool include_running = s.code() == status_code::peer_lost;
+  std::unordered_map<std::string, tensor_entry_ptr> running;
+  if (!include_running)
+    for (const auto& [id, work] : st.in_flight)
+      for (const auto& e : work->entries)
+        running.emplace(e->request.tensor_name(), e);
+  else
+    st.in_flight.clear();
   auto table = std::move(st.table);
-  st.table.clear();
-  st.in_flight.clear();
+  st.table = std::move(running);
   for (auto& [name, e] : table)
-    e->handle->complete(s);
+    if (!st.table.count(name))
+      e->handle->complete(s);
 }
 
 void on_response_list(negotiator_actor* self, const std::string& bytes) {
@@ -102,7 +113,7 @@ void on_executed(negotiator_actor* self, uint64_t id, status& result) {
   auto node = st.in_flight.extract(id);
   if (node.empty())
     return;  // failed by an abort meanwhile
-  if (result.code() == status_code::backend) {
+  if (result.code() == status_code::backend && !st.broken) {
     // The communicator is gone; keep the entries pending so the abort that
     // names the lost peer (or this error, after the grace) fails them all.
     self->delayed_send(self, backend_failure_grace, abort_atom::value, result);
@@ -151,10 +162,10 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
     [=](executed_atom, uint64_t id, status& result) { on_executed(self, id, result); },
     [=](abort_atom, const status& why) {
       auto& st = self->state;
-      if (st.broken)
+      if (st.broken && !abort_escalates(*st.broken, why))
         return;
       st.broken = why;
-      fail_all(st, why);
+      fail_pending(st, why);
     },
     // An ordinary message, not an exit: submissions queued before it are
     // still answered (by the abort that precedes it) instead of dropped.

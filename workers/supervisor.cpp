@@ -45,7 +45,7 @@ using supervisor_actor = caf::stateful_actor<supervisor_state>;
 // everything submitted from now on.
 void abort_groups(supervisor_actor* self, status why) {
   auto& st = self->state;
-  if (st.broken)
+  if (st.broken && !abort_escalates(*st.broken, why))
     return;
   if (why.code() == status_code::shut_down)
     spdlog::info("troupe rank {}: {}", st.args.id.rank, why.message());
@@ -99,6 +99,19 @@ void on_hello(supervisor_actor* self, int32_t rank, const caf::actor& endpoint,
     st.peers_waiter->deliver(true);
 }
 
+// Forwards a peer's control message to the actor of its process set.
+template <class Atom>
+void route(supervisor_actor* self, const caf::actor& dest, const char* what, uint32_t set,
+           std::string bytes) {
+  if (set != global_set || !dest) {
+    spdlog::error("troupe rank {}: dropped a {} for process set {}, which has no {} here",
+                  self->state.args.id.rank, what, set,
+                  std::is_same_v<Atom, request_atom> ? "coordinator" : "negotiator");
+    return;
+  }
+  self->send(dest, Atom::value, set, std::move(bytes));
+}
+
 // Builds the global set's group: the backend rendezvous blocks, so it runs
 // in the detached backend actor while this actor keeps serving messages.
 caf::result<status, caf::actor> start_group(supervisor_actor* self) {
@@ -120,27 +133,24 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self) {
   }
   st.group.backend = backends::spawn_backend_actor(self->system(), std::move(impl), id.size);
   self->monitor(st.group.backend);
+  // Coordinator and negotiator exist before the backend is connected: a
+  // faster peer's first request may arrive while our rendezvous is still
+  // running, and the backend runs queued work only after (connect).
+  if (id.rank == 0) {
+    st.group.coordinator = coordinator::spawn_coordinator(self->system(), global_set, st.peers);
+    self->monitor(st.group.coordinator);
+  }
+  st.group.negotiator =
+    spawn_negotiator(self->system(), negotiator_args{global_set, id.rank}, st.peers[0],
+                     st.group.coordinator, st.group.backend);
+  self->monitor(st.group.negotiator);
   auto rp = self->make_response_promise<status, caf::actor>();
   const auto deadline = std::chrono::milliseconds(
     static_cast<int64_t>(st.args.cfg.start_timeout_seconds * 1000));
   self->request(st.group.backend, deadline, connect_atom::value)
     .then(
       [=](status& connected) mutable {
-        auto& st = self->state;
-        if (!connected.ok()) {
-          rp.deliver(std::move(connected), caf::actor{});
-          return;
-        }
-        if (st.args.id.rank == 0) {
-          st.group.coordinator =
-            coordinator::spawn_coordinator(self->system(), global_set, st.peers);
-          self->monitor(st.group.coordinator);
-        }
-        st.group.negotiator = spawn_negotiator(
-          self->system(), negotiator_args{global_set, st.args.id.rank}, st.peers[0],
-          st.group.coordinator, st.group.backend);
-        self->monitor(st.group.negotiator);
-        rp.deliver(status{}, st.group.negotiator);
+        rp.deliver(std::move(connected), self->state.group.negotiator);
       },
       [=](caf::error& err) mutable {
         rp.deliver(status{status_code::timeout,
@@ -234,12 +244,10 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
         e->handle->complete({status_code::shut_down, "the runtime is not started"});
     },
     [=](request_atom, uint32_t set, std::string& bytes) {
-      if (set == global_set && self->state.group.coordinator)
-        self->send(self->state.group.coordinator, request_atom::value, set, std::move(bytes));
+      route<request_atom>(self, self->state.group.coordinator, "request", set, std::move(bytes));
     },
     [=](response_atom, uint32_t set, std::string& bytes) {
-      if (set == global_set && self->state.group.negotiator)
-        self->send(self->state.group.negotiator, response_atom::value, set, std::move(bytes));
+      route<response_atom>(self, self->state.group.negotiator, "response", set, std::move(bytes));
     },
     [=](bye_atom, int32_t rank, int32_t cause, const std::string& cause_text) {
       on_bye(self, rank, static_cast<status_code>(cause), cause_text);
