@@ -221,8 +221,6 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
   float x = 1;
   auto warm = troupe::allreduce({&x, data_type::float32, {1}}, {&x, data_type::float32, {1}},
                                 "warm-up");
-  if (!warm.wait().ok())
-    return 1;
   // "stop-busy": the victim joins a large allreduce and freezes, so the
   // others are blocked inside the backend. Otherwise the victim never
   // submits it and the others wait at the coordinator.
@@ -230,6 +228,8 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
   std::vector<float> big(busy ? 16u << 20 : 1u, 1.0f);
   const troupe::tensor t{big.data(), data_type::float32, {static_cast<int64_t>(big.size())}};
   if (rank == victim) {
+    if (!warm.wait().ok())
+      return 1;
     if (busy) {
       auto h = troupe::allreduce(t, t, "big");
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -238,8 +238,12 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
     std::raise(how == "kill" ? SIGKILL : SIGSTOP);
     return 0;
   }
-  auto pending = troupe::allreduce(t, t, busy ? "big" : "never-completes");
-  auto s = pending.wait_for(std::chrono::seconds(30));
+  // The victim may die before this rank saw the warm-up complete; then the
+  // warm-up is the collective that must fail.
+  auto s = warm.wait();
+  if (s.ok())
+    s = troupe::allreduce(t, t, busy ? "big" : "never-completes")
+          .wait_for(std::chrono::seconds(30));
   const double detected = now_seconds();
   double stamped = 0;
   std::ifstream(stamp_file) >> stamped;
