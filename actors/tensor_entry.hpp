@@ -17,6 +17,9 @@ struct tensor_entry {
   v1::Request request;
   tensor input;
   tensor output;
+  /// Alltoall: rows sent to each rank (empty = equal split). Not
+  /// negotiated, as in Horovod.
+  std::vector<int64_t> splits;
   std::shared_ptr<detail::handle_state> handle;
 };
 

@@ -52,6 +52,14 @@ struct broadcast_options {
   int root = 0;
 };
 
+/// Bytes to and from each rank; the sums are the buffers' sizes.
+struct alltoall_options {
+  const void* input = nullptr;
+  std::vector<int64_t> send_bytes;
+  void* output = nullptr;
+  std::vector<int64_t> recv_bytes;
+};
+
 /// A communication library driven by one detached backend actor. Every call
 /// blocks until done and throws backend_error on failure.
 class backend {
@@ -66,6 +74,8 @@ public:
   virtual void allreduce(const allreduce_options& opts) = 0;
   virtual void allgather(const allgather_options& opts) = 0;
   virtual void broadcast(const broadcast_options& opts) = 0;
+  virtual void alltoall(const alltoall_options& opts) = 0;
+  virtual void barrier() = 0;
 };
 
 } // namespace troupe::backends

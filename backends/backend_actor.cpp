@@ -11,13 +11,15 @@ using namespace troupe::actors;
 
 struct backend_state {
   std::shared_ptr<backend> impl;
+  int set_rank = 0;
   int set_size = 1;
   static constexpr const char* name = "troupe.backend";
 };
 
 caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
-                            std::shared_ptr<backend> impl, int set_size) {
+                            std::shared_ptr<backend> impl, int set_rank, int set_size) {
   self->state.impl = std::move(impl);
+  self->state.set_rank = set_rank;
   self->state.set_size = set_size;
   return {
     [=](connect_atom) -> status {
@@ -29,7 +31,8 @@ caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
       }
     },
     [=](execute_atom, const collective_work_ptr& work) {
-      auto result = execute(*self->state.impl, self->state.set_size, *work);
+      auto& st = self->state;
+      auto result = execute(*st.impl, st.set_rank, st.set_size, *work);
       self->send(caf::actor_cast<caf::actor>(self->current_sender()),
                  executed_atom::value, work->id, std::move(result));
     },
@@ -39,9 +42,9 @@ caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
 } // namespace
 
 caf::actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                               int set_size) {
+                               int set_rank, int set_size) {
   return sys.spawn<caf::detached>(backend_actor, std::shared_ptr<backend>(std::move(b)),
-                                  set_size);
+                                  set_rank, set_size);
 }
 
 } // namespace troupe::backends

@@ -16,6 +16,6 @@ namespace troupe::backends {
 /// Protocol: (connect) -> status; (execute, work) -> sender gets
 /// (executed, work id, status).
 caf::actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                               int set_size);
+                               int set_rank, int set_size);
 
 } // namespace troupe::backends

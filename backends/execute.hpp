@@ -6,9 +6,8 @@
 
 namespace troupe::backends {
 
-/// Runs one negotiated collective on `b` for the local entries: copies in,
-/// calls the backend, applies averaging, sizes allgather outputs. Never
+/// Runs one negotiated collective on `b` for the local entries. Never
 /// throws: failures come back as a status (backend_error -> backend).
-status execute(backend& b, int set_size, actors::collective_work& work);
+status execute(backend& b, int set_rank, int set_size, actors::collective_work& work);
 
 } // namespace troupe::backends

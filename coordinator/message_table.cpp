@@ -85,29 +85,42 @@ v1::Response make_response(const std::string& name,
   if (auto e = mismatch("data types", [](const auto& r) { return dtype_text(r.dtype()); }))
     return *e;
   const auto op = first.op();
-  if (op == v1::OP_TYPE_ALLREDUCE) {
+  const bool reduces = op == v1::OP_TYPE_ALLREDUCE || op == v1::OP_TYPE_REDUCESCATTER;
+  const bool gathers = op == v1::OP_TYPE_ALLGATHER || op == v1::OP_TYPE_ALLTOALL;
+  if (reduces) {
     if (auto e = mismatch("reduction operations",
                           [](const auto& r) { return reduce_text(r.reduce_op()); }))
       return *e;
     if (auto e = mismatch("prescale and/or postscale factors", scale_text))
       return *e;
   }
-  if (op == v1::OP_TYPE_ALLREDUCE || op == v1::OP_TYPE_BROADCAST) {
+  if (reduces || op == v1::OP_TYPE_BROADCAST) {
     if (auto e = mismatch("tensor shapes", shape_text))
       return *e;
+  }
+  if (op == v1::OP_TYPE_REDUCESCATTER) {
+    if (first.reduce_op() != v1::REDUCE_OP_SUM && first.reduce_op() != v1::REDUCE_OP_AVERAGE)
+      return error_response(name, fmt::format("Reducescatter of tensor '{}': Reducescatter "
+                                              "currently only supports AVERAGE and SUM.",
+                                              name));
+    if (first.shape_size() == 0)
+      return error_response(name, fmt::format("Reducescatter of tensor '{}': Reducescatter "
+                                              "does not support scalar inputs.",
+                                              name));
   }
   if (op == v1::OP_TYPE_BROADCAST) {
     if (auto e = mismatch("root ranks",
                           [](const auto& r) { return std::to_string(r.root_rank()); }))
       return *e;
   }
-  if (op == v1::OP_TYPE_ALLGATHER) {
+  if (gathers) {
     if (auto e = mismatch("tensor ranks (number of dimensions)",
                           [](const auto& r) { return std::to_string(r.shape_size()); }))
       return *e;
     if (first.shape_size() == 0)
-      return error_response(name, fmt::format("Cannot allgather scalar tensor '{}': "
-                                              "it needs at least one dimension.", name));
+      return error_response(name, fmt::format("Cannot {} scalar tensor '{}': it needs at "
+                                              "least one dimension.",
+                                              op_text(op), name));
     auto trailing = [](const v1::Request& r) {
       return to_string(shape_t(r.shape().begin() + 1, r.shape().end()));
     };

@@ -131,7 +131,8 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self) {
   } catch (const std::exception& e) {
     return {status{status_code::backend, e.what()}, caf::actor{}};
   }
-  st.group.backend = backends::spawn_backend_actor(self->system(), std::move(impl), id.size);
+  st.group.backend =
+    backends::spawn_backend_actor(self->system(), std::move(impl), id.rank, id.size);
   self->monitor(st.group.backend);
   // Coordinator and negotiator exist before the backend is connected: a
   // faster peer's first request may arrive while our rendezvous is still

@@ -3,12 +3,15 @@
 #include <type_traits>
 
 #include <gloo/allgatherv.h>
+#include <gloo/alltoallv.h>
+#include <gloo/barrier.h>
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "backends/arith.hpp"
 #include "backends/gloo/gloo_store.hpp"
 
 namespace troupe::backends {
@@ -34,21 +37,6 @@ reduce_fn reduction(reduce_op op) {
   }
   throw backend_error(std::string("gloo: reduction '") + to_string(op) +
                       "' is not supported");
-}
-
-// Calls f(T*) with the element type of `dtype`.
-template <class F>
-void with_element_type(data_type dtype, F&& f) {
-  switch (dtype) {
-    case data_type::uint8: return f(static_cast<uint8_t*>(nullptr));
-    case data_type::int8: return f(static_cast<int8_t*>(nullptr));
-    case data_type::int32: return f(static_cast<int32_t*>(nullptr));
-    case data_type::int64: return f(static_cast<int64_t*>(nullptr));
-    case data_type::float32: return f(static_cast<float*>(nullptr));
-    case data_type::float64: return f(static_cast<double*>(nullptr));
-    default: break;
-  }
-  throw backend_error(std::string("gloo: no reduction for dtype ") + to_string(dtype));
 }
 
 // Gloo reports failures with several exception types; all mean the same to
@@ -90,7 +78,11 @@ void gloo_backend::allreduce(const allreduce_options& opts) {
     with_element_type(opts.dtype, [&](auto* type_tag) {
       using T = std::remove_pointer_t<decltype(type_tag)>;
       gloo::AllreduceOptions o{gloo_};
-      o.setReduceFunction(reduction<T>(opts.op));
+      // bool is uint8 here; its sum is a logical or (max), as in torch.
+      const auto op = opts.dtype == data_type::boolean && opts.op == reduce_op::sum
+                        ? reduce_op::max
+                        : opts.op;
+      o.setReduceFunction(reduction<T>(op));
       auto* data = static_cast<T*>(opts.data);
       o.setInput(data, opts.count);
       o.setOutput(data, opts.count);
@@ -126,6 +118,22 @@ void gloo_backend::broadcast(const broadcast_options& opts) {
       o.setInput(bytes, n);
     o.setOutput(bytes, n);
     gloo::broadcast(o);
+  });
+}
+
+void gloo_backend::alltoall(const alltoall_options& opts) {
+  guarded("alltoall", [&] {
+    gloo::AlltoallvOptions o{gloo_};
+    o.setInput(static_cast<char*>(const_cast<void*>(opts.input)), opts.send_bytes);
+    o.setOutput(static_cast<char*>(opts.output), opts.recv_bytes);
+    gloo::alltoallv(o);
+  });
+}
+
+void gloo_backend::barrier() {
+  guarded("barrier", [&] {
+    gloo::BarrierOptions o{gloo_};
+    gloo::barrier(o);
   });
 }
 

@@ -24,6 +24,8 @@ public:
   void allreduce(const allreduce_options& opts) override;
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;
+  void alltoall(const alltoall_options& opts) override;
+  void barrier() override;
 
 private:
   backend_context ctx_;

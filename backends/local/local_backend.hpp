@@ -18,6 +18,9 @@ public:
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options&) override {
   }
+  void alltoall(const alltoall_options& opts) override;
+  void barrier() override {
+  }
 };
 
 } // namespace troupe::backends

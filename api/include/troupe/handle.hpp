@@ -22,6 +22,8 @@ public:
   /// negotiation. Written by the runtime before complete().
   std::vector<char> output;
   shape_t output_shape;
+  /// Alltoall: rows received from each rank.
+  std::vector<int64_t> received_splits;
 
   bool complete(status result) {
     {
@@ -102,12 +104,17 @@ public:
     return state_->result();
   }
 
-  /// Allgather: the gathered bytes and shape, valid after a successful wait.
+  /// Allgather, alltoall, reducescatter: the result's bytes and shape, valid
+  /// after a successful wait.
   const std::vector<char>& output() const {
     return state_->output;
   }
   const shape_t& output_shape() const {
     return state_->output_shape;
+  }
+  /// Alltoall: rows received from each rank.
+  const std::vector<int64_t>& received_splits() const {
+    return state_->received_splits;
   }
 
 private:

@@ -31,10 +31,34 @@ int local_size();
 int cross_rank();
 int cross_size();
 
-/// Sums (or averages) `input` across ranks into `output`, which may be the
-/// same memory. Both must have the same dtype and shape on every rank.
-handle allreduce(const tensor& input, const tensor& output,
-                 const std::string& name, reduce_op op = reduce_op::sum);
+/// Reduces `input` across ranks into `output`, which may be the same memory.
+/// Both must have the same dtype and shape on every rank. The input is
+/// multiplied by `prescale_factor` before and the result by
+/// `postscale_factor` after the reduction (AVERAGE = SUM / size). float16 and
+/// bfloat16 accumulate in float32. bool: sum is logical or, product and min
+/// logical and; no average or scaling. Adasum is not available yet.
+handle allreduce(const tensor& input, const tensor& output, const std::string& name,
+                 reduce_op op = reduce_op::sum, double prescale_factor = 1.0,
+                 double postscale_factor = 1.0);
+
+/// Reduces (SUM or AVERAGE) `input` across ranks and leaves each rank a
+/// block of rows: with R rows and N ranks, ranks 0 .. R % N - 1 get
+/// R / N + 1 rows, the others R / N (Horovod's rule). The result is in
+/// handle::output() / handle::output_shape().
+handle reducescatter(const tensor& input, const std::string& name,
+                     reduce_op op = reduce_op::sum, double prescale_factor = 1.0,
+                     double postscale_factor = 1.0);
+
+/// Sends rows of `input` to every rank: `splits[r]` rows to rank r, in
+/// order (empty = equal split, which needs rows % size == 0). Trailing
+/// dimensions must agree across ranks. The received rows, concatenated in
+/// rank order, are in handle::output(); handle::received_splits() tells how
+/// many came from each rank.
+handle alltoall(const tensor& input, const std::string& name,
+                const std::vector<int64_t>& splits = {});
+
+/// Completes once every rank has called it.
+handle barrier();
 
 /// Concatenates every rank's `input` along the first dimension, in rank
 /// order. The first dimension may differ per rank; the others must agree.
