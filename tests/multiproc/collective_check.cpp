@@ -2,6 +2,7 @@
 // against a reference every rank computes from all ranks' seeded inputs.
 //   collective_check ops        every op x dtype x reduction, per-rank random order
 //   collective_check many N     N small allreduces in flight at once
+//   collective_check errors     every user error, message checked on every rank
 //   collective_check lose-peer kill|stop|stop-busy VICTIM STAMP_FILE
 //                               VICTIM dies (SIGKILL) or freezes (SIGSTOP)
 //                               while the others wait on a collective (at the
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "checks.hpp"
+#include "error_checks.hpp"
 #include "troupe/troupe.hpp"
 
 namespace {
@@ -98,11 +100,15 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_checks(
       troupe::test::many_small(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000), rank,
       "small allreduces in flight");
+  else if (mode == "errors")
+    rc = troupe::test::run_error_checks(rank, size);
   else if (mode == "lose-peer" && argc == 5)
     rc = lose_peer(rank, argv[2], std::atoi(argv[3]), argv[4]);
   else
     std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
   std::fflush(stdout);
   troupe::shutdown();
+  if (mode == "errors" && rc == 0)
+    rc = troupe::test::check_after_shutdown(rank);
   return rc;
 }

@@ -1,0 +1,150 @@
+#include "error_checks.hpp"
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "troupe/troupe.hpp"
+
+namespace troupe::test {
+
+namespace {
+
+// "rank 0 sent A, ranks 1,2 sent B": the coordinator's grouping, when rank 0
+// alone sent something different from all the others.
+std::string rank0_vs_rest(int size, const std::string& a, const std::string& b) {
+  std::string others;
+  for (int r = 1; r < size; ++r)
+    others += (r > 1 ? "," : "") + std::to_string(r);
+  return "rank 0 sent " + a + ", " + (size > 2 ? "ranks " : "rank ") + others + " sent " + b;
+}
+
+struct expectation {
+  std::string what;
+  handle h;
+  status_code code;
+  std::string message;
+};
+
+int verify(int rank, const std::vector<expectation>& cases) {
+  int failures = 0;
+  for (const auto& c : cases) {
+    auto s = c.h.wait_for(std::chrono::seconds(30));
+    if (s.code() != c.code || s.message() != c.message) {
+      ++failures;
+      std::printf("rank %d: FAIL %s: got [%s] %s\n  want [%s] %s\n", rank, c.what.c_str(),
+                  to_string(s.code()), s.message().c_str(), to_string(c.code),
+                  c.message.c_str());
+    }
+  }
+  return failures;
+}
+
+} // namespace
+
+int run_error_checks(int rank, int size) {
+  const bool r0 = rank == 0;
+  std::vector<float> f(12, 1.0f);
+  std::vector<int32_t> i32(12, 1);
+  std::vector<expectation> cases;
+  auto mismatch = [&](std::string what, handle h, const std::string& name,
+                      const std::string& field, const std::string& a, const std::string& b) {
+    cases.push_back({std::move(what), std::move(h), status_code::mismatch,
+                     "Mismatched " + field + " for tensor '" + name + "': " +
+                       rank0_vs_rest(size, a, b) + "."});
+  };
+  const tensor f4{f.data(), data_type::float32, {4}};
+  const tensor f6{f.data(), data_type::float32, {6}};
+  const tensor i4{i32.data(), data_type::int32, {4}};
+
+  mismatch("dtype", allreduce(r0 ? f4 : i4, r0 ? f4 : i4, "e.dtype"), "e.dtype", "data types",
+           "float32", "int32");
+  mismatch("shape", allreduce(r0 ? f4 : f6, r0 ? f4 : f6, "e.shape"), "e.shape",
+           "tensor shapes", "[4]", "[6]");
+  mismatch("reduce op",
+           allreduce(f4, f4, "e.op", r0 ? reduce_op::sum : reduce_op::max), "e.op",
+           "reduction operations", "sum", "max");
+  mismatch("scale", allreduce(f4, f4, "e.scale", reduce_op::sum, r0 ? 2.0 : 1.0), "e.scale",
+           "prescale and/or postscale factors", "(2, 1)", "(1, 1)");
+  mismatch("operation", r0 ? allreduce(f4, f4, "e.kind") : allgather(f4, "e.kind"), "e.kind",
+           "operations", "ALLREDUCE", "ALLGATHER");
+  mismatch("root", broadcast(f4, r0 ? 0 : 1, "e.root"), "e.root", "root ranks", "0", "1");
+  mismatch("allgather trailing",
+           allgather({f.data(), data_type::float32, {2, r0 ? 3 : 2}}, "e.gather"), "e.gather",
+           "trailing dimensions (all but the first)", r0 ? "[3]" : "[3]", "[2]");
+  mismatch("allgather ndims",
+           allgather(r0 ? tensor{f.data(), data_type::float32, {2, 2}} : f4, "e.ndims"),
+           "e.ndims", "tensor ranks (number of dimensions)", "2", "1");
+  mismatch("alltoall trailing",
+           alltoall({f.data(), data_type::float32, {static_cast<int64_t>(size), r0 ? 2 : 1}},
+                    "e.a2a"),
+           "e.a2a", "trailing dimensions (all but the first)", "[2]", "[1]");
+
+  // Errors a rank sees alone, at submission.
+  auto immediate = [&](std::string what, handle h, std::string message) {
+    cases.push_back({std::move(what), std::move(h), status_code::invalid_argument,
+                     std::move(message)});
+  };
+  // Only this rank submits the first: it stays pending until shutdown.
+  auto pending = allreduce(f4, f4, "e.dup." + std::to_string(rank));
+  immediate("duplicate name", allreduce(f4, f4, "e.dup." + std::to_string(rank)),
+            "Requested to allreduce, allgather, or broadcast a tensor with the same name as "
+            "another tensor that is currently being processed. If you want to request "
+            "another tensor, use a different tensor name.");
+  immediate("root out of range", broadcast(f4, size, "e.badroot"),
+            "broadcast of 'e.badroot': root rank " + std::to_string(size) +
+              " is outside [0, " + std::to_string(size) + ")");
+  immediate("scalar allgather", allgather({f.data(), data_type::float32, {}}, "e.scalar"),
+            "allgather of 'e.scalar': a scalar cannot be gathered; give the tensor at least "
+            "one dimension");
+  immediate("splits length", alltoall(f4, "e.splits", std::vector<int64_t>(size + 1, 0)),
+            "alltoall of 'e.splits': Number of entries in splits does not equal number of "
+            "workers.");
+  std::vector<int64_t> too_many(static_cast<size_t>(size), 0);
+  too_many[0] = 5;
+  immediate("splits sum", alltoall(f4, "e.splitsum", too_many),
+            "alltoall of 'e.splitsum': Sum of splits entries is greater than the first "
+            "dimension of tensor.");
+  immediate("indivisible", alltoall({f.data(), data_type::float32, {static_cast<int64_t>(size) + 1}}, "e.div"),
+            "alltoall of 'e.div': splits not provided, but first dimension of tensor is not "
+            "an even multiple of the number of workers.");
+  immediate("reducescatter op", reducescatter(f4, "e.rsop", reduce_op::max),
+            "reducescatter of 'e.rsop': Reducescatter currently only supports AVERAGE and "
+            "SUM.");
+  immediate("reducescatter scalar", reducescatter({f.data(), data_type::float32, {}}, "e.rs0"),
+            "reducescatter of 'e.rs0': Reducescatter does not support scalar inputs");
+
+  int failures = verify(rank, cases);
+
+  // The runtime still serves correct collectives.
+  std::vector<float> x(3, static_cast<float>(rank + 1));
+  auto ok = allreduce({x.data(), data_type::float32, {3}}, {x.data(), data_type::float32, {3}},
+                      "e.after");
+  const float want = static_cast<float>(size * (size + 1) / 2);
+  if (!ok.wait().ok() || x[0] != want) {
+    ++failures;
+    std::printf("rank %d: FAIL collective after the errors\n", rank);
+  }
+  if (failures == 0)
+    std::printf("rank %d: PASS %zu error cases, then a correct allreduce\n", rank,
+                cases.size());
+  return failures == 0 ? 0 : 1;
+}
+
+int check_after_shutdown(int rank) {
+  std::vector<float> x(1);
+  const tensor t{x.data(), data_type::float32, {1}};
+  auto s = allreduce(t, t, "late").wait();
+  if (s.code() != status_code::shut_down ||
+      s.message() != "Troupe has not been initialized; use troupe::init()." ||
+      troupe::rank() != -1) {
+    std::printf("rank %d: FAIL call after shutdown: [%s] %s\n", rank, to_string(s.code()),
+                s.message().c_str());
+    return 1;
+  }
+  std::printf("rank %d: PASS call after shutdown fails cleanly\n", rank);
+  return 0;
+}
+
+} // namespace troupe::test
