@@ -1,10 +1,14 @@
 // The only file that knows which backends were compiled in.
 #include "backends/registry.hpp"
 
-#include "backends/local/local_backend.hpp"
 #include "backends/config.h"
+#include "backends/local/local_backend.hpp"
 #if TROUPE_HAVE_GLOO
 #include "backends/gloo/gloo_backend.hpp"
+#endif
+#if TROUPE_HAVE_MPI
+#include "backends/mpi/mpi_backend.hpp"
+#include "backends/mpi/mpi_environment.hpp"
 #endif
 
 namespace troupe::backends {
@@ -14,24 +18,47 @@ std::vector<std::string> built_cpu_backends() {
 #if TROUPE_HAVE_GLOO
   names.emplace_back("gloo");
 #endif
+#if TROUPE_HAVE_MPI
+  names.emplace_back("mpi");
+#endif
   return names;
 }
 
-std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx,
-                                          const std::string& name) {
+std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std::string& name) {
   if (ctx.size == 1)
     return std::make_unique<local_backend>();
-  auto built = built_cpu_backends();
-  const auto& chosen = name.empty() && !built.empty() ? built.front() : name;
+  const auto chosen = !name.empty() ? name : ctx.store ? "gloo" : "mpi";
 #if TROUPE_HAVE_GLOO
-  if (chosen == "gloo")
+  if (chosen == "gloo") {
+    if (!ctx.store)
+      throw backend_error("the gloo backend needs troupe-run's rendezvous store; under "
+                          "mpirun use TROUPE_CPU_OPERATIONS=mpi");
     return std::make_unique<gloo_backend>(ctx);
+  }
+#endif
+#if TROUPE_HAVE_MPI
+  if (chosen == "mpi") {
+    if (!launched_by_mpirun())
+      throw backend_error("the mpi backend needs a job started by mpirun (troupe-run --mpi)");
+    return std::make_unique<mpi_backend>();
+  }
 #endif
   std::string have;
-  for (const auto& b : built)
+  for (const auto& b : built_cpu_backends())
     have += (have.empty() ? "" : ", ") + b;
   throw backend_error("CPU backend '" + chosen + "' is not built into this Troupe (built: " +
                       (have.empty() ? "none" : have) + ")");
+}
+
+std::optional<external_launch> detect_external_launch() {
+#if TROUPE_HAVE_MPI
+  if (launched_by_mpirun()) {
+    auto id = mpi_world_identity();
+    return external_launch{id.rank,       id.size,       id.local_rank, id.local_size,
+                           id.cross_rank, id.cross_size, mpi_allgather_strings};
+  }
+#endif
+  return std::nullopt;
 }
 
 } // namespace troupe::backends

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,13 +10,29 @@
 
 namespace troupe::backends {
 
-/// Names of the CPU backends this build has, preferred first.
+/// Names of the CPU backends this build has.
 std::vector<std::string> built_cpu_backends();
 
-/// Creates the CPU backend for a process set: a no-communication backend for
-/// a set of one, else the named one ("" = preferred). Throws backend_error
-/// naming the backend when it was not built.
-std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx,
-                                          const std::string& name = "");
+/// Creates the CPU backend of a process set: a no-communication backend for
+/// a set of one, else `name` ("gloo", "mpi"; "" = gloo when the launcher's
+/// store is there, mpi under mpirun). Throws backend_error saying what is
+/// missing when the choice cannot work in this build or launch.
+std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std::string& name);
+
+/// A job started by another launcher's library (mpirun): who this process
+/// is, and an allgather of strings to bootstrap the control plane with.
+struct external_launch {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  std::function<std::vector<std::string>(const std::string&)> allgather;
+};
+
+/// Set when mpirun started this process and this build has MPI (MPI gets
+/// initialised); nothing otherwise. Throws backend_error if MPI fails.
+std::optional<external_launch> detect_external_launch();
 
 } // namespace troupe::backends

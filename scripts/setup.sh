@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache
   libcaf-dev
   libgloo-dev
+  libopenmpi-dev openmpi-bin
   libprotobuf-dev protobuf-compiler
   libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev

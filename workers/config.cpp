@@ -1,5 +1,6 @@
 #include "workers/config.hpp"
 
+#include <cctype>
 #include <cstdlib>
 #include <sstream>
 
@@ -26,6 +27,13 @@ int parse_count(const char* env, const std::string& text) {
     throw config_error(std::string(env) + "='" + text +
                        "' is not a whole number");
   return static_cast<int>(v);
+}
+
+std::string lowercase(const std::string& s) {
+  std::string out;
+  for (char ch : s)
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
 }
 
 std::string print_double(double v) {
@@ -68,9 +76,7 @@ const std::vector<knob>& knobs() {
      [](config& c, const std::string& s) {
        static const char* levels[] = {"trace", "debug",    "info", "warning",
                                       "error", "critical", "off"};
-       std::string lower;
-       for (char ch : s)
-         lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+       const auto lower = lowercase(s);
        for (const char* level : levels)
          if (lower == level) {
            c.log_level = lower;
@@ -79,6 +85,15 @@ const std::vector<knob>& knobs() {
        throw config_error("TROUPE_LOG_LEVEL='" + s + "' is not a log level");
      },
      [](const config& c) { return c.log_level; }},
+    {"TROUPE_CPU_OPERATIONS", "HOROVOD_CPU_OPERATIONS", "cpu-operations",
+     "CPU backend: gloo or mpi (default: gloo under troupe-run, mpi under mpirun)",
+     [](config& c, const std::string& s) {
+       const auto lower = lowercase(s);
+       if (lower != "gloo" && lower != "mpi")
+         throw config_error("TROUPE_CPU_OPERATIONS='" + s + "' is not gloo or mpi");
+       c.cpu_operations = lower;
+     },
+     [](const config& c) { return c.cpu_operations.empty() ? "auto" : c.cpu_operations; }},
   };
   return table;
 }

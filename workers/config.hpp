@@ -27,6 +27,9 @@ struct config {
   int scheduler_threads = 2;
   /// trace, debug, info, warning, error, critical, off.
   std::string log_level = "warning";
+  /// CPU backend: "gloo", "mpi", or "" = gloo under troupe-run, mpi under
+  /// mpirun.
+  std::string cpu_operations;
 };
 
 using env_lookup = std::function<std::optional<std::string>(const char*)>;

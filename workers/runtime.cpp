@@ -1,11 +1,17 @@
 #include "workers/runtime.hpp"
 
+#include <functional>
+#include <optional>
+
+#include <unistd.h>
+
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <caf/io/all.hpp>
 
 #include "actors/atoms.hpp"
+#include "backends/registry.hpp"
 #include "elastic/store.hpp"
 #include "workers/supervisor.hpp"
 
@@ -43,6 +49,19 @@ std::pair<std::string, uint16_t> split_address(const std::string& address) {
           static_cast<uint16_t>(std::stoi(address.substr(colon + 1)))};
 }
 
+// Identity handed down by mpirun instead of troupe-run.
+void adopt(identity& id, const backends::external_launch& launch) {
+  id.rank = launch.rank;
+  id.size = launch.size;
+  id.local_rank = launch.local_rank;
+  id.local_size = launch.local_size;
+  id.cross_rank = launch.cross_rank;
+  id.cross_size = launch.cross_size;
+  char host[256] = {};
+  if (id.hostname == "127.0.0.1" && id.cross_size > 1 && gethostname(host, sizeof host) == 0)
+    id.hostname = host;
+}
+
 } // namespace
 
 struct runtime::impl {
@@ -63,17 +82,19 @@ struct runtime::impl {
 
   // Publishes this rank's endpoint, connects to every lower rank and
   // introduces itself; higher ranks connect to us and do the same.
-  status connect_peers(elastic::store_client& store, clock::time_point deadline) {
+  // `exchange` makes our address known and returns a way to look up a
+  // peer's (through the store, or an MPI allgather under mpirun).
+  using address_book = std::function<std::string(int peer)>;
+  status connect_peers(const std::function<address_book(const std::string&)>& exchange,
+                       clock::time_point deadline) {
     auto port = system.middleman().publish(supervisor, 0, nullptr, true);
     if (!port)
       return {status_code::internal,
               "cannot publish this rank's endpoint: " + system.render(port.error())};
     const auto address = id.hostname + ":" + std::to_string(*port);
-    store.set(key("endpoint", id.rank), address);
+    auto address_of = exchange(address);
     for (int peer = 0; peer < id.rank; ++peer) {
-      auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - clock::now());
-      auto peer_address = store.wait_get(key("endpoint", peer), remaining);
+      auto peer_address = address_of(peer);
       auto [host, peer_port] = split_address(peer_address);
       auto remote = system.middleman().remote_actor(host, peer_port);
       if (!remote)
@@ -149,19 +170,43 @@ std::unique_ptr<runtime> runtime::start(status& result) {
   spdlog::info("troupe rank {}/{} starting: {}", id.rank, id.size, describe(cfg));
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
                                          std::chrono::duration<double>(cfg.start_timeout_seconds));
+  std::optional<backends::external_launch> launch;
+  try {
+    if (!id.has_store() && (launch = backends::detect_external_launch()))
+      adopt(id, *launch);
+  } catch (const std::exception& e) {
+    result = {status_code::backend, std::string("MPI bootstrap failed: ") + e.what()};
+    return nullptr;
+  }
   auto p = std::make_unique<impl>(id, cfg);
   std::unique_ptr<runtime> rt{new runtime(std::move(p))};
   auto& m = *rt->impl_;
   try {
     supervisor_args args{id, cfg, nullptr};
-    if (id.size > 1)
+    if (id.has_store())
       args.store = std::make_shared<elastic::store_client>(
         id.store_host, id.store_port,
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
     auto store = args.store;
     m.supervisor = spawn_supervisor(m.system, std::move(args));
     if (store)
-      result = m.connect_peers(*store, deadline);
+      result = m.connect_peers(
+        [&](const std::string& address) -> impl::address_book {
+          store->set(m.key("endpoint", id.rank), address);
+          return [&m, store, deadline](int peer) {
+            return store->wait_get(m.key("endpoint", peer),
+                                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     deadline - clock::now()));
+          };
+        },
+        deadline);
+    else if (launch && id.size > 1)
+      result = m.connect_peers(
+        [&](const std::string& address) -> impl::address_book {
+          auto all = launch->allgather(address);
+          return [all](int peer) { return all.at(static_cast<size_t>(peer)); };
+        },
+        deadline);
     if (result.ok())
       result = m.start_group(deadline);
   } catch (const std::exception& e) {

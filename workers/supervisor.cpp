@@ -127,7 +127,7 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self) {
     static_cast<int64_t>(st.args.cfg.gloo_timeout_seconds * 1000));
   std::unique_ptr<backends::backend> impl;
   try {
-    impl = backends::make_cpu_backend(ctx);
+    impl = backends::make_cpu_backend(ctx, st.args.cfg.cpu_operations);
   } catch (const std::exception& e) {
     return {status{status_code::backend, e.what()}, caf::actor{}};
   }

@@ -3,6 +3,7 @@
 
 #include "elastic/launcher/host_plan.hpp"
 #include "elastic/launcher/job_supervisor.hpp"
+#include "elastic/launcher/mpirun.hpp"
 #include "elastic/launcher/options.hpp"
 #include "elastic/launcher/signals.hpp"
 #include "elastic/launcher/worker_env.hpp"
@@ -86,6 +87,8 @@ int main(int argc, char** argv) {
   if (!parsed.options)
     return parsed.exit_code;
   const auto& opts = *parsed.options;
+  if (opts.use_mpirun)
+    return launcher::exec_mpirun(opts);
   std::vector<launcher::rank_slot> ranks;
   try {
     ranks = plan_local_job(opts);

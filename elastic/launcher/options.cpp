@@ -13,10 +13,15 @@ namespace {
 
 constexpr int usage_error = 2;
 
+// troupe-run's options that take no value.
+bool is_flag(const std::string& arg) {
+  return arg == "-h" || arg == "--help" || arg == "--gloo" || arg == "--mpi";
+}
+
 // CLI11 rejects multi-letter single-dash names, but "-np" is what every
 // horovodrun and mpirun user types. Rewrite it, but only among troupe-run's
-// own arguments: every option of troupe-run takes one value (except help),
-// so the command starts at the first word that is neither an option nor an
+// own arguments: every other option of troupe-run takes one value, so the
+// command starts at the first word that is neither an option nor an
 // option's value.
 std::vector<std::string> normalize(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -30,7 +35,7 @@ std::vector<std::string> normalize(int argc, char** argv) {
       args[i] = "--num-proc=" + arg.substr(4);
     bool inline_value = arg.find('=') != std::string::npos
                         || (arg.size() > 2 && arg[1] != '-' && arg != "-np");
-    if (!inline_value && arg != "-h" && arg != "--help")
+    if (!inline_value && !is_flag(arg))
       ++i;
   }
   return args;
@@ -61,6 +66,12 @@ parse_result parse_options(int argc, char** argv) {
                                      "stop the whole job after SECONDS "
                                      "(exit code 124)")
                         ->check(CLI::PositiveNumber);
+  bool gloo = false;
+  auto* gloo_flag =
+    app.add_flag("--gloo", gloo, "use the Gloo CPU backend (sets TROUPE_CPU_OPERATIONS=gloo)");
+  app.add_flag("--mpi", opts.use_mpirun,
+               "launch through mpirun and use the MPI CPU backend, as horovodrun --mpi")
+    ->excludes(gloo_flag);
   const auto& table = workers::knobs();
   std::vector<std::string> knob_values(table.size());
   std::vector<CLI::Option*> knob_opts;
@@ -106,6 +117,8 @@ parse_result parse_options(int argc, char** argv) {
     }
     opts.knobs.emplace_back(table[i].env, knob_values[i]);
   }
+  if (gloo || opts.use_mpirun)
+    opts.knobs.emplace_back("TROUPE_CPU_OPERATIONS", gloo ? "gloo" : "mpi");
   return {std::move(opts), 0};
 }
 

@@ -13,6 +13,8 @@ struct launch_options {
   std::string hosts;    // -H text, empty when not given
   std::string hostfile; // --hostfile path, empty when not given
   std::optional<double> timeout_seconds;
+  /// --mpi: hand the launch to mpirun (ranks bootstrap through MPI).
+  bool use_mpirun = false;
   /// Worker knobs set by flags: (environment variable, value).
   std::vector<std::pair<std::string, std::string>> knobs;
   std::vector<std::string> command;

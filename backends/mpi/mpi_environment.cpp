@@ -1,0 +1,87 @@
+#include "backends/mpi/mpi_environment.hpp"
+
+#include <cstdlib>
+#include <numeric>
+
+#include <mpi.h>
+
+#include "backends/backend.hpp"
+
+namespace troupe::backends {
+
+namespace {
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS)
+    return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw backend_error(std::string(what) + " failed: " + std::string(text, static_cast<size_t>(len)));
+}
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Finalize();
+}
+
+} // namespace
+
+bool launched_by_mpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+}
+
+void ensure_mpi_initialized() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized)
+    return;
+  int provided = 0;
+  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  std::atexit(finalize_at_exit);
+  // Errors come back as codes (turned into backend_error), not aborts.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+mpi_identity mpi_world_identity() {
+  ensure_mpi_initialized();
+  mpi_identity id;
+  MPI_Comm_rank(MPI_COMM_WORLD, &id.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &id.size);
+  MPI_Comm local;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+        "MPI_Comm_split_type");
+  MPI_Comm_rank(local, &id.local_rank);
+  MPI_Comm_size(local, &id.local_size);
+  MPI_Comm_free(&local);
+  MPI_Comm cross;
+  check(MPI_Comm_split(MPI_COMM_WORLD, id.local_rank, id.rank, &cross), "MPI_Comm_split");
+  MPI_Comm_rank(cross, &id.cross_rank);
+  MPI_Comm_size(cross, &id.cross_size);
+  MPI_Comm_free(&cross);
+  return id;
+}
+
+std::vector<std::string> mpi_allgather_strings(const std::string& mine) {
+  ensure_mpi_initialized();
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int len = static_cast<int>(mine.size());
+  std::vector<int> lens(static_cast<size_t>(size));
+  check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD),
+        "MPI_Allgather");
+  std::vector<int> offsets(static_cast<size_t>(size), 0);
+  std::partial_sum(lens.begin(), lens.end() - 1, offsets.begin() + 1);
+  std::string all(static_cast<size_t>(offsets.back() + lens.back()), '\0');
+  check(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(),
+                       MPI_CHAR, MPI_COMM_WORLD),
+        "MPI_Allgatherv");
+  std::vector<std::string> out;
+  for (size_t r = 0; r < lens.size(); ++r)
+    out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lens[r])));
+  return out;
+}
+
+} // namespace troupe::backends

@@ -1,0 +1,21 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "elastic/launcher/options.hpp"
+
+namespace troupe::elastic::launcher {
+
+/// The Open MPI command line that runs the job `opts` describes, as
+/// horovodrun --mpi builds it: ranks on the given hosts, output tagged,
+/// oversubscription allowed (-np is the user's choice, not the core count),
+/// --allow-run-as-root when `as_root`.
+std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root);
+
+/// Sets the knobs in this process's environment (mpirun forwards it) and
+/// replaces this process with mpirun. Returns only on failure, with the
+/// exit code to use after printing why.
+int exec_mpirun(const launch_options& opts);
+
+} // namespace troupe::elastic::launcher

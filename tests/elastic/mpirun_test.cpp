@@ -1,0 +1,32 @@
+#include "elastic/launcher/mpirun.hpp"
+
+#include <gtest/gtest.h>
+
+namespace troupe::elastic::launcher {
+namespace {
+
+TEST(mpirun_command, horovodrun_style_command_line) {
+  launch_options opts;
+  opts.np = 4;
+  opts.hosts = "localhost:2,127.0.0.1:2";
+  opts.timeout_seconds = 9.5;
+  opts.command = {"python3", "train.py", "-np", "7"};
+  auto cmd = mpirun_command(opts, true);
+  EXPECT_EQ(cmd, (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe",
+                                           "--allow-run-as-root", "-np", "4", "-H",
+                                           "localhost:2,127.0.0.1:2", "--timeout", "10",
+                                           "python3", "train.py", "-np", "7"}));
+}
+
+TEST(mpirun_command, not_root_and_hostfile) {
+  launch_options opts;
+  opts.np = 2;
+  opts.hostfile = "hosts.txt";
+  opts.command = {"./prog"};
+  auto cmd = mpirun_command(opts, false);
+  EXPECT_EQ(cmd, (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "-np",
+                                           "2", "--hostfile", "hosts.txt", "./prog"}));
+}
+
+} // namespace
+} // namespace troupe::elastic::launcher
