@@ -41,6 +41,6 @@ inline bool abort_escalates(const status& current, const status& next) {
 
 // Local-only payloads: they never cross a process boundary (remote messages
 // carry protobuf bytes in std::string).
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::tensor_entry_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::entry_batch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::collective_work_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::status)

@@ -70,6 +70,35 @@ void fail_pending(negotiator_state& st, const status& s) {
       e->handle->complete(s);
 }
 
+// Accepts the whole batch or none of it: a group with one member refused
+// would otherwise wait forever for that member at the coordinator.
+void on_submit(negotiator_actor* self, const entry_batch& batch) {
+  auto& st = self->state;
+  auto fail_batch = [&](const status& s) {
+    for (const auto& e : batch)
+      e->handle->complete(s);
+  };
+  if (st.broken)
+    return fail_batch(*st.broken);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const auto& name = batch[i]->request.tensor_name();
+    bool repeated = st.table.count(name) > 0;
+    for (size_t j = 0; j < i && !repeated; ++j)
+      repeated = batch[j]->request.tensor_name() == name;
+    if (repeated)
+      return fail_batch({status_code::invalid_argument, duplicate_name_error});
+  }
+  v1::RequestList list;
+  list.set_process_set_id(st.set_id);
+  for (const auto& e : batch) {
+    st.table.emplace(e->request.tensor_name(), e);
+    auto* req = list.add_requests();
+    *req = e->request;
+    req->set_request_rank(st.set_rank);
+  }
+  self->send(st.coordinator_endpoint, request_atom::value, st.set_id, list.SerializeAsString());
+}
+
 void on_response_list(negotiator_actor* self, const std::string& bytes) {
   auto& st = self->state;
   v1::ResponseList list;
@@ -137,25 +166,7 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
   st.local_coordinator = std::move(local_coordinator);
   st.backend = std::move(backend);
   return {
-    [=](submit_atom, const tensor_entry_ptr& e) {
-      auto& st = self->state;
-      if (st.broken) {
-        e->handle->complete(*st.broken);
-        return;
-      }
-      const auto& name = e->request.tensor_name();
-      if (!st.table.emplace(name, e).second) {
-        e->handle->complete({status_code::invalid_argument, duplicate_name_error});
-        return;
-      }
-      v1::RequestList list;
-      list.set_process_set_id(st.set_id);
-      auto* req = list.add_requests();
-      *req = e->request;
-      req->set_request_rank(st.set_rank);
-      self->send(st.coordinator_endpoint, request_atom::value, st.set_id,
-                 list.SerializeAsString());
-    },
+    [=](submit_atom, const entry_batch& batch) { on_submit(self, batch); },
     [=](response_atom, uint32_t, const std::string& bytes) {
       on_response_list(self, bytes);
     },

@@ -25,6 +25,10 @@ struct tensor_entry {
 
 using tensor_entry_ptr = std::shared_ptr<tensor_entry>;
 
+/// Entries submitted together (one, or the members of a group): accepted or
+/// rejected as a whole.
+using entry_batch = std::vector<tensor_entry_ptr>;
+
 /// One coordinator response ready to run on this rank's backend, together
 /// with the local entries it covers (one today; several once fused).
 struct collective_work {

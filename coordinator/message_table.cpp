@@ -84,6 +84,11 @@ v1::Response make_response(const std::string& name,
     return *e;
   if (auto e = mismatch("data types", [](const auto& r) { return dtype_text(r.dtype()); }))
     return *e;
+  if (auto e = mismatch("groups", [](const auto& r) {
+        return r.group_size() > 1 ? fmt::format("'{}' of {}", r.group_name(), r.group_size())
+                                  : std::string("no group");
+      }))
+    return *e;
   const auto op = first.op();
   const bool reduces = op == v1::OP_TYPE_ALLREDUCE || op == v1::OP_TYPE_REDUCESCATTER;
   const bool gathers = op == v1::OP_TYPE_ALLGATHER || op == v1::OP_TYPE_ALLTOALL;
@@ -162,8 +167,26 @@ std::optional<std::string> message_table::add(const v1::Request& request) {
                        request.tensor_name());
   slot = request;
   if (++e.count == set_size_)
-    ready_.push_back(request.tensor_name());
+    release(request.tensor_name(), e);
   return std::nullopt;
+}
+
+void message_table::release(const std::string& name, const entry& e) {
+  const auto& first = *e.by_rank.front();
+  const bool agreed = std::all_of(e.by_rank.begin(), e.by_rank.end(), [&](const auto& r) {
+    return r->group_name() == first.group_name() && r->group_size() == first.group_size();
+  });
+  // A disagreement about the group is reported by make_response.
+  if (!agreed || first.group_size() <= 1) {
+    ready_.push_back(name);
+    return;
+  }
+  auto& members = waiting_groups_[first.group_name()];
+  members.push_back(name);
+  if (static_cast<int32_t>(members.size()) < first.group_size())
+    return;
+  ready_.insert(ready_.end(), members.begin(), members.end());
+  waiting_groups_.erase(first.group_name());
 }
 
 v1::Response message_table::pop_ready() {

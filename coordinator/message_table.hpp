@@ -53,9 +53,15 @@ private:
     clock::time_point first_seen;
   };
 
+  // Marks a tensor every member asked for as ready, or holds it until the
+  // rest of its group is ready too.
+  void release(const std::string& name, const entry& e);
+
   int32_t set_size_;
   std::unordered_map<std::string, entry> entries_;
   std::deque<std::string> ready_;
+  // Ready members of groups that are not complete yet, by group name.
+  std::unordered_map<std::string, std::vector<std::string>> waiting_groups_;
 };
 
 /// Checks that all members' requests agree and builds the response.

@@ -225,8 +225,8 @@ const config& runtime::cfg() const {
   return impl_->cfg;
 }
 
-void runtime::submit(actors::tensor_entry_ptr entry) {
-  caf::anon_send(impl_->negotiator, submit_atom::value, std::move(entry));
+void runtime::submit(actors::entry_batch batch) {
+  caf::anon_send(impl_->negotiator, submit_atom::value, std::move(batch));
 }
 
 } // namespace troupe::workers

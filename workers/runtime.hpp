@@ -29,8 +29,8 @@ public:
   const identity& id() const;
   const config& cfg() const;
 
-  /// Hands a collective to the global set's negotiator; never blocks.
-  void submit(actors::tensor_entry_ptr entry);
+  /// Hands collectives to the global set's negotiator; never blocks.
+  void submit(actors::entry_batch batch);
 
 private:
   struct impl;

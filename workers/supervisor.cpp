@@ -237,13 +237,6 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
       return *st.peers_waiter;
     },
     [=](start_atom) { return start_group(self); },
-    [=](submit_atom, const tensor_entry_ptr& e) {
-      auto& st = self->state;
-      if (st.group.negotiator)
-        self->send(st.group.negotiator, submit_atom::value, e);
-      else
-        e->handle->complete({status_code::shut_down, "the runtime is not started"});
-    },
     [=](request_atom, uint32_t set, std::string& bytes) {
       route<request_atom>(self, self->state.group.coordinator, "request", set, std::move(bytes));
     },

@@ -146,5 +146,41 @@ TEST(message_table, allgather_trailing_dimension_mismatch) {
             "[3], rank 1 sent [4].");
 }
 
+v1::Request member(int rank, const std::string& name, const std::string& group, int size) {
+  auto r = request(rank, name);
+  r.set_group_name(group);
+  r.set_group_size(size);
+  return r;
+}
+
+TEST(message_table, group_is_released_only_when_every_member_is_ready) {
+  message_table t{2};
+  t.add(member(0, "g.0", "g", 2));
+  t.add(member(1, "g.0", "g", 2));
+  t.add(request(0, "solo"));
+  t.add(request(1, "solo"));
+  ASSERT_TRUE(t.has_ready());
+  EXPECT_EQ(t.pop_ready().tensor_names(0), "solo");
+  EXPECT_FALSE(t.has_ready());  // g.0 waits for g.1
+  t.add(member(1, "g.1", "g", 2));
+  EXPECT_FALSE(t.has_ready());
+  t.add(member(0, "g.1", "g", 2));
+  ASSERT_TRUE(t.has_ready());
+  EXPECT_EQ(t.pop_ready().tensor_names(0), "g.0");
+  ASSERT_TRUE(t.has_ready());
+  EXPECT_EQ(t.pop_ready().tensor_names(0), "g.1");
+}
+
+TEST(message_table, group_disagreement_is_an_error_not_a_hang) {
+  message_table t{2};
+  t.add(member(0, "x", "g", 2));
+  t.add(request(1, "x"));
+  ASSERT_TRUE(t.has_ready());
+  auto resp = t.pop_ready();
+  ASSERT_EQ(resp.op(), v1::OP_TYPE_ERROR);
+  EXPECT_EQ(resp.error().message(),
+            "Mismatched groups for tensor 'x': rank 0 sent 'g' of 2, rank 1 sent no group.");
+}
+
 } // namespace
 } // namespace troupe::coordinator

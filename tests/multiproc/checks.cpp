@@ -269,6 +269,90 @@ void add_alltoall(std::vector<check>& out, unsigned& id, int rank, int size, dat
                  }});
 }
 
+// Three float32 allreduces, two allgathers and two reducescatters, each set
+// as one group.
+void add_groups(std::vector<check>& out, unsigned& id, int rank, int size) {
+  const unsigned base = ++id;
+  id += 3;
+  std::vector<std::shared_ptr<buffer>> ins, outs;
+  for (unsigned k = 0; k < 3; ++k) {
+    ins.push_back(std::make_shared<buffer>(data_type::float32, 5 + k));
+    outs.push_back(std::make_shared<buffer>(data_type::float32, 5 + k));
+    for (size_t i = 0; i < 5 + k; ++i)
+      ins[k]->set(i, value(base + k, rank, i, data_type::float32, reduce_op::sum));
+  }
+  auto results = std::make_shared<std::vector<handle>>();
+  out.push_back(
+    {"grouped_allreduce",
+     [=] {
+       std::vector<tensor> in_views, out_views;
+       for (unsigned k = 0; k < 3; ++k) {
+         in_views.push_back(ins[k]->view({5 + static_cast<int64_t>(k)}));
+         out_views.push_back(outs[k]->view({5 + static_cast<int64_t>(k)}));
+       }
+       *results = grouped_allreduce(in_views, out_views, "group.allreduce");
+       return results->front();
+     },
+     [=](const handle&) -> std::string {
+       for (unsigned k = 0; k < 3; ++k) {
+         if (auto s = (*results)[k].wait(); !s.ok())
+           return s.message();
+         auto err = compare(*outs[k], 0, 5 + k, [&](size_t i) {
+           return reduce_reference(base + k, size, i, data_type::float32, reduce_op::sum, 1, 1);
+         });
+         if (!err.empty())
+           return "member " + std::to_string(k) + ": " + err;
+       }
+       return {};
+     }});
+  const unsigned gather_id = ++id;
+  auto g = std::make_shared<buffer>(data_type::int32, static_cast<size_t>(rank + 1));
+  for (size_t i = 0; i < g->count(); ++i)
+    g->set(i, value(gather_id, rank, i, data_type::int32, reduce_op::sum));
+  auto gathered = std::make_shared<std::vector<handle>>();
+  out.push_back({"grouped_allgather",
+                 [=] {
+                   *gathered = grouped_allgather({g->view({rank + 1}), g->view({rank + 1})},
+                                                 "group.allgather");
+                   return gathered->back();
+                 },
+                 [=](const handle&) -> std::string {
+                   for (const auto& h : *gathered) {
+                     if (auto s = h.wait(); !s.ok())
+                       return s.message();
+                     if (h.output_shape() != shape_t{static_cast<int64_t>(size) * (size + 1) / 2})
+                       return "shape " + to_string(h.output_shape());
+                   }
+                   return {};
+                 }});
+  const unsigned rs_id = ++id;
+  auto r = std::make_shared<buffer>(data_type::float64, static_cast<size_t>(size * 2));
+  for (size_t i = 0; i < r->count(); ++i)
+    r->set(i, value(rs_id, rank, i, data_type::float64, reduce_op::sum));
+  auto scattered = std::make_shared<std::vector<handle>>();
+  out.push_back({"grouped_reducescatter",
+                 [=] {
+                   *scattered = grouped_reducescatter(
+                     {r->view({size * 2}), r->view({size * 2})}, "group.reducescatter");
+                   return scattered->front();
+                 },
+                 [=](const handle&) -> std::string {
+                   for (const auto& h : *scattered) {
+                     if (auto s = h.wait(); !s.ok())
+                       return s.message();
+                     buffer got(data_type::float64, 2);
+                     got.bytes = h.output();
+                     auto err = compare(got, 0, 2, [&](size_t i) {
+                       return reduce_reference(rs_id, size, static_cast<size_t>(rank * 2) + i,
+                                               data_type::float64, reduce_op::sum, 1, 1);
+                     });
+                     if (!err.empty())
+                       return err;
+                   }
+                   return {};
+                 }});
+}
+
 } // namespace
 
 std::vector<check> op_matrix(int rank, int size) {
@@ -292,6 +376,7 @@ std::vector<check> op_matrix(int rank, int size) {
     add_alltoall(checks, id, rank, size, t, false);
     add_alltoall(checks, id, rank, size, t, true);
   }
+  add_groups(checks, id, rank, size);
   checks.push_back({"barrier", [] { return barrier(); },
                     [](const handle&) { return std::string(); }});
   return checks;

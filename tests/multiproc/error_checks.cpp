@@ -115,6 +115,11 @@ int run_error_checks(int rank, int size) {
   immediate("reducescatter scalar", reducescatter({f.data(), data_type::float32, {}}, "e.rs0"),
             "reducescatter of 'e.rs0': Reducescatter does not support scalar inputs");
 
+  // One bad member fails the whole group, on every rank, at submission.
+  for (auto& h : grouped_allreduce({f4, {f.data(), data_type::float32, {-1}}}, {f4, f4}, "e.group"))
+    immediate("group with a bad member", h,
+              "group 'e.group': tensor 'e.group.1': negative dimension in shape [-1]");
+
   int failures = verify(rank, cases);
 
   // The runtime still serves correct collectives.

@@ -4,6 +4,7 @@
 // asynchronous and return a handle; none blocks the caller.
 
 #include <string>
+#include <vector>
 
 #include "troupe/handle.hpp"
 #include "troupe/status.hpp"
@@ -59,6 +60,22 @@ handle alltoall(const tensor& input, const std::string& name,
 
 /// Completes once every rank has called it.
 handle barrier();
+
+/// Grouped collectives: the members (named "<name>.<i>") are accepted or
+/// rejected together, negotiated together, and released to the backend in
+/// one batch once every member is ready on every rank. One handle per member.
+std::vector<handle> grouped_allreduce(const std::vector<tensor>& inputs,
+                                      const std::vector<tensor>& outputs,
+                                      const std::string& name, reduce_op op = reduce_op::sum,
+                                      double prescale_factor = 1.0,
+                                      double postscale_factor = 1.0);
+std::vector<handle> grouped_allgather(const std::vector<tensor>& inputs,
+                                      const std::string& name);
+std::vector<handle> grouped_reducescatter(const std::vector<tensor>& inputs,
+                                          const std::string& name,
+                                          reduce_op op = reduce_op::sum,
+                                          double prescale_factor = 1.0,
+                                          double postscale_factor = 1.0);
 
 /// Concatenates every rank's `input` along the first dimension, in rank
 /// order. The first dimension may differ per rank; the others must agree.
