@@ -34,6 +34,8 @@ struct negotiator_state {
   // Works still running per received response list, oldest first.
   std::deque<size_t> list_remaining;
   uint64_t next_work_id = 1;
+  // join() was called: contribute zeros to allreduces this rank lacks.
+  bool joined = false;
   std::optional<status> broken;
   static constexpr const char* name = "troupe.negotiator";
 };
@@ -91,12 +93,41 @@ void on_submit(negotiator_actor* self, const entry_batch& batch) {
   v1::RequestList list;
   list.set_process_set_id(st.set_id);
   for (const auto& e : batch) {
+    st.joined = st.joined || e->request.op() == v1::OP_TYPE_JOIN;
     st.table.emplace(e->request.tensor_name(), e);
     auto* req = list.add_requests();
     *req = e->request;
     req->set_request_rank(st.set_rank);
   }
   self->send(st.coordinator_endpoint, request_atom::value, st.set_id, list.SerializeAsString());
+}
+
+// What a joined rank runs for an allreduce it never submitted: zeros of the
+// negotiated size, so the sum (and AVERAGE over all ranks) is right.
+tensor_entry_ptr joined_stand_in(const v1::Response& resp, const std::string& name) {
+  auto e = std::make_shared<tensor_entry>();
+  const auto dtype = static_cast<data_type>(resp.dtype());
+  const int64_t count = resp.tensor_sizes_size() > 0 ? resp.tensor_sizes(0) : 0;
+  e->request.set_tensor_name(name);
+  e->stand_in.assign(static_cast<size_t>(count) * element_size(dtype), 0);
+  e->input = tensor{e->stand_in.data(), dtype, {count}};
+  e->output = e->input;
+  e->handle = std::make_shared<detail::handle_state>();
+  return e;
+}
+
+// Every rank joined: join() returns the last rank that joined.
+void on_all_joined(negotiator_state& st, const v1::Response& resp) {
+  st.joined = false;
+  auto it = st.table.find(resp.tensor_names(0));
+  if (it == st.table.end())
+    return;
+  auto e = it->second;
+  const int32_t last = resp.last_joined_rank();
+  e->handle->output.assign(reinterpret_cast<const char*>(&last),
+                           reinterpret_cast<const char*>(&last) + sizeof last);
+  e->handle->output_shape = {};
+  complete(st, e, {});
 }
 
 void on_response_list(negotiator_actor* self, const std::string& bytes) {
@@ -108,14 +139,19 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
   }
   size_t launched = 0;
   for (auto& resp : *list.mutable_responses()) {
+    if (resp.op() == v1::OP_TYPE_JOIN) {
+      on_all_joined(st, resp);
+      continue;
+    }
     auto work = std::make_shared<collective_work>();
     for (const auto& name : resp.tensor_names()) {
       auto it = st.table.find(name);
-      if (it == st.table.end()) {
+      if (it != st.table.end())
+        work->entries.push_back(it->second);
+      else if (st.joined && resp.op() == v1::OP_TYPE_ALLREDUCE)
+        work->entries.push_back(joined_stand_in(resp, name));
+      else if (!st.joined)
         spdlog::error("negotiator: coordinator answered for unknown tensor '{}'", name);
-        continue;
-      }
-      work->entries.push_back(it->second);
     }
     if (resp.op() == v1::OP_TYPE_ERROR) {
       status s{static_cast<status_code>(resp.error().code()), resp.error().message()};

@@ -21,6 +21,8 @@ struct tensor_entry {
   /// negotiated, as in Horovod.
   std::vector<int64_t> splits;
   std::shared_ptr<detail::handle_state> handle;
+  /// Zeros a joined rank contributes in place of a tensor it never had.
+  std::vector<char> stand_in;
 };
 
 using tensor_entry_ptr = std::shared_ptr<tensor_entry>;

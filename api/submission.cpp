@@ -121,4 +121,9 @@ prepared prepare_barrier() {
   return ok({v1::OP_TYPE_BARRIER, none, none, "barrier.noname", reduce_op::sum, 0, 1.0, 1.0, {}});
 }
 
+prepared prepare_join() {
+  const tensor none{nullptr, data_type::int32, {0}};
+  return ok({v1::OP_TYPE_JOIN, none, none, "join.noname", reduce_op::sum, 0, 1.0, 1.0, {}});
+}
+
 } // namespace troupe::api

@@ -42,5 +42,6 @@ prepared prepare_alltoall(const tensor& input, const std::string& name,
 prepared prepare_broadcast(const tensor& t, int root_rank, const std::string& name,
                            int set_size);
 prepared prepare_barrier();
+prepared prepare_join();
 
 } // namespace troupe::api

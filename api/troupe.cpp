@@ -3,6 +3,7 @@
 // Horovod-style init()/shutdown() API requires.
 #include "troupe/troupe.hpp"
 
+#include <cstring>
 #include <mutex>
 
 #include "api/submission.hpp"
@@ -175,6 +176,17 @@ handle broadcast(const tensor& t, int root_rank, const std::string& name) {
 
 handle barrier() {
   return submit_one(api::prepare_barrier());
+}
+
+handle join() {
+  return submit_one(api::prepare_join());
+}
+
+int join_result(const handle& h) {
+  int32_t last = -1;
+  if (h.output().size() == sizeof last)
+    std::memcpy(&last, h.output().data(), sizeof last);
+  return last;
 }
 
 std::vector<handle> grouped_allreduce(const std::vector<tensor>& inputs,

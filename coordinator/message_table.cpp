@@ -38,6 +38,8 @@ std::optional<std::string> disagreement(
   const std::vector<std::optional<v1::Request>>& by_rank, Field field) {
   std::vector<std::pair<std::string, std::vector<size_t>>> groups;
   for (size_t r = 0; r < by_rank.size(); ++r) {
+    if (!by_rank[r])
+      continue;  // a joined rank
     auto value = field(*by_rank[r]);
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const auto& g) { return g.first == value; });
@@ -71,9 +73,25 @@ v1::Response error_response(const std::string& name, const std::string& text) {
 
 } // namespace
 
+// Horovod's texts for collectives that need every rank.
+std::optional<std::string> join_conflict(v1::OpType op) {
+  switch (op) {
+    case v1::OP_TYPE_ALLGATHER:
+      return "Allgather is not supported with Join at this time. Specify sparse_to_dense=True "
+             "if using DistributedOptimizer";
+    case v1::OP_TYPE_ALLTOALL: return "Alltoall is not supported with Join at this time.";
+    case v1::OP_TYPE_REDUCESCATTER:
+      return "Reducescatter is not supported with Join at this time.";
+    case v1::OP_TYPE_BROADCAST: return "Broadcast is not supported with Join at this time.";
+    case v1::OP_TYPE_BARRIER: return "Barrier is not supported with Join at this time.";
+    default: return std::nullopt;
+  }
+}
+
 v1::Response make_response(const std::string& name,
                            const std::vector<std::optional<v1::Request>>& by_rank) {
-  const auto& first = *by_rank.front();
+  const auto& first = **std::find_if(by_rank.begin(), by_rank.end(),
+                                     [](const auto& r) { return r.has_value(); });
   auto mismatch = [&](const char* what, auto field) -> std::optional<v1::Response> {
     if (auto diff = disagreement(by_rank, field))
       return error_response(name, fmt::format("Mismatched {} for tensor '{}': {}.",
@@ -90,6 +108,11 @@ v1::Response make_response(const std::string& name,
       }))
     return *e;
   const auto op = first.op();
+  const bool someone_joined = std::any_of(by_rank.begin(), by_rank.end(),
+                                          [](const auto& r) { return !r.has_value(); });
+  if (someone_joined)
+    if (auto conflict = join_conflict(op))
+      return error_response(name, *conflict);
   const bool reduces = op == v1::OP_TYPE_ALLREDUCE || op == v1::OP_TYPE_REDUCESCATTER;
   const bool gathers = op == v1::OP_TYPE_ALLGATHER || op == v1::OP_TYPE_ALLTOALL;
   if (reduces) {
@@ -144,10 +167,13 @@ v1::Response make_response(const std::string& name,
   if (op == v1::OP_TYPE_ALLGATHER)
     for (const auto& r : by_rank)
       resp.add_tensor_sizes(r->shape(0));
+  if (op == v1::OP_TYPE_ALLREDUCE)
+    resp.add_tensor_sizes(num_elements(shape_t(first.shape().begin(), first.shape().end())));
   return resp;
 }
 
-message_table::message_table(int32_t set_size) : set_size_(set_size) {
+message_table::message_table(int32_t set_size)
+  : set_size_(set_size), joined_(static_cast<size_t>(set_size), false) {
 }
 
 std::optional<std::string> message_table::add(const v1::Request& request) {
@@ -155,6 +181,8 @@ std::optional<std::string> message_table::add(const v1::Request& request) {
   if (rank < 0 || rank >= set_size_)
     return fmt::format("request for '{}' from rank {} outside the set of size {}",
                        request.tensor_name(), rank, set_size_);
+  if (request.op() == v1::OP_TYPE_JOIN)
+    return join(rank);
   auto [it, inserted] = entries_.try_emplace(request.tensor_name());
   auto& e = it->second;
   if (inserted) {
@@ -166,15 +194,45 @@ std::optional<std::string> message_table::add(const v1::Request& request) {
     return fmt::format("rank {} requested '{}' twice before it completed", rank,
                        request.tensor_name());
   slot = request;
-  if (++e.count == set_size_)
+  ++e.count;
+  if (is_ready(e))
     release(request.tensor_name(), e);
   return std::nullopt;
 }
 
-void message_table::release(const std::string& name, const entry& e) {
-  const auto& first = *e.by_rank.front();
+bool message_table::is_ready(const entry& e) const {
+  for (size_t r = 0; r < e.by_rank.size(); ++r)
+    if (!e.by_rank[r] && !joined_[r])
+      return false;
+  return true;
+}
+
+std::optional<std::string> message_table::join(int32_t rank) {
+  if (joined_[static_cast<size_t>(rank)])
+    return fmt::format("rank {} joined twice", rank);
+  joined_[static_cast<size_t>(rank)] = true;
+  last_joined_ = rank;
+  if (++joined_count_ == set_size_) {
+    ready_.push_back(join_name);
+    return std::nullopt;
+  }
+  // Tensors that only this rank was missing can run now, in arrival order.
+  std::vector<std::pair<clock::time_point, std::string>> newly;
+  for (auto& [name, e] : entries_)
+    if (!e.released && is_ready(e))
+      newly.emplace_back(e.first_seen, name);
+  std::sort(newly.begin(), newly.end());
+  for (const auto& n : newly)
+    release(n.second, entries_.at(n.second));
+  return std::nullopt;
+}
+
+void message_table::release(const std::string& name, entry& e) {
+  e.released = true;
+  const auto& first = **std::find_if(e.by_rank.begin(), e.by_rank.end(),
+                                     [](const auto& r) { return r.has_value(); });
   const bool agreed = std::all_of(e.by_rank.begin(), e.by_rank.end(), [&](const auto& r) {
-    return r->group_name() == first.group_name() && r->group_size() == first.group_size();
+    return !r || (r->group_name() == first.group_name() && r->group_size() == first.group_size());
   });
   // A disagreement about the group is reported by make_response.
   if (!agreed || first.group_size() <= 1) {
@@ -192,15 +250,30 @@ void message_table::release(const std::string& name, const entry& e) {
 v1::Response message_table::pop_ready() {
   auto name = std::move(ready_.front());
   ready_.pop_front();
+  if (name == join_name && !entries_.count(name)) {
+    // Every rank joined: join() returns everywhere, and a new round begins.
+    v1::Response resp;
+    resp.set_op(v1::OP_TYPE_JOIN);
+    resp.add_tensor_names(join_name);
+    resp.set_last_joined_rank(last_joined_);
+    std::fill(joined_.begin(), joined_.end(), false);
+    joined_count_ = 0;
+    return resp;
+  }
   auto node = entries_.extract(name);
   return make_response(name, node.mapped().by_rank);
+}
+
+size_t message_table::pending() const {
+  return static_cast<size_t>(std::count_if(entries_.begin(), entries_.end(),
+                                           [](const auto& kv) { return !kv.second.released; }));
 }
 
 std::vector<std::pair<std::string, std::vector<int32_t>>>
 message_table::missing_ranks(clock::time_point older_than) const {
   std::vector<std::pair<std::string, std::vector<int32_t>>> out;
   for (const auto& [name, e] : entries_) {
-    if (e.count == set_size_ || e.first_seen >= older_than)
+    if (e.released || e.first_seen >= older_than)
       continue;
     std::vector<int32_t> missing;
     for (int32_t r = 0; r < set_size_; ++r)

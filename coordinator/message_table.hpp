@@ -19,9 +19,12 @@ class message_table {
 public:
   using clock = std::chrono::steady_clock;
 
+  /// The tensor name every rank's join() request uses (Horovod's).
+  static constexpr const char* join_name = "join.noname";
+
   explicit message_table(int32_t set_size);
 
-  /// Records one member's request. Returns an error text (and records
+  /// Records one member's request (a JOIN marks the member joined). Returns an error text (and records
   /// nothing) for a request that can only come from a broken peer: rank out
   /// of range or the same rank asking twice for one name.
   std::optional<std::string> add(const v1::Request& request);
@@ -37,9 +40,7 @@ public:
   v1::Response pop_ready();
 
   /// Tensors some but not all members requested.
-  size_t pending() const {
-    return entries_.size() - ready_.size();
-  }
+  size_t pending() const;
 
   /// For each pending tensor requested before `older_than`, the set ranks
   /// that have not requested it yet.
@@ -48,20 +49,31 @@ public:
 
 private:
   struct entry {
-    std::vector<std::optional<v1::Request>> by_rank;
+    std::vector<std::optional<v1::Request>> by_rank;  // empty for joined ranks
     int32_t count = 0;
+    bool released = false;
     clock::time_point first_seen;
   };
 
-  // Marks a tensor every member asked for as ready, or holds it until the
-  // rest of its group is ready too.
-  void release(const std::string& name, const entry& e);
+  // Every rank that has not joined asked for it.
+  bool is_ready(const entry& e) const;
+
+  // Marks a tensor as ready, or holds it until the rest of its group is
+  // ready too.
+  void release(const std::string& name, entry& e);
+
+  // A rank joined: it contributes zeros to allreduces from now on; when the
+  // last rank joins, a JOIN response is ready.
+  std::optional<std::string> join(int32_t rank);
 
   int32_t set_size_;
   std::unordered_map<std::string, entry> entries_;
   std::deque<std::string> ready_;
   // Ready members of groups that are not complete yet, by group name.
   std::unordered_map<std::string, std::vector<std::string>> waiting_groups_;
+  std::vector<bool> joined_;
+  int32_t joined_count_ = 0;
+  int32_t last_joined_ = -1;
 };
 
 /// Checks that all members' requests agree and builds the response.

@@ -182,5 +182,48 @@ TEST(message_table, group_disagreement_is_an_error_not_a_hang) {
             "Mismatched groups for tensor 'x': rank 0 sent 'g' of 2, rank 1 sent no group.");
 }
 
+v1::Request join_request(int rank) {
+  v1::Request r;
+  r.set_request_rank(rank);
+  r.set_op(v1::OP_TYPE_JOIN);
+  r.set_tensor_name(message_table::join_name);
+  return r;
+}
+
+TEST(message_table, joined_ranks_no_longer_block_allreduce) {
+  message_table t{3};
+  t.add(request(2, "w"));
+  EXPECT_FALSE(t.has_ready());
+  t.add(join_request(0));
+  EXPECT_FALSE(t.has_ready());
+  t.add(join_request(1));  // now only rank 2, which asked, is active
+  ASSERT_TRUE(t.has_ready());
+  auto resp = t.pop_ready();
+  EXPECT_EQ(resp.op(), v1::OP_TYPE_ALLREDUCE);
+  ASSERT_EQ(resp.tensor_sizes_size(), 1);
+  EXPECT_EQ(resp.tensor_sizes(0), 4);  // joined ranks contribute 4 zeros
+  t.add(join_request(2));
+  ASSERT_TRUE(t.has_ready());
+  resp = t.pop_ready();
+  EXPECT_EQ(resp.op(), v1::OP_TYPE_JOIN);
+  EXPECT_EQ(resp.last_joined_rank(), 2);
+  // A new round: nobody is joined any more.
+  t.add(request(0, "next"));
+  EXPECT_FALSE(t.has_ready());
+}
+
+TEST(message_table, allgather_with_joined_ranks_is_horovods_error) {
+  message_table t{2};
+  t.add(join_request(0));
+  t.add(request(1, "g", v1::OP_TYPE_ALLGATHER, v1::DATA_TYPE_FLOAT32, {2}));
+  ASSERT_TRUE(t.has_ready());
+  auto resp = t.pop_ready();
+  ASSERT_EQ(resp.op(), v1::OP_TYPE_ERROR);
+  EXPECT_EQ(resp.error().message(),
+            "Allgather is not supported with Join at this time. Specify sparse_to_dense=True "
+            "if using DistributedOptimizer");
+  EXPECT_TRUE(t.add(join_request(0)).has_value());  // joined twice
+}
+
 } // namespace
 } // namespace troupe::coordinator

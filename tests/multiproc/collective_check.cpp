@@ -3,6 +3,7 @@
 //   collective_check ops        every op x dtype x reduction, per-rank random order
 //   collective_check many N     N small allreduces in flight at once
 //   collective_check errors     every user error, message checked on every rank
+//   collective_check join       uneven work ending in join()
 //   collective_check lose-peer kill|stop|stop-busy VICTIM STAMP_FILE
 //                               VICTIM dies (SIGKILL) or freezes (SIGSTOP)
 //                               while the others wait on a collective (at the
@@ -102,6 +103,8 @@ int main(int argc, char** argv) {
       "small allreduces in flight");
   else if (mode == "errors")
     rc = troupe::test::run_error_checks(rank, size);
+  else if (mode == "join")
+    rc = troupe::test::run_join_checks(rank, size);
   else if (mode == "lose-peer" && argc == 5)
     rc = lose_peer(rank, argv[2], std::atoi(argv[3]), argv[4]);
   else

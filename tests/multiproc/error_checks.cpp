@@ -137,6 +137,37 @@ int run_error_checks(int rank, int size) {
   return failures == 0 ? 0 : 1;
 }
 
+int run_join_checks(int rank, int size) {
+  const int last = size - 1;
+  std::vector<std::string> problems;
+  if (rank == last) {
+    std::vector<float> v(4, static_cast<float>(size));
+    const tensor t{v.data(), data_type::float32, {4}};
+    auto s = allreduce(t, t, "j.avg", reduce_op::average).wait();
+    if (!s.ok() || (size > 1 && v[0] != 1.0f))  // size / size: the others sent zeros
+      problems.push_back("average with joined ranks: " + s.message() + " value " +
+                         std::to_string(v[0]));
+    auto g = allgather(t, "j.gather").wait();
+    if (size > 1 &&
+        g.message() != "Allgather is not supported with Join at this time. Specify "
+                       "sparse_to_dense=True if using DistributedOptimizer")
+      problems.push_back("allgather with joined ranks: [" + std::string(to_string(g.code())) +
+                         "] " + g.message());
+  }
+  auto j = join();
+  if (auto s = j.wait(); !s.ok() || join_result(j) != last)
+    problems.push_back("join returned " + std::to_string(join_result(j)) + ": " + s.message());
+  float x = 1;
+  const tensor one{&x, data_type::float32, {1}};
+  if (!allreduce(one, one, "j.after").wait().ok() || x != static_cast<float>(size))
+    problems.push_back("allreduce after join: " + std::to_string(x));
+  for (const auto& p : problems)
+    std::printf("rank %d: FAIL %s\n", rank, p.c_str());
+  if (problems.empty())
+    std::printf("rank %d: PASS join (last joined: %d)\n", rank, last);
+  return problems.empty() ? 0 : 1;
+}
+
 int check_after_shutdown(int rank) {
   std::vector<float> x(1);
   const tensor t{x.data(), data_type::float32, {1}};

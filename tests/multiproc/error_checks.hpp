@@ -7,6 +7,12 @@ namespace troupe::test {
 /// runs a correct collective. Returns the process exit code.
 int run_error_checks(int rank, int size);
 
+/// Uneven work: every rank but the last joins at once; the last one's
+/// allreduce sees zeros from them, its allgather fails with Horovod's join
+/// error; then it joins too, join() returns its rank everywhere, and a
+/// normal allreduce works again. Returns the process exit code.
+int run_join_checks(int rank, int size);
+
 /// After troupe::shutdown(): every call fails cleanly. Returns an exit code.
 int check_after_shutdown(int rank);
 

@@ -61,6 +61,15 @@ handle alltoall(const tensor& input, const std::string& name,
 /// Completes once every rank has called it.
 handle barrier();
 
+/// This rank has no more collectives for now (uneven data): until every
+/// rank has joined, it contributes zeros to the others' allreduces (AVERAGE
+/// still divides by the full size), and allgather / alltoall / broadcast /
+/// reducescatter / barrier fail with Horovod's "not supported with Join"
+/// errors. Completes on every rank once all have joined; join_result()
+/// then gives the rank that joined last.
+handle join();
+int join_result(const handle& join_handle);
+
 /// Grouped collectives: the members (named "<name>.<i>") are accepted or
 /// rejected together, negotiated together, and released to the backend in
 /// one batch once every member is ready on every rank. One handle per member.
