@@ -27,8 +27,11 @@ std::string check_tensor(const tensor& t, const std::string& name) {
 
 std::string check_reduction(const tensor& t, const std::string& name, reduce_op op,
                             double prescale, double postscale) {
-  if (op == reduce_op::adasum)
-    return "allreduce of '" + name + "': Adasum is not available in this version";
+  if (op == reduce_op::adasum && t.dtype != data_type::float16 &&
+      t.dtype != data_type::bfloat16 && t.dtype != data_type::float32 &&
+      t.dtype != data_type::float64)
+    return "allreduce of '" + name + "': Adasum supports floating-point tensors, not " +
+           to_string(t.dtype);
   if (t.dtype == data_type::boolean &&
       (op == reduce_op::average || prescale != 1.0 || postscale != 1.0))
     return "tensor '" + name + "': bool supports sum, min, max and product without "
@@ -39,11 +42,14 @@ std::string check_reduction(const tensor& t, const std::string& name, reduce_op 
 } // namespace
 
 prepared prepare_allreduce(const tensor& input, const tensor& output, const std::string& name,
-                           reduce_op op, double prescale, double postscale) {
+                           reduce_op op, double prescale, double postscale, int set_size) {
   if (auto err = check_tensor(input, name); !err.empty())
     return invalid(err);
   if (auto err = check_reduction(input, name, op, prescale, postscale); !err.empty())
     return invalid(err);
+  if (op == reduce_op::adasum && (set_size & (set_size - 1)) != 0)
+    return invalid("allreduce of '" + name + "': Adasum needs a power-of-two number of ranks, "
+                   "not " + std::to_string(set_size));
   if (output.dtype != input.dtype || output.shape != input.shape)
     return invalid("allreduce of '" + name + "': output " + to_string(output.dtype) +
                    to_string(output.shape) + " differs from input " + to_string(input.dtype) +

@@ -33,7 +33,7 @@ struct prepared {
 };
 
 prepared prepare_allreduce(const tensor& input, const tensor& output, const std::string& name,
-                           reduce_op op, double prescale, double postscale);
+                           reduce_op op, double prescale, double postscale, int set_size);
 prepared prepare_reducescatter(const tensor& input, const std::string& name, reduce_op op,
                                double prescale, double postscale);
 prepared prepare_allgather(const tensor& input, const std::string& name);

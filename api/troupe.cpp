@@ -145,8 +145,11 @@ int cross_size() {
 
 handle allreduce(const tensor& input, const tensor& output, const std::string& name,
                  reduce_op op, double prescale_factor, double postscale_factor) {
+  const int n = size();
+  if (n < 0)
+    return failed({status_code::shut_down, not_initialized});
   return submit_one(
-    api::prepare_allreduce(input, output, name, op, prescale_factor, postscale_factor));
+    api::prepare_allreduce(input, output, name, op, prescale_factor, postscale_factor, n));
 }
 
 handle reducescatter(const tensor& input, const std::string& name, reduce_op op,
@@ -198,10 +201,13 @@ std::vector<handle> grouped_allreduce(const std::vector<tensor>& inputs,
       inputs.size(), failed({status_code::invalid_argument,
                              "group '" + name + "': " + std::to_string(inputs.size()) +
                                " inputs but " + std::to_string(outputs.size()) + " outputs"}));
+  const int n = size();
+  if (n < 0)
+    return std::vector<handle>(inputs.size(), failed({status_code::shut_down, not_initialized}));
   std::vector<api::prepared> items;
   for (size_t i = 0; i < inputs.size(); ++i)
     items.push_back(api::prepare_allreduce(inputs[i], outputs[i], member_name(name, i), op,
-                                           prescale_factor, postscale_factor));
+                                           prescale_factor, postscale_factor, n));
   return submit(std::move(items), name);
 }
 

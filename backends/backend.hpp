@@ -76,6 +76,11 @@ public:
   virtual void broadcast(const broadcast_options& opts) = 0;
   virtual void alltoall(const alltoall_options& opts) = 0;
   virtual void barrier() = 0;
+
+  /// Sends `send_bytes` to `peer` while receiving `recv_bytes` from it
+  /// (pairwise exchange, the building block of Adasum).
+  virtual void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
+                        int peer) = 0;
 };
 
 } // namespace troupe::backends

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "backends/arith.hpp"
+#include "backends/collectives/adasum.hpp"
 
 namespace troupe::backends {
 
@@ -32,7 +33,10 @@ void reduce_native(const run_context& ctx, const v1::Response& resp, void* data,
   const auto op = static_cast<reduce_op>(resp.reduce_op());
   const bool average = op == reduce_op::average;
   scale(data, count, dtype, resp.prescale_factor());
-  ctx.b.allreduce({data, count, dtype, average ? reduce_op::sum : op});
+  if (op == reduce_op::adasum)
+    adasum_in_place(ctx, data, count, dtype);
+  else
+    ctx.b.allreduce({data, count, dtype, average ? reduce_op::sum : op});
   if (average && is_integer(dtype)) {
     divide(data, count, dtype, ctx.size);
     scale(data, count, dtype, resp.postscale_factor());

@@ -10,6 +10,7 @@
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/types.h>
 
 #include "backends/arith.hpp"
 #include "backends/gloo/gloo_store.hpp"
@@ -127,6 +128,24 @@ void gloo_backend::alltoall(const alltoall_options& opts) {
     o.setInput(static_cast<char*>(const_cast<void*>(opts.input)), opts.send_bytes);
     o.setOutput(static_cast<char*>(opts.output), opts.recv_bytes);
     gloo::alltoallv(o);
+  });
+}
+
+void gloo_backend::sendrecv(const void* send, size_t send_bytes, void* recv,
+                            size_t recv_bytes, int peer) {
+  // Our own slot prefix, clear of Gloo's collectives (0x01-0x08). Exchanges
+  // are serialised on the backend thread, so one slot is enough.
+  constexpr uint8_t pairwise_prefix = 0x54;
+  guarded("sendrecv", [&] {
+    const auto slot = gloo::Slot::build(pairwise_prefix, 0);
+    char nothing = 0;
+    auto out = gloo_->createUnboundBuffer(send_bytes ? const_cast<void*>(send) : &nothing,
+                                          send_bytes);
+    auto in = gloo_->createUnboundBuffer(recv_bytes ? recv : &nothing, recv_bytes);
+    out->send(peer, slot);
+    in->recv(peer, slot);
+    if (!in->waitRecv(gloo_->getTimeout()) || !out->waitSend(gloo_->getTimeout()))
+      throw backend_error("gloo sendrecv with rank " + std::to_string(peer) + " was aborted");
   });
 }
 

@@ -26,6 +26,8 @@ public:
   void broadcast(const broadcast_options& opts) override;
   void alltoall(const alltoall_options& opts) override;
   void barrier() override;
+  void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
+                int peer) override;
 
 private:
   backend_context ctx_;

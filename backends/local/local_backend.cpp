@@ -1,6 +1,7 @@
 #include "backends/local/local_backend.hpp"
 
 #include <cstring>
+#include <string>
 
 namespace troupe::backends {
 
@@ -12,6 +13,10 @@ void local_backend::allgather(const allgather_options& opts) {
 void local_backend::alltoall(const alltoall_options& opts) {
   if (opts.output != opts.input)
     std::memcpy(opts.output, opts.input, static_cast<size_t>(opts.send_bytes.at(0)));
+}
+
+void local_backend::sendrecv(const void*, size_t, void*, size_t, int peer) {
+  throw backend_error("a set of one rank has no peer " + std::to_string(peer));
 }
 
 } // namespace troupe::backends

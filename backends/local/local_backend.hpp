@@ -21,6 +21,7 @@ public:
   void alltoall(const alltoall_options& opts) override;
   void barrier() override {
   }
+  void sendrecv(const void*, size_t, void*, size_t, int peer) override;
 };
 
 } // namespace troupe::backends

@@ -140,6 +140,15 @@ void mpi_backend::alltoall(const alltoall_options& opts) {
         "alltoall");
 }
 
+void mpi_backend::sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
+                           int peer) {
+  constexpr int tag = 0x54;
+  check(MPI_Sendrecv(send, as_int(static_cast<int64_t>(send_bytes), "sendrecv"), MPI_BYTE,
+                     peer, tag, recv, as_int(static_cast<int64_t>(recv_bytes), "sendrecv"),
+                     MPI_BYTE, peer, tag, comm_->comm, MPI_STATUS_IGNORE),
+        "sendrecv");
+}
+
 void mpi_backend::barrier() {
   check(MPI_Barrier(comm_->comm), "barrier");
 }

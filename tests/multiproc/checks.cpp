@@ -149,6 +149,58 @@ void add_allreduce(std::vector<check>& out, unsigned& id, int rank, int size, da
                  }});
 }
 
+// Adasum combined pairwise up the same tree as the distributed algorithm.
+std::vector<double> adasum_reference(unsigned id, int size, size_t n, data_type t) {
+  std::vector<std::vector<double>> v(static_cast<size_t>(size), std::vector<double>(n));
+  for (int r = 0; r < size; ++r)
+    for (size_t i = 0; i < n; ++i)
+      v[static_cast<size_t>(r)][i] = value(id, r, i, t, reduce_op::sum);
+  for (int level = 1; level < size; level *= 2)
+    for (int g = 0; g < size; g += 2 * level) {
+      auto& a = v[static_cast<size_t>(g)];
+      const auto& b = v[static_cast<size_t>(g + level)];
+      double dot = 0, na = 0, nb = 0;
+      for (size_t i = 0; i < n; ++i) {
+        dot += a[i] * b[i];
+        na += a[i] * a[i];
+        nb += b[i] * b[i];
+      }
+      const double ac = na > 0 ? 1 - dot / (2 * na) : 1, bc = nb > 0 ? 1 - dot / (2 * nb) : 1;
+      for (size_t i = 0; i < n; ++i)
+        a[i] = ac * a[i] + bc * b[i];
+    }
+  return v[0];
+}
+
+void add_adasum(std::vector<check>& out, unsigned& id, int rank, int size, data_type t) {
+  const unsigned my = ++id;
+  const size_t n = 37;
+  auto data = std::make_shared<buffer>(t, n);
+  for (size_t i = 0; i < n; ++i)
+    data->set(i, value(my, rank, i, t, reduce_op::sum));
+  auto name = label("allreduce", t, "adasum");
+  const shape_t shape{static_cast<int64_t>(n)};
+  out.push_back({name,
+                 [=] { return allreduce(data->view(shape), data->view(shape), name,
+                                        reduce_op::adasum); },
+                 [=](const handle&) {
+                   auto want = adasum_reference(my, size, n, t);
+                   // Partial sums are added in a different order than here.
+                   buffer widened(data_type::float64, n);
+                   for (size_t i = 0; i < n; ++i)
+                     widened.set(i, data->get(i));
+                   const double slack = t == data_type::float64   ? 1e-9
+                                        : t == data_type::float32 ? 1e-4
+                                                                  : 3e-2;
+                   for (size_t i = 0; i < n; ++i)
+                     if (std::abs(widened.get(i) - want[i]) > slack * (1 + std::abs(want[i])))
+                       return "element " + std::to_string(i) + " is " +
+                              std::to_string(widened.get(i)) + ", want " +
+                              std::to_string(want[i]);
+                   return std::string();
+                 }});
+}
+
 void add_reducescatter(std::vector<check>& out, unsigned& id, int rank, int size,
                        data_type t, reduce_op op) {
   ++id;
@@ -365,8 +417,11 @@ std::vector<check> op_matrix(int rank, int size) {
         continue;
       add_allreduce(checks, id, rank, size, t, op, 1.0, 1.0);
     }
-    if (is_float(t))
+    if (is_float(t)) {
       add_allreduce(checks, id, rank, size, t, reduce_op::average, 0.5, 4.0);
+      if ((size & (size - 1)) == 0)
+        add_adasum(checks, id, rank, size, t);
+    }
     if (t != data_type::boolean)
       for (auto op : {reduce_op::sum, reduce_op::average})
         add_reducescatter(checks, id, rank, size, t, op);

@@ -109,6 +109,12 @@ int run_error_checks(int rank, int size) {
   immediate("indivisible", alltoall({f.data(), data_type::float32, {static_cast<int64_t>(size) + 1}}, "e.div"),
             "alltoall of 'e.div': splits not provided, but first dimension of tensor is not "
             "an even multiple of the number of workers.");
+  if ((size & (size - 1)) != 0)
+    immediate("adasum on a non-power-of-two set", allreduce(f4, f4, "e.adasum", reduce_op::adasum),
+              "allreduce of 'e.adasum': Adasum needs a power-of-two number of ranks, not " +
+                std::to_string(size));
+  immediate("adasum on integers", allreduce(i4, i4, "e.adasum_int", reduce_op::adasum),
+            "allreduce of 'e.adasum_int': Adasum supports floating-point tensors, not int32");
   immediate("reducescatter op", reducescatter(f4, "e.rsop", reduce_op::max),
             "reducescatter of 'e.rsop': Reducescatter currently only supports AVERAGE and "
             "SUM.");

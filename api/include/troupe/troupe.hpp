@@ -37,7 +37,8 @@ int cross_size();
 /// multiplied by `prescale_factor` before and the result by
 /// `postscale_factor` after the reduction (AVERAGE = SUM / size). float16 and
 /// bfloat16 accumulate in float32. bool: sum is logical or, product and min
-/// logical and; no average or scaling. Adasum is not available yet.
+/// logical and; no average or scaling. Adasum (floating point, power-of-two
+/// number of ranks) follows Horovod's CPU algorithm.
 handle allreduce(const tensor& input, const tensor& output, const std::string& name,
                  reduce_op op = reduce_op::sum, double prescale_factor = 1.0,
                  double postscale_factor = 1.0);
