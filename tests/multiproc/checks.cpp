@@ -92,9 +92,11 @@ double tolerance(data_type t, double want) {
 // Every rank's contribution combined as the backend must.
 double reduce_reference(unsigned id, int size, size_t i, data_type t, reduce_op op,
                         double pre, double post) {
+  // Integers are scaled in their own type: each scaling truncates.
+  const auto in_type = [&](double x) { return is_float(t) ? x : std::trunc(x); };
   double acc = 0;
   for (int r = 0; r < size; ++r) {
-    const double v = value(id, r, i, t, op) * pre;
+    const double v = in_type(value(id, r, i, t, op) * pre);
     if (r == 0)
       acc = v;
     else if (op == reduce_op::min)
@@ -110,7 +112,7 @@ double reduce_reference(unsigned id, int size, size_t i, data_type t, reduce_op 
     acc = acc != 0;
   if (op == reduce_op::average)
     acc = is_float(t) ? acc / size : std::trunc(acc / size);
-  return acc * post;
+  return in_type(acc * post);
 }
 
 std::string compare(const buffer& got, size_t offset, size_t n,
@@ -417,14 +419,13 @@ std::vector<check> op_matrix(int rank, int size) {
         continue;
       add_allreduce(checks, id, rank, size, t, op, 1.0, 1.0);
     }
-    if (is_float(t)) {
-      add_allreduce(checks, id, rank, size, t, reduce_op::average, 0.5, 4.0);
-      if ((size & (size - 1)) == 0)
-        add_adasum(checks, id, rank, size, t);
-    }
     if (t != data_type::boolean)
-      for (auto op : {reduce_op::sum, reduce_op::average})
-        add_reducescatter(checks, id, rank, size, t, op);
+      add_allreduce(checks, id, rank, size, t, reduce_op::average, 0.5, 4.0);
+    if (is_float(t) && (size & (size - 1)) == 0)
+      add_adasum(checks, id, rank, size, t);
+    add_reducescatter(checks, id, rank, size, t, reduce_op::sum);
+    if (t != data_type::boolean)
+      add_reducescatter(checks, id, rank, size, t, reduce_op::average);
     add_allgather(checks, id, rank, size, t);
     for (int root = 0; root < size; ++root)
       add_broadcast(checks, id, rank, root, t);
@@ -456,7 +457,49 @@ std::vector<check> many_small(int rank, int size, int count) {
   return checks;
 }
 
-int run_checks(std::vector<check> checks, int rank, const char* what) {
+std::string support_matrix(const std::vector<std::string>& passed, const std::string& backend,
+                           int size) {
+  struct row {
+    const char* label;
+    std::string prefix;
+    std::string suffix;
+  };
+  const std::vector<row> rows{
+    {"allreduce sum", "allreduce.", ".sum"},
+    {"allreduce average", "allreduce.", ".average"},
+    {"allreduce min", "allreduce.", ".min"},
+    {"allreduce max", "allreduce.", ".max"},
+    {"allreduce product", "allreduce.", ".product"},
+    {"allreduce pre/postscale", "allreduce.", ".average.scaled"},
+    {"allreduce adasum", "allreduce.", ".adasum"},
+    {"reducescatter sum", "reducescatter.", ".sum"},
+    {"reducescatter average", "reducescatter.", ".average"},
+    {"allgather", "allgather.", ""},
+    {"broadcast (every root)", "broadcast.", ".root0"},
+    {"alltoall with splits", "alltoall.", ".splits"},
+    {"alltoall equal split", "alltoall.", ".equal"},
+  };
+  std::string out = "### " + backend + " (" + std::to_string(size) + " ranks)\n\n| op |";
+  for (auto t : all_dtypes)
+    out += std::string(" ") + to_string(t) + " |";
+  out += "\n|---|";
+  for (size_t i = 0; i < std::size(all_dtypes); ++i)
+    out += "---|";
+  out += "\n";
+  for (const auto& r : rows) {
+    out += std::string("| ") + r.label + " |";
+    for (auto t : all_dtypes) {
+      const auto name = r.prefix + to_string(t) + r.suffix;
+      out += std::find(passed.begin(), passed.end(), name) != passed.end() ? " yes |" : " - |";
+    }
+    out += "\n";
+  }
+  return out + "\nGrouped allreduce / allgather / reducescatter, barrier and join are " +
+         "checked separately (dtype-independent).\n";
+}
+
+int run_checks(std::vector<check> checks, int rank, const char* what,
+               std::vector<std::string>* passed) {
   // Each rank submits in its own random order; the coordinator's order wins.
   std::mt19937 gen(1234 + static_cast<unsigned>(rank));
   std::shuffle(checks.begin(), checks.end(), gen);
@@ -470,6 +513,8 @@ int run_checks(std::vector<check> checks, int rank, const char* what) {
     if (!problem.empty()) {
       ++failures;
       std::printf("rank %d: FAIL %s: %s\n", rank, checks[i].name.c_str(), problem.c_str());
+    } else if (passed) {
+      passed->push_back(checks[i].name);
     }
   }
   if (failures == 0)

@@ -23,7 +23,13 @@ std::vector<check> op_matrix(int rank, int size);
 std::vector<check> many_small(int rank, int size, int count);
 
 /// Submits all checks in a per-rank random order, waits, verifies; prints
-/// one PASS line or a FAIL line per failure. Returns the process exit code.
-int run_checks(std::vector<check> checks, int rank, const char* what);
+/// one PASS line or a FAIL line per failure, and adds the names of the
+/// passed checks to `passed` when given. Returns the process exit code.
+int run_checks(std::vector<check> checks, int rank, const char* what,
+               std::vector<std::string>* passed = nullptr);
+
+/// Markdown table op x dtype of what `passed` (op_matrix names) covers.
+std::string support_matrix(const std::vector<std::string>& passed, const std::string& backend,
+                           int size);
 
 } // namespace troupe::test

@@ -1,6 +1,7 @@
 // Runs under troupe-run (or alone, as one rank) and checks collectives
 // against a reference every rank computes from all ranks' seeded inputs.
-//   collective_check ops        every op x dtype x reduction, per-rank random order
+//   collective_check ops [FILE] every op x dtype x reduction, per-rank random
+//                               order; rank 0 writes the support matrix to FILE
 //   collective_check many N     N small allreduces in flight at once
 //   collective_check errors     every user error, message checked on every rank
 //   collective_check join       uneven work ending in join()
@@ -95,8 +96,17 @@ int main(int argc, char** argv) {
   const int rank = troupe::rank();
   const int size = troupe::size();
   int rc = 2;
-  if (mode == "ops")
-    rc = troupe::test::run_checks(troupe::test::op_matrix(rank, size), rank, "collectives");
+  if (mode == "ops") {
+    std::vector<std::string> passed;
+    rc = troupe::test::run_checks(troupe::test::op_matrix(rank, size), rank, "collectives",
+                                  &passed);
+    // ops MATRIX_FILE: rank 0 writes what passed as docs' support matrix.
+    if (argc > 2 && rank == 0) {
+      const char* backend = std::getenv("TROUPE_CPU_OPERATIONS");
+      std::ofstream(argv[2]) << troupe::test::support_matrix(passed, backend ? backend : "gloo",
+                                                             size);
+    }
+  }
   else if (mode == "many")
     rc = troupe::test::run_checks(
       troupe::test::many_small(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000), rank,
