@@ -13,6 +13,7 @@ struct backend_state {
   std::shared_ptr<backend> impl;
   int set_rank = 0;
   int set_size = 1;
+  backends::scratch_buffers scratch;
   static constexpr const char* name = "troupe.backend";
 };
 
@@ -32,7 +33,7 @@ caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
     },
     [=](execute_atom, const collective_work_ptr& work) {
       auto& st = self->state;
-      auto result = execute(*st.impl, st.set_rank, st.set_size, *work);
+      auto result = execute({*st.impl, st.set_rank, st.set_size, st.scratch}, *work);
       self->send(caf::actor_cast<caf::actor>(self->current_sender()),
                  executed_atom::value, work->id, std::move(result));
     },

@@ -22,8 +22,7 @@ void run(const run_context& ctx, const v1::Response& resp, actors::tensor_entry&
 
 } // namespace
 
-status execute(backend& b, int set_rank, int set_size, actors::collective_work& work) {
-  const run_context ctx{b, set_rank, set_size};
+status execute(const run_context& ctx, actors::collective_work& work) {
   try {
     for (auto& entry : work.entries)
       run(ctx, work.response, *entry);

@@ -4,16 +4,35 @@
 // local entry, and drives the backend's primitives (copy-in, widening of
 // 16-bit floats, scaling, output sizing). They throw backend_error.
 
+#include <vector>
+
 #include "actors/tensor_entry.hpp"
 #include "backends/backend.hpp"
 
 namespace troupe::backends {
+
+/// Working memory owned by the backend actor and reused by every
+/// collective: it only grows, so steady-state steps allocate nothing (a
+/// fresh buffer per call costs Open MPI half its large-message bandwidth).
+struct scratch_buffers {
+  std::vector<char> copy;   // reducescatter's full-size reduction
+  std::vector<float> wide;  // float16 / bfloat16 widened to float32
+
+  /// `buffer` with room for `n` elements, grown (never shrunk) as needed.
+  template <class T>
+  static T* at_least(std::vector<T>& buffer, size_t n) {
+    if (buffer.size() < n)
+      buffer.resize(n);
+    return buffer.data();
+  }
+};
 
 /// The local rank's place in the process set the backend serves.
 struct run_context {
   backend& b;
   int rank;
   int size;
+  scratch_buffers& scratch;
 };
 
 void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);

@@ -54,10 +54,10 @@ void reduce_in_place(const run_context& ctx, const v1::Response& resp, void* dat
     reduce_native(ctx, resp, data, count, dtype);
     return;
   }
-  std::vector<float> wide(count);
-  half_to_float(dtype, data, wide.data(), count);
-  reduce_native(ctx, resp, wide.data(), count, data_type::float32);
-  float_to_half(dtype, wide.data(), data, count);
+  float* wide = scratch_buffers::at_least(ctx.scratch.wide, count);
+  half_to_float(dtype, data, wide, count);
+  reduce_native(ctx, resp, wide, count, data_type::float32);
+  float_to_half(dtype, wide, data, count);
 }
 
 } // namespace troupe::backends

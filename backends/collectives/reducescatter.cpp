@@ -20,10 +20,9 @@ void run_reducescatter(const run_context& ctx, const v1::Response& resp,
   const auto esize = element_size(e.input.dtype);
   const auto row_bytes =
     static_cast<size_t>(num_elements(shape_t(shape.begin() + 1, shape.end()))) * esize;
-  std::vector<char> scratch(static_cast<const char*>(e.input.data),
-                            static_cast<const char*>(e.input.data) + e.input.size_bytes());
-  reduce_in_place(ctx, resp, scratch.data(), static_cast<size_t>(num_elements(shape)),
-                  e.input.dtype);
+  char* scratch = scratch_buffers::at_least(ctx.scratch.copy, e.input.size_bytes());
+  std::memcpy(scratch, e.input.data, e.input.size_bytes());
+  reduce_in_place(ctx, resp, scratch, static_cast<size_t>(num_elements(shape)), e.input.dtype);
   const auto rows = reducescatter_rows(shape[0], ctx.size);
   int64_t first = 0;
   for (int r = 0; r < ctx.rank; ++r)
@@ -32,8 +31,8 @@ void run_reducescatter(const run_context& ctx, const v1::Response& resp,
   const auto mine = rows[static_cast<size_t>(ctx.rank)];
   h.output_shape = shape;
   h.output_shape[0] = mine;
-  h.output.assign(scratch.begin() + static_cast<std::ptrdiff_t>(first * row_bytes),
-                  scratch.begin() + static_cast<std::ptrdiff_t>((first + mine) * row_bytes));
+  h.output.assign(scratch + first * static_cast<int64_t>(row_bytes),
+                  scratch + (first + mine) * static_cast<int64_t>(row_bytes));
 }
 
 } // namespace troupe::backends
