@@ -30,6 +30,8 @@ using bye_atom = caf::atom_constant<caf::atom("bye")>;
 // The set is broken: fail everything pending with the given status.
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+// Coordinator's periodic stall check.
+using stall_atom = caf::atom_constant<caf::atom("stall")>;
 
 /// A set already aborted is aborted again only when a peer is lost after a
 /// clean goodbye: work still running may then never return.

@@ -150,7 +150,7 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
         work->entries.push_back(it->second);
       else if (st.joined && resp.op() == v1::OP_TYPE_ALLREDUCE)
         work->entries.push_back(joined_stand_in(resp, name));
-      else if (!st.joined)
+      else if (!st.joined && resp.op() != v1::OP_TYPE_ERROR)  // errors reach every rank
         spdlog::error("negotiator: coordinator answered for unknown tensor '{}'", name);
     }
     if (resp.op() == v1::OP_TYPE_ERROR) {

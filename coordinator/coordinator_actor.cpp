@@ -1,5 +1,6 @@
 #include "coordinator/coordinator_actor.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/atoms.hpp"
@@ -15,6 +16,9 @@ struct coordinator_state {
   uint32_t set_id = 0;
   std::vector<caf::actor> members;
   std::unique_ptr<message_table> table;
+  std::unique_ptr<stall_inspector> stalls;
+  // Errors decided outside readiness (stalled tensors), sent with the next list.
+  std::vector<v1::Response> urgent;
   // Response lists sent but not yet executed on this rank.
   int in_flight = 0;
   static constexpr const char* name = "troupe.coordinator";
@@ -24,10 +28,13 @@ using coordinator_actor = caf::stateful_actor<coordinator_state>;
 
 void try_emit(coordinator_actor* self) {
   auto& st = self->state;
-  if (st.in_flight > 0 || !st.table->has_ready())
+  if (st.in_flight > 0 || (!st.table->has_ready() && st.urgent.empty()))
     return;
   v1::ResponseList list;
   list.set_process_set_id(st.set_id);
+  for (auto& resp : st.urgent)
+    *list.add_responses() = std::move(resp);
+  st.urgent.clear();
   while (st.table->has_ready())
     *list.add_responses() = st.table->pop_ready();
   auto msg = caf::make_message(response_atom::value, st.set_id, list.SerializeAsString());
@@ -50,13 +57,37 @@ void on_requests(coordinator_actor* self, const std::string& bytes) {
   try_emit(self);
 }
 
+void check_stalls(coordinator_actor* self) {
+  auto& st = self->state;
+  auto verdict = st.stalls->check(*st.table, message_table::clock::now());
+  if (!verdict.warning.empty())
+    spdlog::warn("{}", verdict.warning);
+  for (const auto& [name, missing] : verdict.to_fail) {
+    std::string ranks;
+    for (auto r : missing)
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    const auto why = fmt::format(
+      "Tensor '{}' stalled: ranks [{}] did not submit it within the stall shutdown time "
+      "(TROUPE_STALL_SHUTDOWN_TIME_SECONDS). Shutting it down.",
+      name, ranks);
+    spdlog::error("{}", why);
+    st.urgent.push_back(st.table->abandon(name, v1::ERROR_CODE_TIMEOUT, why));
+  }
+  try_emit(self);
+  self->delayed_send(self, st.stalls->interval(), stall_atom::value);
+}
+
 caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
-                          std::vector<caf::actor> members) {
+                          std::vector<caf::actor> members, stall_options stall) {
   auto& st = self->state;
   st.set_id = set_id;
   st.table = std::make_unique<message_table>(static_cast<int32_t>(members.size()));
+  st.stalls = std::make_unique<stall_inspector>(stall);
   st.members = std::move(members);
+  if (stall.enabled)
+    self->delayed_send(self, st.stalls->interval(), stall_atom::value);
   return {
+    [=](stall_atom) { check_stalls(self); },
     [=](request_atom, uint32_t, const std::string& bytes) { on_requests(self, bytes); },
     [=](executed_atom) {
       --self->state.in_flight;
@@ -68,8 +99,9 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
 } // namespace
 
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
-                             std::vector<caf::actor> member_endpoints) {
-  return sys.spawn(coordinator, process_set_id, std::move(member_endpoints));
+                             std::vector<caf::actor> member_endpoints,
+                             const stall_options& stall) {
+  return sys.spawn(coordinator, process_set_id, std::move(member_endpoints), stall);
 }
 
 } // namespace troupe::coordinator

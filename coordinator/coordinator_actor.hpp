@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "coordinator/stall_inspector.hpp"
+
 namespace caf {
 class actor;
 class actor_system;
@@ -19,7 +21,12 @@ namespace troupe::coordinator {
 /// previous response list has been executed on this rank (reported by the
 /// local negotiator as (executed)); tensors that become ready meanwhile are
 /// batched into the next list.
+///
+/// The stall inspector runs here: tensors some members never submit are
+/// reported (warning naming them and the missing ranks) and, past the
+/// shutdown time, failed on the ranks that did submit them.
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
-                             std::vector<caf::actor> member_endpoints);
+                             std::vector<caf::actor> member_endpoints,
+                             const stall_options& stall);
 
 } // namespace troupe::coordinator

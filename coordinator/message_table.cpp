@@ -264,6 +264,14 @@ v1::Response message_table::pop_ready() {
   return make_response(name, node.mapped().by_rank);
 }
 
+v1::Response message_table::abandon(const std::string& name, v1::ErrorCode code,
+                                    const std::string& why) {
+  entries_.erase(name);
+  auto resp = error_response(name, why);
+  resp.mutable_error()->set_code(code);
+  return resp;
+}
+
 size_t message_table::pending() const {
   return static_cast<size_t>(std::count_if(entries_.begin(), entries_.end(),
                                            [](const auto& kv) { return !kv.second.released; }));

@@ -42,6 +42,10 @@ public:
   /// Tensors some but not all members requested.
   size_t pending() const;
 
+  /// Drops a pending tensor and returns the ERROR response that fails it on
+  /// the ranks that submitted it (the stall inspector's shutdown).
+  v1::Response abandon(const std::string& name, v1::ErrorCode code, const std::string& why);
+
   /// For each pending tensor requested before `older_than`, the set ranks
   /// that have not requested it yet.
   std::vector<std::pair<std::string, std::vector<int32_t>>>

@@ -94,6 +94,27 @@ const std::vector<knob>& knobs() {
        c.cpu_operations = lower;
      },
      [](const config& c) { return c.cpu_operations.empty() ? "auto" : c.cpu_operations; }},
+    {"TROUPE_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", "stall-check-disable",
+     "1 turns the stall inspector off",
+     [](config& c, const std::string& s) {
+       if (s != "0" && s != "1")
+         throw config_error("TROUPE_STALL_CHECK_DISABLE='" + s + "' is not 0 or 1");
+       c.stall_check = s == "0";
+     },
+     [](const config& c) { return std::string(c.stall_check ? "0" : "1"); }},
+    {"TROUPE_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS",
+     "stall-check-time-seconds", "warn about tensors some ranks have not submitted after this",
+     [](config& c, const std::string& s) {
+       c.stall_check_seconds = parse_positive("TROUPE_STALL_CHECK_TIME_SECONDS", s);
+     },
+     [](const config& c) { return print_double(c.stall_check_seconds); }},
+    {"TROUPE_STALL_SHUTDOWN_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
+     "stall-shutdown-time-seconds", "fail stalled tensors after this (0 = never)",
+     [](config& c, const std::string& s) {
+       c.stall_shutdown_seconds =
+         s == "0" ? 0.0 : parse_positive("TROUPE_STALL_SHUTDOWN_TIME_SECONDS", s);
+     },
+     [](const config& c) { return print_double(c.stall_shutdown_seconds); }},
   };
   return table;
 }

@@ -30,6 +30,11 @@ struct config {
   /// CPU backend: "gloo", "mpi", or "" = gloo under troupe-run, mpi under
   /// mpirun.
   std::string cpu_operations;
+  /// Stall inspector (Horovod's defaults): warn after this long, fail the
+  /// stalled tensors after the shutdown time (0 = never).
+  bool stall_check = true;
+  double stall_check_seconds = 60;
+  double stall_shutdown_seconds = 0;
 };
 
 using env_lookup = std::function<std::optional<std::string>(const char*)>;

@@ -138,7 +138,10 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self) {
   // faster peer's first request may arrive while our rendezvous is still
   // running, and the backend runs queued work only after (connect).
   if (id.rank == 0) {
-    st.group.coordinator = coordinator::spawn_coordinator(self->system(), global_set, st.peers);
+    const auto& cfg = st.args.cfg;
+    st.group.coordinator = coordinator::spawn_coordinator(
+      self->system(), global_set, st.peers,
+      {cfg.stall_check, cfg.stall_check_seconds, cfg.stall_shutdown_seconds});
     self->monitor(st.group.coordinator);
   }
   st.group.negotiator =

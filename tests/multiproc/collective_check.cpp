@@ -5,6 +5,7 @@
 //   collective_check many N     N small allreduces in flight at once
 //   collective_check errors     every user error, message checked on every rank
 //   collective_check join       uneven work ending in join()
+//   collective_check stall      a withheld tensor, with small stall times
 //   collective_check lose-peer kill|stop|stop-busy VICTIM STAMP_FILE
 //                               VICTIM dies (SIGKILL) or freezes (SIGSTOP)
 //                               while the others wait on a collective (at the
@@ -115,6 +116,8 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_error_checks(rank, size);
   else if (mode == "join")
     rc = troupe::test::run_join_checks(rank, size);
+  else if (mode == "stall")
+    rc = troupe::test::run_stall_checks(rank, size);
   else if (mode == "lose-peer" && argc == 5)
     rc = lose_peer(rank, argv[2], std::atoi(argv[3]), argv[4]);
   else

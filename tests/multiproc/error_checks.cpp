@@ -1,6 +1,8 @@
 #include "error_checks.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <functional>
 #include <string>
 #include <vector>
@@ -180,6 +182,35 @@ int run_join_checks(int rank, int size) {
   if (problems.empty())
     std::printf("rank %d: PASS join (last joined: %d)\n", rank, last);
   return problems.empty() ? 0 : 1;
+}
+
+int run_stall_checks(int rank, int size) {
+  const int last = size - 1;
+  std::string problem;
+  float x = 1;
+  const tensor t{&x, data_type::float32, {1}};
+  if (rank != last) {
+    auto s = allreduce(t, t, "stall.withheld").wait_for(std::chrono::seconds(60));
+    const auto want = "Tensor 'stall.withheld' stalled: ranks [" + std::to_string(last) +
+                      "] did not submit it within the stall shutdown time "
+                      "(TROUPE_STALL_SHUTDOWN_TIME_SECONDS). Shutting it down.";
+    if (s.code() != status_code::timeout || s.message() != want)
+      problem = "stalled tensor: [" + std::string(to_string(s.code())) + "] " + s.message();
+  }
+  if (rank == last) {
+    // Join the next collective only after the others gave up on the withheld one.
+    const char* shutdown_time = std::getenv("TROUPE_STALL_SHUTDOWN_TIME_SECONDS");
+    std::this_thread::sleep_for(
+      std::chrono::duration<double>(1.0 + (shutdown_time ? std::atof(shutdown_time) : 0.0)));
+  }
+  x = 1;
+  if (!allreduce(t, t, "stall.after").wait().ok() || x != static_cast<float>(size))
+    problem += " allreduce after the stall: " + std::to_string(x);
+  if (problem.empty())
+    std::printf("rank %d: PASS stalled tensor failed, runtime still serves\n", rank);
+  else
+    std::printf("rank %d: FAIL %s\n", rank, problem.c_str());
+  return problem.empty() ? 0 : 1;
 }
 
 int check_after_shutdown(int rank) {

@@ -13,6 +13,11 @@ int run_error_checks(int rank, int size);
 /// normal allreduce works again. Returns the process exit code.
 int run_join_checks(int rank, int size);
 
+/// Every rank but the last submits a tensor the last never does; with the
+/// stall times set small, it must fail on them with a timeout naming the
+/// missing rank, and a correct allreduce must work afterwards.
+int run_stall_checks(int rank, int size);
+
 /// After troupe::shutdown(): every call fails cleanly. Returns an exit code.
 int check_after_shutdown(int rank);
 
