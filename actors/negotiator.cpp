@@ -104,10 +104,11 @@ void on_submit(negotiator_actor* self, const entry_batch& batch) {
 
 // What a joined rank runs for an allreduce it never submitted: zeros of the
 // negotiated size, so the sum (and AVERAGE over all ranks) is right.
-tensor_entry_ptr joined_stand_in(const v1::Response& resp, const std::string& name) {
+tensor_entry_ptr joined_stand_in(const v1::Response& resp, int index) {
   auto e = std::make_shared<tensor_entry>();
+  const auto& name = resp.tensor_names(index);
   const auto dtype = static_cast<data_type>(resp.dtype());
-  const int64_t count = resp.tensor_sizes_size() > 0 ? resp.tensor_sizes(0) : 0;
+  const int64_t count = index < resp.tensor_sizes_size() ? resp.tensor_sizes(index) : 0;
   e->request.set_tensor_name(name);
   e->stand_in.assign(static_cast<size_t>(count) * element_size(dtype), 0);
   e->input = tensor{e->stand_in.data(), dtype, {count}};
@@ -144,12 +145,13 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
       continue;
     }
     auto work = std::make_shared<collective_work>();
-    for (const auto& name : resp.tensor_names()) {
+    for (int i = 0; i < resp.tensor_names_size(); ++i) {
+      const auto& name = resp.tensor_names(i);
       auto it = st.table.find(name);
       if (it != st.table.end())
         work->entries.push_back(it->second);
       else if (st.joined && resp.op() == v1::OP_TYPE_ALLREDUCE)
-        work->entries.push_back(joined_stand_in(resp, name));
+        work->entries.push_back(joined_stand_in(resp, i));
       else if (!st.joined && resp.op() != v1::OP_TYPE_ERROR)  // errors reach every rank
         spdlog::error("negotiator: coordinator answered for unknown tensor '{}'", name);
     }

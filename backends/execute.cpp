@@ -24,8 +24,11 @@ void run(const run_context& ctx, const v1::Response& resp, actors::tensor_entry&
 
 status execute(const run_context& ctx, actors::collective_work& work) {
   try {
-    for (auto& entry : work.entries)
-      run(ctx, work.response, *entry);
+    if (work.response.op() == v1::OP_TYPE_ALLREDUCE && work.entries.size() > 1)
+      run_fused_allreduce(ctx, work.response, work.entries);
+    else
+      for (auto& entry : work.entries)
+        run(ctx, work.response, *entry);
   } catch (const backend_error& e) {
     return {status_code::backend, e.what()};
   } catch (const std::exception& e) {

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/atoms.hpp"
+#include "coordinator/fusion.hpp"
 #include "coordinator/message_table.hpp"
 
 namespace troupe::coordinator {
@@ -19,6 +20,7 @@ struct coordinator_state {
   std::unique_ptr<stall_inspector> stalls;
   // Errors decided outside readiness (stalled tensors), sent with the next list.
   std::vector<v1::Response> urgent;
+  int64_t fusion_threshold = 0;
   // Response lists sent but not yet executed on this rank.
   int in_flight = 0;
   static constexpr const char* name = "troupe.coordinator";
@@ -35,8 +37,11 @@ void try_emit(coordinator_actor* self) {
   for (auto& resp : st.urgent)
     *list.add_responses() = std::move(resp);
   st.urgent.clear();
+  std::vector<v1::Response> ready;
   while (st.table->has_ready())
-    *list.add_responses() = st.table->pop_ready();
+    ready.push_back(st.table->pop_ready());
+  for (auto& resp : fuse(std::move(ready), st.fusion_threshold))
+    *list.add_responses() = std::move(resp);
   auto msg = caf::make_message(response_atom::value, st.set_id, list.SerializeAsString());
   for (const auto& member : st.members)
     self->send(member, msg);
@@ -78,9 +83,11 @@ void check_stalls(coordinator_actor* self) {
 }
 
 caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
-                          std::vector<caf::actor> members, stall_options stall) {
+                          std::vector<caf::actor> members, stall_options stall,
+                          int64_t fusion_threshold) {
   auto& st = self->state;
   st.set_id = set_id;
+  st.fusion_threshold = fusion_threshold;
   st.table = std::make_unique<message_table>(static_cast<int32_t>(members.size()));
   st.stalls = std::make_unique<stall_inspector>(stall);
   st.members = std::move(members);
@@ -100,8 +107,9 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
 
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
                              std::vector<caf::actor> member_endpoints,
-                             const stall_options& stall) {
-  return sys.spawn(coordinator, process_set_id, std::move(member_endpoints), stall);
+                             const stall_options& stall, int64_t fusion_threshold) {
+  return sys.spawn(coordinator, process_set_id, std::move(member_endpoints), stall,
+                   fusion_threshold);
 }
 
 } // namespace troupe::coordinator

@@ -20,13 +20,14 @@ namespace troupe::coordinator {
 /// Readiness is event-driven: a ready tensor is sent at once when the
 /// previous response list has been executed on this rank (reported by the
 /// local negotiator as (executed)); tensors that become ready meanwhile are
-/// batched into the next list.
+/// batched into the next list, where allreduces are fused (see fusion.hpp)
+/// up to `fusion_threshold` bytes.
 ///
 /// The stall inspector runs here: tensors some members never submit are
 /// reported (warning naming them and the missing ranks) and, past the
 /// shutdown time, failed on the ranks that did submit them.
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
                              std::vector<caf::actor> member_endpoints,
-                             const stall_options& stall);
+                             const stall_options& stall, int64_t fusion_threshold);
 
 } // namespace troupe::coordinator

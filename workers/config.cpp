@@ -94,6 +94,13 @@ const std::vector<knob>& knobs() {
        c.cpu_operations = lower;
      },
      [](const config& c) { return c.cpu_operations.empty() ? "auto" : c.cpu_operations; }},
+    {"TROUPE_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", "fusion-threshold",
+     "bytes of small allreduces fused into one collective (0 disables fusion)",
+     [](config& c, const std::string& s) {
+       c.fusion_threshold =
+         s == "0" ? 0 : static_cast<int64_t>(parse_positive("TROUPE_FUSION_THRESHOLD", s));
+     },
+     [](const config& c) { return std::to_string(c.fusion_threshold); }},
     {"TROUPE_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", "stall-check-disable",
      "1 turns the stall inspector off",
      [](config& c, const std::string& s) {

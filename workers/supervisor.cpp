@@ -141,7 +141,8 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self) {
     const auto& cfg = st.args.cfg;
     st.group.coordinator = coordinator::spawn_coordinator(
       self->system(), global_set, st.peers,
-      {cfg.stall_check, cfg.stall_check_seconds, cfg.stall_shutdown_seconds});
+      {cfg.stall_check, cfg.stall_check_seconds, cfg.stall_shutdown_seconds},
+      cfg.fusion_threshold);
     self->monitor(st.group.coordinator);
   }
   st.group.negotiator =

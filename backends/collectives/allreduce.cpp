@@ -11,4 +11,24 @@ void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::ten
                   e.input.dtype);
 }
 
+void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
+                         const std::vector<actors::tensor_entry_ptr>& entries) {
+  size_t bytes = 0;
+  for (const auto& e : entries)
+    bytes += e->input.size_bytes();
+  char* buffer = scratch_buffers::at_least(ctx.scratch.fusion, bytes);
+  size_t at = 0;
+  for (const auto& e : entries) {
+    std::memcpy(buffer + at, e->input.data, e->input.size_bytes());
+    at += e->input.size_bytes();
+  }
+  const auto dtype = entries.front()->input.dtype;
+  reduce_in_place(ctx, resp, buffer, bytes / element_size(dtype), dtype);
+  at = 0;
+  for (const auto& e : entries) {
+    std::memcpy(e->output.data, buffer + at, e->output.size_bytes());
+    at += e->output.size_bytes();
+  }
+}
+
 } // namespace troupe::backends

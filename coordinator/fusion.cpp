@@ -1,0 +1,58 @@
+#include "coordinator/fusion.hpp"
+
+#include "troupe/types.hpp"
+
+namespace troupe::coordinator {
+
+namespace {
+
+bool fusible(const v1::Response& r) {
+  return r.op() == v1::OP_TYPE_ALLREDUCE && r.tensor_sizes_size() == 1;
+}
+
+bool same_key(const v1::Response& a, const v1::Response& b) {
+  return a.dtype() == b.dtype() && a.reduce_op() == b.reduce_op() &&
+         a.prescale_factor() == b.prescale_factor() &&
+         a.postscale_factor() == b.postscale_factor();
+}
+
+int64_t bytes_of(const v1::Response& r) {
+  int64_t elements = 0;
+  for (auto n : r.tensor_sizes())
+    elements += n;
+  return elements * static_cast<int64_t>(element_size(static_cast<data_type>(r.dtype())));
+}
+
+} // namespace
+
+std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshold_bytes) {
+  if (threshold_bytes <= 0)
+    return ready;
+  std::vector<v1::Response> out;
+  std::vector<size_t> open;  // indexes into `out` of buckets that may still grow
+  for (auto& r : ready) {
+    if (!fusible(r)) {
+      out.push_back(std::move(r));
+      continue;
+    }
+    const auto size = bytes_of(r);
+    bool placed = false;
+    for (auto idx : open) {
+      auto& bucket = out[idx];
+      if (same_key(bucket, r) && bytes_of(bucket) + size <= threshold_bytes) {
+        bucket.add_tensor_names(r.tensor_names(0));
+        bucket.add_tensor_sizes(r.tensor_sizes(0));
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) {
+      if (size < threshold_bytes)
+        open.push_back(out.size());
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+} // namespace troupe::coordinator

@@ -1,0 +1,60 @@
+#include "coordinator/fusion.hpp"
+
+#include <gtest/gtest.h>
+
+namespace troupe::coordinator {
+namespace {
+
+v1::Response allreduce(const std::string& name, int64_t elements,
+                       v1::DataType dtype = v1::DATA_TYPE_FLOAT32) {
+  v1::Response r;
+  r.set_op(v1::OP_TYPE_ALLREDUCE);
+  r.add_tensor_names(name);
+  r.add_tensor_sizes(elements);
+  r.set_dtype(dtype);
+  r.set_reduce_op(v1::REDUCE_OP_SUM);
+  r.set_prescale_factor(1.0);
+  r.set_postscale_factor(1.0);
+  return r;
+}
+
+std::vector<std::vector<std::string>> names(const std::vector<v1::Response>& out) {
+  std::vector<std::vector<std::string>> result;
+  for (const auto& r : out)
+    result.emplace_back(r.tensor_names().begin(), r.tensor_names().end());
+  return result;
+}
+
+TEST(fusion, packs_matching_allreduces_up_to_the_threshold) {
+  // 4 floats = 16 bytes each; threshold 40 bytes fits two per bucket.
+  auto out = fuse({allreduce("a", 4), allreduce("b", 4), allreduce("c", 4)}, 40);
+  EXPECT_EQ(names(out), (std::vector<std::vector<std::string>>{{"a", "b"}, {"c"}}));
+  EXPECT_EQ(out[0].tensor_sizes_size(), 2);
+}
+
+TEST(fusion, dtypes_and_scales_do_not_mix_but_look_ahead_keeps_filling) {
+  auto scaled = allreduce("s", 1);
+  scaled.set_postscale_factor(0.5);
+  auto out = fuse({allreduce("f1", 1), allreduce("d", 1, v1::DATA_TYPE_FLOAT64),
+                   allreduce("f2", 1), scaled, allreduce("d2", 1, v1::DATA_TYPE_FLOAT64)},
+                  1 << 20);
+  EXPECT_EQ(names(out),
+            (std::vector<std::vector<std::string>>{{"f1", "f2"}, {"d", "d2"}, {"s"}}));
+}
+
+TEST(fusion, large_tensor_runs_alone_and_others_pass_through) {
+  v1::Response bcast;
+  bcast.set_op(v1::OP_TYPE_BROADCAST);
+  bcast.add_tensor_names("p");
+  auto out = fuse({allreduce("big", 100), bcast, allreduce("x", 1), allreduce("y", 1)}, 64);
+  EXPECT_EQ(names(out),
+            (std::vector<std::vector<std::string>>{{"big"}, {"p"}, {"x", "y"}}));
+}
+
+TEST(fusion, threshold_zero_disables) {
+  auto out = fuse({allreduce("a", 1), allreduce("b", 1)}, 0);
+  EXPECT_EQ(out.size(), 2u);
+}
+
+} // namespace
+} // namespace troupe::coordinator
