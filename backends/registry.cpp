@@ -53,9 +53,7 @@ std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std:
 std::optional<external_launch> detect_external_launch() {
 #if TROUPE_HAVE_MPI
   if (launched_by_mpirun()) {
-    auto id = mpi_world_identity();
-    return external_launch{id.rank,       id.size,       id.local_rank, id.local_size,
-                           id.cross_rank, id.cross_size, mpi_allgather_strings};
+    return external_launch{mpi_world_identity(), mpi_allgather_strings};
   }
 #endif
   return std::nullopt;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/rank_layout.hpp"
 
 namespace troupe::backends {
 
@@ -22,12 +23,7 @@ std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std:
 /// A job started by another launcher's library (mpirun): who this process
 /// is, and an allgather of strings to bootstrap the control plane with.
 struct external_launch {
-  int rank = 0;
-  int size = 1;
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
-  int cross_size = 1;
+  rank_layout layout;
   std::function<std::vector<std::string>(const std::string&)> allgather;
 };
 

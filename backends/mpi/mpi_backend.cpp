@@ -17,16 +17,6 @@ struct mpi_backend::communicator {
 
 namespace {
 
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS)
-    return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw backend_error(std::string("mpi ") + what + " failed: " +
-                      std::string(text, static_cast<size_t>(len)));
-}
-
 MPI_Datatype mpi_type(data_type dtype) {
   switch (dtype) {
     case data_type::uint8:
@@ -96,14 +86,14 @@ mpi_backend::~mpi_backend() {
 
 void mpi_backend::connect() {
   ensure_mpi_initialized();
-  check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_->comm), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_->comm), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(comm_->comm, MPI_ERRORS_RETURN);
 }
 
 void mpi_backend::allreduce(const allreduce_options& opts) {
   if (opts.count == 0)
     return;
-  check(MPI_Allreduce(MPI_IN_PLACE, opts.data, as_int(static_cast<int64_t>(opts.count), "allreduce"),
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, opts.data, as_int(static_cast<int64_t>(opts.count), "allreduce"),
                       mpi_type(opts.dtype), mpi_op(opts.dtype, opts.op), comm_->comm),
         "allreduce");
 }
@@ -117,7 +107,7 @@ void mpi_backend::allgather(const allgather_options& opts) {
   auto offsets = offsets_of(counts, "allgather");
   int rank = 0;
   MPI_Comm_rank(comm_->comm, &rank);
-  check(MPI_Allgatherv(opts.input, counts[static_cast<size_t>(rank)], MPI_BYTE, opts.output,
+  check_mpi(MPI_Allgatherv(opts.input, counts[static_cast<size_t>(rank)], MPI_BYTE, opts.output,
                        counts.data(), offsets.data(), MPI_BYTE, comm_->comm),
         "allgather");
 }
@@ -126,7 +116,7 @@ void mpi_backend::broadcast(const broadcast_options& opts) {
   if (opts.count == 0)
     return;
   const auto bytes = static_cast<int64_t>(opts.count * element_size(opts.dtype));
-  check(MPI_Bcast(opts.data, as_int(bytes, "broadcast"), MPI_BYTE, opts.root, comm_->comm),
+  check_mpi(MPI_Bcast(opts.data, as_int(bytes, "broadcast"), MPI_BYTE, opts.root, comm_->comm),
         "broadcast");
 }
 
@@ -135,7 +125,7 @@ void mpi_backend::alltoall(const alltoall_options& opts) {
   auto recv = ints(opts.recv_bytes, "alltoall");
   auto send_at = offsets_of(send, "alltoall");
   auto recv_at = offsets_of(recv, "alltoall");
-  check(MPI_Alltoallv(opts.input, send.data(), send_at.data(), MPI_BYTE, opts.output,
+  check_mpi(MPI_Alltoallv(opts.input, send.data(), send_at.data(), MPI_BYTE, opts.output,
                       recv.data(), recv_at.data(), MPI_BYTE, comm_->comm),
         "alltoall");
 }
@@ -143,14 +133,14 @@ void mpi_backend::alltoall(const alltoall_options& opts) {
 void mpi_backend::sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                            int peer) {
   constexpr int tag = 0x54;
-  check(MPI_Sendrecv(send, as_int(static_cast<int64_t>(send_bytes), "sendrecv"), MPI_BYTE,
+  check_mpi(MPI_Sendrecv(send, as_int(static_cast<int64_t>(send_bytes), "sendrecv"), MPI_BYTE,
                      peer, tag, recv, as_int(static_cast<int64_t>(recv_bytes), "sendrecv"),
                      MPI_BYTE, peer, tag, comm_->comm, MPI_STATUS_IGNORE),
         "sendrecv");
 }
 
 void mpi_backend::barrier() {
-  check(MPI_Barrier(comm_->comm), "barrier");
+  check_mpi(MPI_Barrier(comm_->comm), "barrier");
 }
 
 } // namespace troupe::backends

@@ -11,15 +11,6 @@ namespace troupe::backends {
 
 namespace {
 
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS)
-    return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw backend_error(std::string(what) + " failed: " + std::string(text, static_cast<size_t>(len)));
-}
-
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -28,6 +19,16 @@ void finalize_at_exit() {
 }
 
 } // namespace
+
+void check_mpi(int rc, const char* what) {
+  if (rc == MPI_SUCCESS)
+    return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw backend_error(std::string("mpi ") + what + " failed: " +
+                      std::string(text, static_cast<size_t>(len)));
+}
 
 bool launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
@@ -39,25 +40,25 @@ void ensure_mpi_initialized() {
   if (initialized)
     return;
   int provided = 0;
-  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
   std::atexit(finalize_at_exit);
   // Errors come back as codes (turned into backend_error), not aborts.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
-mpi_identity mpi_world_identity() {
+rank_layout mpi_world_identity() {
   ensure_mpi_initialized();
-  mpi_identity id;
+  rank_layout id;
   MPI_Comm_rank(MPI_COMM_WORLD, &id.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &id.size);
   MPI_Comm local;
-  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
         "MPI_Comm_split_type");
   MPI_Comm_rank(local, &id.local_rank);
   MPI_Comm_size(local, &id.local_size);
   MPI_Comm_free(&local);
   MPI_Comm cross;
-  check(MPI_Comm_split(MPI_COMM_WORLD, id.local_rank, id.rank, &cross), "MPI_Comm_split");
+  check_mpi(MPI_Comm_split(MPI_COMM_WORLD, id.local_rank, id.rank, &cross), "MPI_Comm_split");
   MPI_Comm_rank(cross, &id.cross_rank);
   MPI_Comm_size(cross, &id.cross_size);
   MPI_Comm_free(&cross);
@@ -70,12 +71,12 @@ std::vector<std::string> mpi_allgather_strings(const std::string& mine) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int len = static_cast<int>(mine.size());
   std::vector<int> lens(static_cast<size_t>(size));
-  check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD),
+  check_mpi(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD),
         "MPI_Allgather");
   std::vector<int> offsets(static_cast<size_t>(size), 0);
   std::partial_sum(lens.begin(), lens.end() - 1, offsets.begin() + 1);
   std::string all(static_cast<size_t>(offsets.back() + lens.back()), '\0');
-  check(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(),
+  check_mpi(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(),
                        MPI_CHAR, MPI_COMM_WORLD),
         "MPI_Allgatherv");
   std::vector<std::string> out;

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/rank_layout.hpp"
+
 namespace troupe::backends {
 
 /// Whether this process was started by Open MPI's mpirun.
@@ -14,15 +16,10 @@ bool launched_by_mpirun();
 void ensure_mpi_initialized();
 
 /// Identity from MPI_COMM_WORLD; local = same shared-memory node.
-struct mpi_identity {
-  int rank = 0;
-  int size = 1;
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
-  int cross_size = 1;
-};
-mpi_identity mpi_world_identity();
+rank_layout mpi_world_identity();
+
+/// Throws backend_error with MPI's text for a failed call.
+void check_mpi(int rc, const char* what);
 
 /// Every rank's `mine`, in rank order (MPI_Allgatherv over COMM_WORLD).
 std::vector<std::string> mpi_allgather_strings(const std::string& mine);
