@@ -11,7 +11,10 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include "bench/raw_peers.hpp"
 #include "troupe/troupe.hpp"
@@ -27,6 +30,22 @@ struct sample_set {
     return seconds[static_cast<size_t>(q * static_cast<double>(seconds.size() - 1))];
   }
 };
+
+double cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto secs = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
+  };
+  return secs(usage.ru_utime) + secs(usage.ru_stime);
+}
+
+// Share of one core the whole process uses while nothing is submitted.
+double idle_cpu_share(std::chrono::seconds window) {
+  const double before = cpu_seconds();
+  std::this_thread::sleep_for(window);
+  return (cpu_seconds() - before) / static_cast<double>(window.count());
+}
 
 int iterations_for(size_t bytes) {
   if (bytes <= (64u << 10))
@@ -71,7 +90,10 @@ int main() {
       }
     }
   }
+  const double idle = idle_cpu_share(std::chrono::seconds(3));
   if (rank == 0) {
+    std::printf("idle runtime (troupe-%s, nothing submitted for 3 s): %.2f %% of a core\n",
+                backend.c_str(), idle * 100);
     std::printf("| impl | bytes | median us | p90 us | busbw GB/s | troupe / raw |\n");
     std::printf("|---|---|---|---|---|---|\n");
     for (size_t bytes : sizes) {
