@@ -30,6 +30,8 @@ using bye_atom = caf::atom_constant<caf::atom("bye")>;
 // The set is broken: fail everything pending with the given status.
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+// An event for the timeline actor.
+using timeline_atom = caf::atom_constant<caf::atom("timeline")>;
 // Coordinator's periodic stall check.
 using stall_atom = caf::atom_constant<caf::atom("stall")>;
 

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/atoms.hpp"
+#include "actors/timeline.hpp"
 
 namespace troupe::actors {
 
@@ -28,6 +29,7 @@ struct negotiator_state {
   caf::actor coordinator_endpoint;
   caf::actor local_coordinator;
   caf::actor backend;
+  caf::actor timeline;  // null when no timeline is written
   // Every entry from submission until completion, by tensor name.
   std::unordered_map<std::string, tensor_entry_ptr> table;
   std::unordered_map<uint64_t, collective_work_ptr> in_flight;
@@ -41,6 +43,19 @@ struct negotiator_state {
 };
 
 using negotiator_actor = caf::stateful_actor<negotiator_state>;
+
+std::string op_name(v1::OpType op) {
+  return v1::OpType_Name(op).substr(8);  // OP_TYPE_ALLREDUCE -> ALLREDUCE
+}
+
+// Timeline spans, Horovod's names: NEGOTIATE_<OP> from submission to the
+// coordinator's answer, then <OP> while the backend runs it.
+void trace(negotiator_actor* self, const tensor_entry& e, const char* phase,
+           const std::string& activity) {
+  if (self->state.timeline)
+    self->send(self->state.timeline, timeline_atom::value, e.request.tensor_name(),
+               std::string(phase), activity, timeline_now_us());
+}
 
 void complete(negotiator_state& st, const tensor_entry_ptr& e, status s) {
   st.table.erase(e->request.tensor_name());
@@ -93,6 +108,7 @@ void on_submit(negotiator_actor* self, const entry_batch& batch) {
   v1::RequestList list;
   list.set_process_set_id(st.set_id);
   for (const auto& e : batch) {
+    trace(self, *e, "B", "NEGOTIATE_" + op_name(e->request.op()));
     st.joined = st.joined || e->request.op() == v1::OP_TYPE_JOIN;
     st.table.emplace(e->request.tensor_name(), e);
     auto* req = list.add_requests();
@@ -148,8 +164,10 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
     for (int i = 0; i < resp.tensor_names_size(); ++i) {
       const auto& name = resp.tensor_names(i);
       auto it = st.table.find(name);
-      if (it != st.table.end())
+      if (it != st.table.end()) {
+        trace(self, *it->second, "E", "NEGOTIATE_" + op_name(it->second->request.op()));
         work->entries.push_back(it->second);
+      }
       else if (st.joined && resp.op() == v1::OP_TYPE_ALLREDUCE)
         work->entries.push_back(joined_stand_in(resp, i));
       else if (!st.joined && resp.op() != v1::OP_TYPE_ERROR)  // errors reach every rank
@@ -161,6 +179,8 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
         complete(st, e, s);
       continue;
     }
+    for (const auto& e : work->entries)
+      trace(self, *e, "B", op_name(resp.op()));
     if (work->entries.empty())
       continue;
     work->id = st.next_work_id++;
@@ -186,8 +206,10 @@ void on_executed(negotiator_actor* self, uint64_t id, status& result) {
     self->delayed_send(self, backend_failure_grace, abort_atom::value, result);
     return;
   }
-  for (auto& e : node.mapped()->entries)
+  for (auto& e : node.mapped()->entries) {
+    trace(self, *e, "E", op_name(node.mapped()->response.op()));
     complete(st, e, result);
+  }
   if (!st.list_remaining.empty() && --st.list_remaining.front() == 0) {
     st.list_remaining.pop_front();
     list_done(st, self);
@@ -196,13 +218,14 @@ void on_executed(negotiator_actor* self, uint64_t id, status& result) {
 
 caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
                          caf::actor coordinator_endpoint, caf::actor local_coordinator,
-                         caf::actor backend) {
+                         caf::actor backend, caf::actor timeline) {
   auto& st = self->state;
   st.set_id = args.process_set_id;
   st.set_rank = args.set_rank;
   st.coordinator_endpoint = std::move(coordinator_endpoint);
   st.local_coordinator = std::move(local_coordinator);
   st.backend = std::move(backend);
+  st.timeline = std::move(timeline);
   return {
     [=](submit_atom, const entry_batch& batch) { on_submit(self, batch); },
     [=](response_atom, uint32_t, const std::string& bytes) {
@@ -227,8 +250,9 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
 caf::actor spawn_negotiator(caf::actor_system& sys, const negotiator_args& args,
                             const caf::actor& coordinator_endpoint,
                             const caf::actor& local_coordinator,
-                            const caf::actor& backend) {
-  return sys.spawn(negotiator, args, coordinator_endpoint, local_coordinator, backend);
+                            const caf::actor& backend, const caf::actor& timeline) {
+  return sys.spawn(negotiator, args, coordinator_endpoint, local_coordinator, backend,
+                   timeline);
 }
 
 } // namespace troupe::actors

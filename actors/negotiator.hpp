@@ -24,9 +24,10 @@ struct negotiator_args {
 /// endpoint of the coordinator's rank. `local_coordinator` is the coordinator
 /// itself when it lives in this process (else a null handle): it is told
 /// when this rank has executed a response list, so it can batch the next.
+/// `timeline` (or a null handle) receives NEGOTIATE_<OP> and <OP> spans.
 caf::actor spawn_negotiator(caf::actor_system& sys, const negotiator_args& args,
                             const caf::actor& coordinator_endpoint,
                             const caf::actor& local_coordinator,
-                            const caf::actor& backend);
+                            const caf::actor& backend, const caf::actor& timeline);
 
 } // namespace troupe::actors

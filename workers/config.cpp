@@ -94,6 +94,10 @@ const std::vector<knob>& knobs() {
        c.cpu_operations = lower;
      },
      [](const config& c) { return c.cpu_operations.empty() ? "auto" : c.cpu_operations; }},
+    {"TROUPE_TIMELINE", "HOROVOD_TIMELINE", "timeline-filename",
+     "write a Chrome trace per rank (path gets the rank before .json)",
+     [](config& c, const std::string& s) { c.timeline = s; },
+     [](const config& c) { return c.timeline.empty() ? std::string("off") : c.timeline; }},
     {"TROUPE_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", "fusion-threshold",
      "bytes of small allreduces fused into one collective (0 disables fusion)",
      [](config& c, const std::string& s) {

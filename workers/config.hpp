@@ -32,6 +32,9 @@ struct config {
   std::string cpu_operations;
   /// Stall inspector (Horovod's defaults): warn after this long, fail the
   /// stalled tensors after the shutdown time (0 = never).
+  /// Chrome-trace timeline, one file per rank ("t.json" -> "t.<rank>.json");
+  /// empty = none.
+  std::string timeline;
   /// Fusion buffer bytes per process set (Horovod: 128 MiB); 0 = no fusion.
   int64_t fusion_threshold = 128 << 20;
   bool stall_check = true;

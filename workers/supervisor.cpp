@@ -7,6 +7,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/negotiator.hpp"
+#include "actors/timeline.hpp"
 #include "backends/backend_actor.hpp"
 #include "backends/registry.hpp"
 #include "coordinator/coordinator_actor.hpp"
@@ -35,11 +36,20 @@ struct supervisor_state {
   int known_peers = 0;
   std::optional<caf::typed_response_promise<bool>> peers_waiter;
   process_set_group group;
+  caf::actor timeline;  // this rank's trace writer; null without TROUPE_TIMELINE
   std::optional<status> broken;
   static constexpr const char* name = "troupe.supervisor";
 };
 
 using supervisor_actor = caf::stateful_actor<supervisor_state>;
+
+// "trace.json" -> "trace.<rank>.json": every rank writes its own view.
+std::string timeline_path(const std::string& path, int rank) {
+  const std::string ext = ".json";
+  if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
+    return path.substr(0, path.size() - ext.size()) + "." + std::to_string(rank) + ext;
+  return path + "." + std::to_string(rank);
+}
 
 // The global set cannot make progress any more: fail what is pending and
 // everything submitted from now on.
@@ -147,7 +157,7 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self) {
   }
   st.group.negotiator =
     spawn_negotiator(self->system(), negotiator_args{global_set, id.rank}, st.peers[0],
-                     st.group.coordinator, st.group.backend);
+                     st.group.coordinator, st.group.backend, st.timeline);
   self->monitor(st.group.negotiator);
   auto rp = self->make_response_promise<status, caf::actor>();
   const auto deadline = std::chrono::milliseconds(
@@ -195,7 +205,7 @@ caf::result<bool> leave(supervisor_actor* self) {
       self->demonitor(*child);
   if (st.group.negotiator)
     self->send(st.group.negotiator, shutdown_atom::value);
-  for (auto* child : {&st.group.coordinator, &st.group.backend})
+  for (auto* child : {&st.group.coordinator, &st.group.backend, &st.timeline})
     if (*child)
       self->send_exit(*child, caf::exit_reason::user_shutdown);
   auto rp = self->make_response_promise<bool>();
@@ -228,6 +238,9 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
   st.left.resize(n, false);
   st.peers[static_cast<size_t>(args.id.rank)] = caf::actor_cast<caf::actor>(self);
   st.args = std::move(args);
+  if (!st.args.cfg.timeline.empty())
+    st.timeline = spawn_timeline(self->system(),
+                                 timeline_path(st.args.cfg.timeline, st.args.id.rank));
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   return {
     [=](hello_atom, int32_t rank, const caf::actor& endpoint, const std::string& address) {
