@@ -50,11 +50,15 @@ std::string op_name(v1::OpType op) {
 
 // Timeline spans, Horovod's names: NEGOTIATE_<OP> from submission to the
 // coordinator's answer, then <OP> while the backend runs it.
-void trace(negotiator_actor* self, const tensor_entry& e, const char* phase,
-           const std::string& activity) {
-  if (self->state.timeline)
-    self->send(self->state.timeline, timeline_atom::value, e.request.tensor_name(),
-               std::string(phase), activity, timeline_now_us());
+// Names are built only when a timeline is written: nothing on the hot path
+// otherwise.
+void trace(negotiator_actor* self, const tensor_entry& e, const char* phase, v1::OpType op,
+           bool negotiation) {
+  if (!self->state.timeline)
+    return;
+  self->send(self->state.timeline, timeline_atom::value, e.request.tensor_name(),
+             std::string(phase), (negotiation ? "NEGOTIATE_" : "") + op_name(op),
+             timeline_now_us());
 }
 
 void complete(negotiator_state& st, const tensor_entry_ptr& e, status s) {
@@ -108,7 +112,7 @@ void on_submit(negotiator_actor* self, const entry_batch& batch) {
   v1::RequestList list;
   list.set_process_set_id(st.set_id);
   for (const auto& e : batch) {
-    trace(self, *e, "B", "NEGOTIATE_" + op_name(e->request.op()));
+    trace(self, *e, "B", e->request.op(), true);
     st.joined = st.joined || e->request.op() == v1::OP_TYPE_JOIN;
     st.table.emplace(e->request.tensor_name(), e);
     auto* req = list.add_requests();
@@ -165,7 +169,7 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
       const auto& name = resp.tensor_names(i);
       auto it = st.table.find(name);
       if (it != st.table.end()) {
-        trace(self, *it->second, "E", "NEGOTIATE_" + op_name(it->second->request.op()));
+        trace(self, *it->second, "E", it->second->request.op(), true);
         work->entries.push_back(it->second);
       }
       else if (st.joined && resp.op() == v1::OP_TYPE_ALLREDUCE)
@@ -180,7 +184,7 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
       continue;
     }
     for (const auto& e : work->entries)
-      trace(self, *e, "B", op_name(resp.op()));
+      trace(self, *e, "B", resp.op(), false);
     if (work->entries.empty())
       continue;
     work->id = st.next_work_id++;
@@ -207,7 +211,7 @@ void on_executed(negotiator_actor* self, uint64_t id, status& result) {
     return;
   }
   for (auto& e : node.mapped()->entries) {
-    trace(self, *e, "E", op_name(node.mapped()->response.op()));
+    trace(self, *e, "E", node.mapped()->response.op(), false);
     complete(st, e, result);
   }
   if (!st.list_remaining.empty() && --st.list_remaining.front() == 0) {

@@ -3,19 +3,14 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/rank_layout.hpp"
 #include "workers/config.hpp"
 
 namespace troupe::workers {
 
 /// Who this process is in the job, as the launcher (troupe-run) said in the
 /// environment. Without a launcher: a job of one rank.
-struct identity {
-  int rank = 0;
-  int size = 1;
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
-  int cross_size = 1;
+struct identity : backends::rank_layout {
   std::string hostname = "127.0.0.1";  // where peers reach this rank
   std::string store_host;
   uint16_t store_port = 0;

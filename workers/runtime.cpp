@@ -51,13 +51,7 @@ std::pair<std::string, uint16_t> split_address(const std::string& address) {
 
 // Identity handed down by mpirun instead of troupe-run.
 void adopt(identity& id, const backends::external_launch& launch) {
-  const auto& l = launch.layout;
-  id.rank = l.rank;
-  id.size = l.size;
-  id.local_rank = l.local_rank;
-  id.local_size = l.local_size;
-  id.cross_rank = l.cross_rank;
-  id.cross_size = l.cross_size;
+  static_cast<backends::rank_layout&>(id) = launch.layout;
   char host[256] = {};
   if (id.hostname == "127.0.0.1" && id.cross_size > 1 && gethostname(host, sizeof host) == 0)
     id.hostname = host;
