@@ -34,6 +34,8 @@ using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using timeline_atom = caf::atom_constant<caf::atom("timeline")>;
 // Coordinator's periodic stall check.
 using stall_atom = caf::atom_constant<caf::atom("stall")>;
+// Coordinator: the minimum cycle time (TROUPE_CYCLE_TIME) has elapsed.
+using cycle_atom = caf::atom_constant<caf::atom("cycle")>;
 
 /// A set already aborted is aborted again only when a peer is lost after a
 /// clean goodbye: work still running may then never return.

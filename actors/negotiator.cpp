@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/atoms.hpp"
+#include "actors/cache_view.hpp"
 #include "actors/timeline.hpp"
 
 namespace troupe::actors {
@@ -33,6 +34,8 @@ struct negotiator_state {
   // Every entry from submission until completion, by tensor name.
   std::unordered_map<std::string, tensor_entry_ptr> table;
   std::unordered_map<uint64_t, collective_work_ptr> in_flight;
+  // Which tensors the coordinator has cached, under which ids.
+  cache_view cache;
   // Works still running per received response list, oldest first.
   std::deque<size_t> list_remaining;
   uint64_t next_work_id = 1;
@@ -111,13 +114,19 @@ void on_submit(negotiator_actor* self, const entry_batch& batch) {
   }
   v1::RequestList list;
   list.set_process_set_id(st.set_id);
+  list.set_lists_applied(st.cache.lists_applied());
   for (const auto& e : batch) {
     trace(self, *e, "B", e->request.op(), true);
     st.joined = st.joined || e->request.op() == v1::OP_TYPE_JOIN;
     st.table.emplace(e->request.tensor_name(), e);
+    e->request.set_request_rank(st.set_rank);
     auto* req = list.add_requests();
-    *req = e->request;
-    req->set_request_rank(st.set_rank);
+    if (auto id = st.cache.hit(e->request)) {
+      req->set_cache_id(id);
+      req->set_request_rank(st.set_rank);
+    } else {
+      *req = e->request;
+    }
   }
   self->send(st.coordinator_endpoint, request_atom::value, st.set_id, list.SerializeAsString());
 }
@@ -158,6 +167,10 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
     spdlog::error("negotiator: dropped a malformed response list ({} bytes)", bytes.size());
     return;
   }
+  st.cache.apply(list, [&](const std::string& name) -> const v1::Request* {
+    auto it = st.table.find(name);
+    return it == st.table.end() ? nullptr : &it->second->request;
+  });
   size_t launched = 0;
   for (auto& resp : *list.mutable_responses()) {
     if (resp.op() == v1::OP_TYPE_JOIN) {

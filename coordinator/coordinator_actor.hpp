@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -12,6 +13,17 @@ class actor_system;
 
 namespace troupe::coordinator {
 
+/// How a coordinator batches and caches.
+struct coordinator_options {
+  stall_options stall;
+  /// Bytes of allreduces fused into one collective; 0 = no fusion.
+  int64_t fusion_threshold = 0;
+  /// Response cache entries; 0 = no cache.
+  size_t cache_capacity = 0;
+  /// Minimum time between two response lists; 0 = event-driven only.
+  std::chrono::microseconds cycle_time{0};
+};
+
 /// Spawns the coordinator of one process set (on the set's lowest rank).
 /// It collects (request, set id, RequestList bytes) from every member,
 /// decides what runs and in which order, and sends one ResponseList to
@@ -23,11 +35,14 @@ namespace troupe::coordinator {
 /// batched into the next list, where allreduces are fused (see fusion.hpp)
 /// up to `fusion_threshold` bytes.
 ///
+/// With a response cache, members send a cached tensor's id instead of its
+/// request; each emitted list tells members the ids it assigned.
+///
 /// The stall inspector runs here: tensors some members never submit are
 /// reported (warning naming them and the missing ranks) and, past the
 /// shutdown time, failed on the ranks that did submit them.
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
                              std::vector<caf::actor> member_endpoints,
-                             const stall_options& stall, int64_t fusion_threshold);
+                             const coordinator_options& options);
 
 } // namespace troupe::coordinator

@@ -247,7 +247,7 @@ void message_table::release(const std::string& name, entry& e) {
   waiting_groups_.erase(first.group_name());
 }
 
-v1::Response message_table::pop_ready() {
+v1::Response message_table::pop_ready(requests* by_rank) {
   auto name = std::move(ready_.front());
   ready_.pop_front();
   if (name == join_name && !entries_.count(name)) {
@@ -258,10 +258,15 @@ v1::Response message_table::pop_ready() {
     resp.set_last_joined_rank(last_joined_);
     std::fill(joined_.begin(), joined_.end(), false);
     joined_count_ = 0;
+    if (by_rank)
+      by_rank->clear();
     return resp;
   }
   auto node = entries_.extract(name);
-  return make_response(name, node.mapped().by_rank);
+  auto resp = make_response(name, node.mapped().by_rank);
+  if (by_rank)
+    *by_rank = std::move(node.mapped().by_rank);
+  return resp;
 }
 
 v1::Response message_table::abandon(const std::string& name, v1::ErrorCode code,

@@ -37,6 +37,11 @@ struct config {
   std::string timeline;
   /// Fusion buffer bytes per process set (Horovod: 128 MiB); 0 = no fusion.
   int64_t fusion_threshold = 128 << 20;
+  /// Response cache entries per process set (Horovod's default); 0 = off.
+  int cache_capacity = 1024;
+  /// Minimum milliseconds between two response lists of a process set; 0 =
+  /// event-driven (a ready tensor goes out as soon as the backend is free).
+  double cycle_time_ms = 0;
   bool stall_check = true;
   double stall_check_seconds = 60;
   double stall_shutdown_seconds = 0;

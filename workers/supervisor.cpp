@@ -149,10 +149,14 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self) {
   // running, and the backend runs queued work only after (connect).
   if (id.rank == 0) {
     const auto& cfg = st.args.cfg;
-    st.group.coordinator = coordinator::spawn_coordinator(
-      self->system(), global_set, st.peers,
-      {cfg.stall_check, cfg.stall_check_seconds, cfg.stall_shutdown_seconds},
-      cfg.fusion_threshold);
+    coordinator::coordinator_options options;
+    options.stall = {cfg.stall_check, cfg.stall_check_seconds, cfg.stall_shutdown_seconds};
+    options.fusion_threshold = cfg.fusion_threshold;
+    options.cache_capacity = static_cast<size_t>(cfg.cache_capacity);
+    options.cycle_time =
+      std::chrono::microseconds(static_cast<int64_t>(cfg.cycle_time_ms * 1000));
+    st.group.coordinator =
+      coordinator::spawn_coordinator(self->system(), global_set, st.peers, options);
     self->monitor(st.group.coordinator);
   }
   st.group.negotiator =

@@ -3,6 +3,8 @@
 //   collective_check ops [FILE] every op x dtype x reduction, per-rank random
 //                               order; rank 0 writes the support matrix to FILE
 //   collective_check many N     N small allreduces in flight at once
+//   collective_check cache N    N training steps whose tensors change shape,
+//                               dtype and root now and then (response cache)
 //   collective_check errors     every user error, message checked on every rank
 //   collective_check join       uneven work ending in join()
 //   collective_check stall      a withheld tensor, with small stall times
@@ -28,6 +30,7 @@
 
 #include <unistd.h>
 
+#include "cache_checks.hpp"
 #include "checks.hpp"
 #include "error_checks.hpp"
 #include "troupe/troupe.hpp"
@@ -112,6 +115,8 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_checks(
       troupe::test::many_small(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000), rank,
       "small allreduces in flight");
+  else if (mode == "cache")
+    rc = troupe::test::run_cache_checks(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000);
   else if (mode == "errors")
     rc = troupe::test::run_error_checks(rank, size);
   else if (mode == "join")
