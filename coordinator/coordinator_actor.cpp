@@ -6,6 +6,7 @@
 #include "actors/atoms.hpp"
 #include "coordinator/fusion.hpp"
 #include "coordinator/message_table.hpp"
+#include "metrics/rank_metrics.hpp"
 
 namespace troupe::coordinator {
 
@@ -23,6 +24,7 @@ struct coordinator_state {
   int64_t fusion_threshold = 0;
   // Response lists sent but not yet executed on this rank.
   int in_flight = 0;
+  std::shared_ptr<metrics::rank_metrics> metrics;
   static constexpr const char* name = "troupe.coordinator";
 };
 
@@ -59,6 +61,7 @@ void on_requests(coordinator_actor* self, const std::string& bytes) {
   for (const auto& req : list.requests())
     if (auto err = st.table->add(req))
       spdlog::error("coordinator of set {}: ignored {}", st.set_id, *err);
+  st.metrics->mailbox_depth(metrics::actor_kind::coordinator, self->mailbox().size());
   try_emit(self);
 }
 
@@ -67,6 +70,7 @@ void check_stalls(coordinator_actor* self) {
   auto verdict = st.stalls->check(*st.table, message_table::clock::now());
   if (!verdict.warning.empty())
     spdlog::warn("{}", verdict.warning);
+  st.metrics->stall_check(st.stalls->stalled_count(), !verdict.warning.empty());
   for (const auto& [name, missing] : verdict.to_fail) {
     std::string ranks;
     for (auto r : missing)
@@ -84,8 +88,10 @@ void check_stalls(coordinator_actor* self) {
 
 caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
                           std::vector<caf::actor> members, stall_options stall,
-                          int64_t fusion_threshold) {
+                          int64_t fusion_threshold,
+                          std::shared_ptr<metrics::rank_metrics> metrics) {
   auto& st = self->state;
+  st.metrics = std::move(metrics);
   st.set_id = set_id;
   st.fusion_threshold = fusion_threshold;
   st.table = std::make_unique<message_table>(static_cast<int32_t>(members.size()));
@@ -107,9 +113,10 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
 
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
                              std::vector<caf::actor> member_endpoints,
-                             const stall_options& stall, int64_t fusion_threshold) {
+                             const stall_options& stall, int64_t fusion_threshold,
+                             std::shared_ptr<metrics::rank_metrics> metrics) {
   return sys.spawn(coordinator, process_set_id, std::move(member_endpoints), stall,
-                   fusion_threshold);
+                   fusion_threshold, std::move(metrics));
 }
 
 } // namespace troupe::coordinator

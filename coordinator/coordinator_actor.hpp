@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "coordinator/stall_inspector.hpp"
@@ -9,6 +10,10 @@ namespace caf {
 class actor;
 class actor_system;
 } // namespace caf
+
+namespace troupe::metrics {
+class rank_metrics;
+}
 
 namespace troupe::coordinator {
 
@@ -25,9 +30,11 @@ namespace troupe::coordinator {
 ///
 /// The stall inspector runs here: tensors some members never submit are
 /// reported (warning naming them and the missing ranks) and, past the
-/// shutdown time, failed on the ranks that did submit them.
+/// shutdown time, failed on the ranks that did submit them. `metrics`
+/// (required) gets the stall counts and the coordinator's mailbox depth.
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
                              std::vector<caf::actor> member_endpoints,
-                             const stall_options& stall, int64_t fusion_threshold);
+                             const stall_options& stall, int64_t fusion_threshold,
+                             std::shared_ptr<metrics::rank_metrics> metrics);
 
 } // namespace troupe::coordinator
