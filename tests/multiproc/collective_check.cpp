@@ -10,6 +10,8 @@
 //                               N checked allreduces one after another, then
 //                               stays up until STOP_FILE exists (60 s at
 //                               most) so a scraper sees the final metrics
+//   collective_check reinit     shutdown() and init() again (one rank): what
+//                               init() holds, e.g. the metrics port, is freed
 //   collective_check lose-peer kill|stop|stop-busy VICTIM STAMP_FILE
 //                               VICTIM dies (SIGKILL) or freezes (SIGSTOP)
 //                               while the others wait on a collective (at the
@@ -151,6 +153,13 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_stall_checks(rank, size);
   else if (mode == "hold" && argc == 4)
     rc = hold(rank, size, std::atoi(argv[2]), argv[3]);
+  else if (mode == "reinit") {
+    troupe::shutdown();
+    const auto s = troupe::init();
+    rc = s.ok() ? 0 : 1;
+    std::printf("rank %d: %s init() after shutdown(): %s\n", rank, s.ok() ? "PASS" : "FAIL",
+                s.message().c_str());
+  }
   else if (mode == "lose-peer" && argc == 5)
     rc = lose_peer(rank, argv[2], std::atoi(argv[3]), argv[4]);
   else

@@ -3,7 +3,8 @@
 # A running 2-rank job: the launcher (BASE) and each rank (BASE + 1 + local
 # rank) serve /metrics with Prometheus' content type, 404 elsewhere; every
 # exposition is clean for `promtool check metrics` and counts exactly the
-# allreduces the ranks ran; the ports are free again after the job.
+# allreduces the ranks ran; the ports are free again after the job, and
+# init() after shutdown() binds its port again.
 set -u
 run=$1 check=$2
 here=$(dirname "$0")
@@ -45,4 +46,5 @@ for p in range(base, base + 3):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", p))
 PY
+TROUPE_METRICS_PORT=$base timeout 30 "$check" reinit || { echo "FAIL: reinit"; exit 1; }
 echo "PASS: launcher and both ranks serve promtool-clean metrics with exact counts"
