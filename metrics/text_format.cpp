@@ -41,30 +41,28 @@ void append_line(std::string& out, const std::string& name, std::string_view suf
   out += '\n';
 }
 
-} // namespace
-
-void append_help_escaped(std::string& out, std::string_view text) {
+// HELP escapes backslash and newline; label values also double quotes.
+void append_escaped(std::string& out, std::string_view text, bool quotes) {
   for (char ch : text) {
     if (ch == '\\')
       out += "\\\\";
     else if (ch == '\n')
       out += "\\n";
+    else if (quotes && ch == '"')
+      out += "\\\"";
     else
       out += ch;
   }
 }
 
+} // namespace
+
+void append_help_escaped(std::string& out, std::string_view text) {
+  append_escaped(out, text, false);
+}
+
 void append_label_value_escaped(std::string& out, std::string_view text) {
-  for (char ch : text) {
-    if (ch == '\\')
-      out += "\\\\";
-    else if (ch == '"')
-      out += "\\\"";
-    else if (ch == '\n')
-      out += "\\n";
-    else
-      out += ch;
-  }
+  append_escaped(out, text, true);
 }
 
 void append_value(std::string& out, double v) {
