@@ -9,6 +9,7 @@
 #include "actors/atoms.hpp"
 #include "actors/cache_view.hpp"
 #include "actors/timeline.hpp"
+#include "metrics/rank_metrics.hpp"
 
 namespace troupe::actors {
 
@@ -31,6 +32,7 @@ struct negotiator_state {
   caf::actor local_coordinator;
   caf::actor backend;
   caf::actor timeline;  // null when no timeline is written
+  std::shared_ptr<metrics::rank_metrics> metrics;
   // Every entry from submission until completion, by tensor name.
   std::unordered_map<std::string, tensor_entry_ptr> table;
   std::unordered_map<uint64_t, collective_work_ptr> in_flight;
@@ -69,8 +71,16 @@ void complete(negotiator_state& st, const tensor_entry_ptr& e, status s) {
   e->handle->complete(std::move(s));
 }
 
+// Sampled on submission and after each response list, not per message.
+void observe_depths(negotiator_state& st, negotiator_actor* self) {
+  st.metrics->queue_depth(st.table.size());
+  st.metrics->mailbox_depth(metrics::actor_kind::negotiator, self->mailbox().size());
+}
+
 // Tells the co-located coordinator that one more response list is done here.
 void list_done(negotiator_state& st, negotiator_actor* self) {
+  st.metrics->cycle();
+  observe_depths(st, self);
   if (st.local_coordinator)
     self->send(st.local_coordinator, executed_atom::value);
 }
@@ -122,13 +132,16 @@ void on_submit(negotiator_actor* self, const entry_batch& batch) {
     e->request.set_request_rank(st.set_rank);
     auto* req = list.add_requests();
     if (auto id = st.cache.hit(e->request)) {
+      st.metrics->cache_hit();
       req->set_cache_id(id);
       req->set_request_rank(st.set_rank);
     } else {
+      st.metrics->cache_miss();
       *req = e->request;
     }
   }
   self->send(st.coordinator_endpoint, request_atom::value, st.set_id, list.SerializeAsString());
+  observe_depths(st, self);
 }
 
 // What a joined rank runs for an allreduce it never submitted: zeros of the
@@ -183,6 +196,7 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
       auto it = st.table.find(name);
       if (it != st.table.end()) {
         trace(self, *it->second, "E", it->second->request.op(), true);
+        st.metrics->negotiated(it->second->submitted);
         work->entries.push_back(it->second);
       }
       else if (st.joined && resp.op() == v1::OP_TYPE_ALLREDUCE)
@@ -243,6 +257,7 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
   st.local_coordinator = std::move(local_coordinator);
   st.backend = std::move(backend);
   st.timeline = std::move(timeline);
+  st.metrics = std::move(args.metrics);
   return {
     [=](submit_atom, const entry_batch& batch) { on_submit(self, batch); },
     [=](response_atom, uint32_t, const std::string& bytes) {

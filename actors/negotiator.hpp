@@ -1,11 +1,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 namespace caf {
 class actor;
 class actor_system;
 } // namespace caf
+
+namespace troupe::metrics {
+class rank_metrics;
+}
 
 namespace troupe::actors {
 
@@ -13,6 +18,8 @@ namespace troupe::actors {
 struct negotiator_args {
   uint32_t process_set_id = 0;
   int32_t set_rank = 0;
+  /// This rank's metrics (required): negotiation time, cycles, queue depth.
+  std::shared_ptr<metrics::rank_metrics> metrics;
 };
 
 /// Spawns the negotiator of one process set on this rank. It owns the set's

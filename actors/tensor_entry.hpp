@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -23,6 +24,9 @@ struct tensor_entry {
   std::shared_ptr<detail::handle_state> handle;
   /// Zeros a joined rank contributes in place of a tensor it never had.
   std::vector<char> stand_in;
+  /// Start of negotiation (the entry is built at submission), for
+  /// troupe_negotiation_duration_seconds.
+  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };
 
 using tensor_entry_ptr = std::shared_ptr<tensor_entry>;

@@ -10,6 +10,7 @@
 #include "coordinator/fusion.hpp"
 #include "coordinator/message_table.hpp"
 #include "coordinator/response_cache.hpp"
+#include "metrics/rank_metrics.hpp"
 
 namespace troupe::coordinator {
 
@@ -32,6 +33,7 @@ struct coordinator_state {
   std::chrono::microseconds cycle_time{0};
   std::chrono::steady_clock::time_point last_emit;
   bool cycle_timer_set = false;
+  std::shared_ptr<metrics::rank_metrics> metrics;
   static constexpr const char* name = "troupe.coordinator";
 };
 
@@ -147,6 +149,7 @@ void on_requests(coordinator_actor* self, const std::string& bytes) {
   }
   if (list.requests_size() > 0)
     st.cache->member_progress(list.requests(0).request_rank(), list.lists_applied());
+  st.metrics->mailbox_depth(metrics::actor_kind::coordinator, self->mailbox().size());
   try_emit(self);
 }
 
@@ -155,6 +158,7 @@ void check_stalls(coordinator_actor* self) {
   auto verdict = st.stalls->check(*st.table, message_table::clock::now());
   if (!verdict.warning.empty())
     spdlog::warn("{}", verdict.warning);
+  st.metrics->stall_check(st.stalls->stalled_count(), !verdict.warning.empty());
   for (const auto& [name, missing] : verdict.to_fail) {
     std::string ranks;
     for (auto r : missing)
@@ -171,9 +175,11 @@ void check_stalls(coordinator_actor* self) {
 }
 
 caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
-                          std::vector<caf::actor> members, coordinator_options options) {
+                          std::vector<caf::actor> members, coordinator_options options,
+                          std::shared_ptr<metrics::rank_metrics> metrics) {
   auto& st = self->state;
   const auto set_size = static_cast<int32_t>(members.size());
+  st.metrics = std::move(metrics);
   st.set_id = set_id;
   st.fusion_threshold = options.fusion_threshold;
   st.cycle_time = options.cycle_time;
@@ -201,8 +207,10 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
 
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
                              std::vector<caf::actor> member_endpoints,
-                             const coordinator_options& options) {
-  return sys.spawn(coordinator, process_set_id, std::move(member_endpoints), options);
+                             const coordinator_options& options,
+                             std::shared_ptr<metrics::rank_metrics> metrics) {
+  return sys.spawn(coordinator, process_set_id, std::move(member_endpoints), options,
+                   std::move(metrics));
 }
 
 } // namespace troupe::coordinator

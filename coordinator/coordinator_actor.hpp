@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "coordinator/stall_inspector.hpp"
@@ -10,6 +11,10 @@ namespace caf {
 class actor;
 class actor_system;
 } // namespace caf
+
+namespace troupe::metrics {
+class rank_metrics;
+}
 
 namespace troupe::coordinator {
 
@@ -40,9 +45,11 @@ struct coordinator_options {
 ///
 /// The stall inspector runs here: tensors some members never submit are
 /// reported (warning naming them and the missing ranks) and, past the
-/// shutdown time, failed on the ranks that did submit them.
+/// shutdown time, failed on the ranks that did submit them. `metrics`
+/// (required) gets the stall counts and the coordinator's mailbox depth.
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
                              std::vector<caf::actor> member_endpoints,
-                             const coordinator_options& options);
+                             const coordinator_options& options,
+                             std::shared_ptr<metrics::rank_metrics> metrics);
 
 } // namespace troupe::coordinator

@@ -11,6 +11,8 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev
+  libcivetweb-dev  # the /metrics endpoint
+  prometheus curl  # promtool and a real server for the metrics tests
   procps  # pgrep in the launcher tests
 )
 

@@ -45,6 +45,11 @@ struct config {
   bool stall_check = true;
   double stall_check_seconds = 60;
   double stall_shutdown_seconds = 0;
+  /// Prometheus /metrics: the launcher serves on this port, rank with local
+  /// rank L on port + 1 + L; 0 = off.
+  int metrics_port = 0;
+  /// Address the /metrics endpoints bind to.
+  std::string metrics_address = "127.0.0.1";
 };
 
 using env_lookup = std::function<std::optional<std::string>(const char*)>;

@@ -11,6 +11,7 @@
 #include "backends/backend_actor.hpp"
 #include "backends/registry.hpp"
 #include "coordinator/coordinator_actor.hpp"
+#include "metrics/rank_metrics.hpp"
 
 namespace troupe::workers {
 
@@ -119,6 +120,8 @@ void route(supervisor_actor* self, const caf::actor& dest, const char* what, uin
                   std::is_same_v<Atom, request_atom> ? "coordinator" : "negotiator");
     return;
   }
+  self->state.args.metrics->mailbox_depth(metrics::actor_kind::supervisor,
+                                          self->mailbox().size());
   self->send(dest, Atom::value, set, std::move(bytes));
 }
 
@@ -141,8 +144,9 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self) {
   } catch (const std::exception& e) {
     return {status{status_code::backend, e.what()}, caf::actor{}};
   }
-  st.group.backend =
-    backends::spawn_backend_actor(self->system(), std::move(impl), id.rank, id.size);
+  auto counted = st.args.metrics->for_backend(impl->name());
+  st.group.backend = backends::spawn_backend_actor(self->system(), std::move(impl), id.rank,
+                                                   id.size, std::move(counted));
   self->monitor(st.group.backend);
   // Coordinator and negotiator exist before the backend is connected: a
   // faster peer's first request may arrive while our rendezvous is still
@@ -156,12 +160,13 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self) {
     options.cycle_time =
       std::chrono::microseconds(static_cast<int64_t>(cfg.cycle_time_ms * 1000));
     st.group.coordinator =
-      coordinator::spawn_coordinator(self->system(), global_set, st.peers, options);
+      coordinator::spawn_coordinator(self->system(), global_set, st.peers, options,
+                                     st.args.metrics);
     self->monitor(st.group.coordinator);
   }
   st.group.negotiator =
-    spawn_negotiator(self->system(), negotiator_args{global_set, id.rank}, st.peers[0],
-                     st.group.coordinator, st.group.backend, st.timeline);
+    spawn_negotiator(self->system(), negotiator_args{global_set, id.rank, st.args.metrics},
+                     st.peers[0], st.group.coordinator, st.group.backend, st.timeline);
   self->monitor(st.group.negotiator);
   auto rp = self->make_response_promise<status, caf::actor>();
   const auto deadline = std::chrono::milliseconds(

@@ -8,6 +8,12 @@
 //   collective_check errors     every user error, message checked on every rank
 //   collective_check join       uneven work ending in join()
 //   collective_check stall      a withheld tensor, with small stall times
+//   collective_check hold N STOP_FILE
+//                               N checked allreduces one after another, then
+//                               stays up until STOP_FILE exists (60 s at
+//                               most) so a scraper sees the final metrics
+//   collective_check reinit     shutdown() and init() again (one rank): what
+//                               init() holds, e.g. the metrics port, is freed
 //   collective_check lose-peer kill|stop|stop-busy VICTIM STAMP_FILE
 //                               VICTIM dies (SIGKILL) or freezes (SIGSTOP)
 //                               while the others wait on a collective (at the
@@ -89,6 +95,33 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
   return 3;
 }
 
+int hold(int rank, int size, int n, const std::string& stop_file) {
+  const auto start = std::chrono::steady_clock::now();
+  const float expected = static_cast<float>(size * (size - 1) / 2);
+  for (int i = 0; i < n; ++i) {
+    float x = static_cast<float>(rank);
+    const troupe::tensor t{&x, data_type::float32, {1}};
+    auto s = troupe::allreduce(t, t, "hold." + std::to_string(i)).wait();
+    if (!s.ok() || x != expected) {
+      std::printf("rank %d: FAIL allreduce %d: %s, got %g, expected %g\n", rank, i,
+                  s.message().c_str(), static_cast<double>(x), static_cast<double>(expected));
+      return 1;
+    }
+  }
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  std::printf("rank %d: PASS %d allreduces in %.3f s, holding\n", rank, n, took.count());
+  std::fflush(stdout);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::ifstream(stop_file)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::printf("rank %d: FAIL %s never appeared\n", rank, stop_file.c_str());
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -123,6 +156,15 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_join_checks(rank, size);
   else if (mode == "stall")
     rc = troupe::test::run_stall_checks(rank, size);
+  else if (mode == "hold" && argc == 4)
+    rc = hold(rank, size, std::atoi(argv[2]), argv[3]);
+  else if (mode == "reinit") {
+    troupe::shutdown();
+    const auto s = troupe::init();
+    rc = s.ok() ? 0 : 1;
+    std::printf("rank %d: %s init() after shutdown(): %s\n", rank, s.ok() ? "PASS" : "FAIL",
+                s.message().c_str());
+  }
   else if (mode == "lose-peer" && argc == 5)
     rc = lose_peer(rank, argv[2], std::atoi(argv[3]), argv[4]);
   else
