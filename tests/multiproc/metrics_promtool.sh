@@ -3,7 +3,8 @@
 # A running 2-rank job: the launcher (BASE) and each rank (BASE + 1 + local
 # rank) serve /metrics with Prometheus' content type, 404 elsewhere; every
 # exposition is clean for `promtool check metrics` and counts exactly the
-# allreduces the ranks ran; the ports are free again after the job, and
+# allreduces the ranks ran (ten names: ten cache misses, the rest hits); the
+# ports are free again after the job, and
 # init() after shutdown() binds its port again.
 set -u
 run=$1 check=$2
@@ -33,7 +34,9 @@ for r in 0 1; do
   f=$dir/$((base + 1 + r)).txt
   for line in "troupe_rank $r" "troupe_world_size 2" \
               "troupe_collective_tensors_total{op=\"allreduce\",backend=\"gloo\",status=\"ok\"} $n" \
-              "troupe_negotiation_duration_seconds_count $n" "troupe_cycles_total $n"; do
+              "troupe_negotiation_duration_seconds_count $n" "troupe_cycles_total $n" \
+              "troupe_response_cache_misses_total 10" \
+              "troupe_response_cache_hits_total $((n - 10))"; do
     grep -qxF "$line" "$f" || { echo "FAIL: rank $r lacks '$line'"; exit 1; }
   done
 done
