@@ -31,7 +31,9 @@ struct negotiator_state {
   caf::actor coordinator_endpoint;
   caf::actor local_coordinator;
   caf::actor backend;
-  caf::actor timeline;  // null when no timeline is written
+  caf::actor timeline;  // null when no timeline can be written
+  bool tracing = false;   // a timeline file is open: send it events
+  bool mark_cycles = false;
   std::shared_ptr<metrics::rank_metrics> metrics;
   // Every entry from submission until completion, by tensor name.
   std::unordered_map<std::string, tensor_entry_ptr> table;
@@ -59,11 +61,24 @@ std::string op_name(v1::OpType op) {
 // otherwise.
 void trace(negotiator_actor* self, const tensor_entry& e, const char* phase, v1::OpType op,
            bool negotiation) {
-  if (!self->state.timeline)
+  if (!self->state.tracing)
     return;
   self->send(self->state.timeline, timeline_atom::value, e.request.tensor_name(),
              std::string(phase), (negotiation ? "NEGOTIATE_" : "") + op_name(op),
              timeline_now_us());
+}
+
+// The backend's activities (MEMCPY_IN_FUSION_BUFFER, GLOO_ALLREDUCE, ...)
+// on the rows of every tensor of a work, sent from the backend's thread.
+activity_trace activity_tracer(const caf::actor& timeline, const collective_work& work) {
+  std::vector<std::string> names;
+  for (const auto& e : work.entries)
+    names.push_back(e->request.tensor_name());
+  return [timeline, names](const std::string& activity, char phase) {
+    const auto now = timeline_now_us();
+    for (const auto& name : names)
+      caf::anon_send(timeline, timeline_atom::value, name, std::string(1, phase), activity, now);
+  };
 }
 
 void complete(negotiator_state& st, const tensor_entry_ptr& e, status s) {
@@ -180,6 +195,8 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
     spdlog::error("negotiator: dropped a malformed response list ({} bytes)", bytes.size());
     return;
   }
+  if (st.tracing && st.mark_cycles)
+    self->send(st.timeline, timeline_atom::value, std::string("CYCLE_START"), timeline_now_us());
   st.cache.apply(list, [&](const std::string& name) -> const v1::Request* {
     auto it = st.table.find(name);
     return it == st.table.end() ? nullptr : &it->second->request;
@@ -216,6 +233,8 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
       continue;
     work->id = st.next_work_id++;
     work->response = std::move(resp);
+    if (st.tracing)
+      work->trace = activity_tracer(st.timeline, *work);
     st.in_flight.emplace(work->id, work);
     self->send(st.backend, execute_atom::value, work);
     ++launched;
@@ -257,6 +276,7 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
   st.local_coordinator = std::move(local_coordinator);
   st.backend = std::move(backend);
   st.timeline = std::move(timeline);
+  st.tracing = st.timeline && args.tracing;
   st.metrics = std::move(args.metrics);
   return {
     [=](submit_atom, const entry_batch& batch) { on_submit(self, batch); },
@@ -264,6 +284,10 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
       on_response_list(self, bytes);
     },
     [=](executed_atom, uint64_t id, status& result) { on_executed(self, id, result); },
+    [=](tracing_atom, bool on, bool mark_cycles) {
+      self->state.tracing = on && self->state.timeline;
+      self->state.mark_cycles = mark_cycles;
+    },
     [=](abort_atom, const status& why) {
       auto& st = self->state;
       if (st.broken && !abort_escalates(*st.broken, why))

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -35,12 +36,18 @@ using tensor_entry_ptr = std::shared_ptr<tensor_entry>;
 /// rejected as a whole.
 using entry_batch = std::vector<tensor_entry_ptr>;
 
+/// Records the begin ('B') or end ('E') of a backend activity
+/// (MEMCPY_IN_FUSION_BUFFER, GLOO_ALLREDUCE, ...) on every entry of a work.
+using activity_trace = std::function<void(const std::string& activity, char phase)>;
+
 /// One coordinator response ready to run on this rank's backend, together
-/// with the local entries it covers (one today; several once fused).
+/// with the local entries it covers (several when fused).
 struct collective_work {
   uint64_t id = 0;
   v1::Response response;
   std::vector<tensor_entry_ptr> entries;
+  /// Empty unless a timeline is being written.
+  activity_trace trace;
 };
 
 using collective_work_ptr = std::shared_ptr<collective_work>;

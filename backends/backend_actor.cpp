@@ -38,7 +38,8 @@ caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
     [=](execute_atom, const collective_work_ptr& work) {
       auto& st = self->state;
       const auto start = std::chrono::steady_clock::now();
-      auto result = execute({*st.impl, st.set_rank, st.set_size, st.scratch}, *work);
+      auto result =
+        execute({*st.impl, st.set_rank, st.set_size, st.scratch, work->trace}, *work);
       st.metrics->executed(
         *work, result,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),

@@ -33,7 +33,7 @@ struct config {
   /// Stall inspector (Horovod's defaults): warn after this long, fail the
   /// stalled tensors after the shutdown time (0 = never).
   /// Chrome-trace timeline, one file per rank ("t.json" -> "t.<rank>.json");
-  /// empty = none.
+  /// empty = none; "DYNAMIC" = only between start_timeline / stop_timeline.
   std::string timeline;
   /// Fusion buffer bytes per process set (Horovod: 128 MiB); 0 = no fusion.
   int64_t fusion_threshold = 128 << 20;
@@ -51,6 +51,9 @@ struct config {
   /// Address the /metrics endpoints bind to.
   std::string metrics_address = "127.0.0.1";
 };
+
+/// TROUPE_TIMELINE's value for a timeline started and stopped at run time.
+constexpr const char* dynamic_timeline = "DYNAMIC";
 
 using env_lookup = std::function<std::optional<std::string>(const char*)>;
 

@@ -266,4 +266,30 @@ void runtime::submit(actors::entry_batch batch) {
   caf::anon_send(impl_->negotiator, submit_atom::value, std::move(batch));
 }
 
+namespace {
+
+template <class... Ts>
+status ask_supervisor(caf::actor_system& system, const caf::actor& supervisor, Ts&&... xs) {
+  status result;
+  caf::scoped_actor self{system};
+  self->request(supervisor, std::chrono::seconds(15), std::forward<Ts>(xs)...)
+    .receive([&](status& s) { result = std::move(s); },
+             [&](caf::error& err) {
+               result = {status_code::timeout, "no answer from the runtime: " +
+                                                 system.render(err)};
+             });
+  return result;
+}
+
+} // namespace
+
+status runtime::start_timeline(const std::string& path, bool mark_cycles) {
+  return ask_supervisor(impl_->system, impl_->supervisor, tl_start_atom::value, path,
+                        mark_cycles);
+}
+
+status runtime::stop_timeline() {
+  return ask_supervisor(impl_->system, impl_->supervisor, tl_stop_atom::value);
+}
+
 } // namespace troupe::workers

@@ -4,6 +4,7 @@
 // local entry, and drives the backend's primitives (copy-in, widening of
 // 16-bit floats, scaling, output sizing). They throw backend_error.
 
+#include <string>
 #include <vector>
 
 #include "actors/tensor_entry.hpp"
@@ -34,6 +35,13 @@ struct run_context {
   int rank;
   int size;
   scratch_buffers& scratch;
+  const actors::activity_trace& trace;  // may be empty
+
+  /// Begin ('B') / end ('E') of an activity on the timeline, if one is written.
+  void span(const std::string& activity, char phase) const {
+    if (trace)
+      trace(activity, phase);
+  }
 };
 
 void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
@@ -46,6 +54,10 @@ void run_reducescatter(const run_context& ctx, const v1::Response& resp,
 void run_allgather(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
 void run_broadcast(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
 void run_alltoall(const run_context& ctx, actors::tensor_entry& e);
+
+/// The timeline name of running `op` on this backend: GLOO_ALLREDUCE,
+/// MPI_BROADCAST, ... (Horovod's activity names).
+std::string backend_activity(const run_context& ctx, v1::OpType op);
 
 /// Rows of a `rows`-row tensor that reducescatter leaves on each rank:
 /// Horovod's rule, the first rows % size ranks get one extra.

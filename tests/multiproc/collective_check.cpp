@@ -5,6 +5,10 @@
 //   collective_check many N     N small allreduces in flight at once
 //   collective_check cache N    N training steps whose tensors change shape,
 //                               dtype and root now and then (response cache)
+//   collective_check timeline-dynamic FILE
+//                               start_timeline(FILE) / stop_timeline() around
+//                               a grouped (fused) allreduce and an allgather;
+//                               without TROUPE_TIMELINE, start must fail
 //   collective_check errors     every user error, message checked on every rank
 //   collective_check join       uneven work ending in join()
 //   collective_check stall      a withheld tensor, with small stall times
@@ -123,6 +127,48 @@ int hold(int rank, int size, int n, const std::string& stop_file) {
   return 0;
 }
 
+// Allreduces named "<prefix>.<i>", checked.
+bool allreduce_series(int rank, int size, const std::string& prefix, int n) {
+  for (int i = 0; i < n; ++i) {
+    float x = static_cast<float>(rank);
+    const troupe::tensor t{&x, data_type::float32, {1}};
+    if (!troupe::allreduce(t, t, prefix + "." + std::to_string(i)).wait().ok() ||
+        x != static_cast<float>(size * (size - 1) / 2))
+      return false;
+  }
+  return true;
+}
+
+int timeline_dynamic(int rank, int size, const std::string& file) {
+  if (!std::getenv("TROUPE_TIMELINE")) {
+    auto s = troupe::start_timeline(file);
+    const bool refused = s.code() == troupe::status_code::invalid_argument &&
+                         s.message().find("TROUPE_TIMELINE=DYNAMIC") != std::string::npos;
+    std::printf("rank %d: %s start_timeline without TROUPE_TIMELINE: %s\n", rank,
+                refused ? "PASS" : "FAIL", s.message().c_str());
+    return refused ? 0 : 1;
+  }
+  if (!allreduce_series(rank, size, "before", 5))
+    return 1;
+  if (auto s = troupe::start_timeline(file, true); !s.ok()) {
+    std::printf("rank %d: FAIL start_timeline: %s\n", rank, s.message().c_str());
+    return 1;
+  }
+  std::vector<float> values(4, static_cast<float>(rank));
+  std::vector<troupe::tensor> ts;
+  for (auto& v : values)
+    ts.push_back({&v, data_type::float32, {1}});
+  bool ok = true;
+  for (auto& h : troupe::grouped_allreduce(ts, ts, "during.fused"))
+    ok = h.wait().ok() && ok;
+  float row = static_cast<float>(rank);
+  ok = troupe::allgather({&row, data_type::float32, {1}}, "during.gather").wait().ok() && ok;
+  ok = troupe::stop_timeline().ok() && ok;
+  ok = allreduce_series(rank, size, "after", 5) && ok;
+  std::printf("rank %d: %s dynamic timeline\n", rank, ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -151,6 +197,8 @@ int main(int argc, char** argv) {
       "small allreduces in flight");
   else if (mode == "cache")
     rc = troupe::test::run_cache_checks(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000);
+  else if (mode == "timeline-dynamic" && argc == 3)
+    rc = timeline_dynamic(rank, size, argv[2]);
   else if (mode == "errors")
     rc = troupe::test::run_error_checks(rank, size);
   else if (mode == "join")
