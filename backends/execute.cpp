@@ -33,8 +33,11 @@ std::string backend_activity(const run_context& ctx, v1::OpType op) {
 
 status execute(const run_context& ctx, actors::collective_work& work) {
   try {
-    if (work.response.op() == v1::OP_TYPE_ALLREDUCE && work.entries.size() > 1) {
+    const bool fused = work.entries.size() > 1;
+    if (fused && work.response.op() == v1::OP_TYPE_ALLREDUCE) {
       run_fused_allreduce(ctx, work.response, work.entries);
+    } else if (fused && work.response.op() == v1::OP_TYPE_ALLGATHER) {
+      run_fused_allgather(ctx, work.response, work.entries);
     } else {
       const auto activity = ctx.trace ? backend_activity(ctx, work.response.op()) : "";
       ctx.span(activity, 'B');

@@ -164,9 +164,11 @@ v1::Response make_response(const std::string& name,
   resp.set_reduce_op(first.reduce_op());
   resp.set_prescale_factor(first.prescale_factor());
   resp.set_postscale_factor(first.postscale_factor());
-  if (op == v1::OP_TYPE_ALLGATHER)
+  if (op == v1::OP_TYPE_ALLGATHER) {
     for (const auto& r : by_rank)
       resp.add_tensor_sizes(r->shape(0));
+    resp.add_row_elements(num_elements(shape_t(first.shape().begin() + 1, first.shape().end())));
+  }
   if (op == v1::OP_TYPE_ALLREDUCE)
     resp.add_tensor_sizes(num_elements(shape_t(first.shape().begin(), first.shape().end())));
   return resp;

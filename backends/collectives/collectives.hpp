@@ -17,7 +17,7 @@ namespace troupe::backends {
 /// fresh buffer per call costs Open MPI half its large-message bandwidth).
 struct scratch_buffers {
   std::vector<char> copy;   // reducescatter's full-size reduction
-  std::vector<char> fusion; // fused allreduces, packed back to back
+  std::vector<char> fusion; // fused allreduces / allgathers, back to back
   std::vector<float> wide;  // float16 / bfloat16 widened to float32
 
   /// `buffer` with room for `n` elements, grown (never shrunk) as needed.
@@ -48,6 +48,11 @@ void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::ten
 /// Several allreduces fused by the coordinator: packed into the persistent
 /// fusion buffer, reduced as one, unpacked.
 void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
+                         const std::vector<actors::tensor_entry_ptr>& entries);
+/// Several allgathers of one dtype fused by the coordinator: each rank's
+/// tensors packed into one block, one allgather, every tensor's rows copied
+/// out of every rank's block.
+void run_fused_allgather(const run_context& ctx, const v1::Response& resp,
                          const std::vector<actors::tensor_entry_ptr>& entries);
 void run_reducescatter(const run_context& ctx, const v1::Response& resp,
                        actors::tensor_entry& e);
