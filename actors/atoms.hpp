@@ -25,6 +25,8 @@ using connect_atom = caf::atom_constant<caf::atom("connect")>;
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using peers_atom = caf::atom_constant<caf::atom("peers")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
+// Supervisor: stop this rank's part of a removed process set.
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
 // A peer leaves cleanly (shutdown) rather than being lost.
 using bye_atom = caf::atom_constant<caf::atom("bye")>;
 // The set is broken: fail everything pending with the given status.
