@@ -117,6 +117,14 @@ const std::vector<knob>& knobs() {
        c.cycle_time_ms = s == "0" ? 0.0 : parse_positive("TROUPE_CYCLE_TIME", s);
      },
      [](const config& c) { return print_double(c.cycle_time_ms); }},
+    {"TROUPE_DYNAMIC_PROCESS_SETS", "HOROVOD_DYNAMIC_PROCESS_SETS", "dynamic-process-sets",
+     "1 allows adding and removing process sets after init",
+     [](config& c, const std::string& s) {
+       if (s != "0" && s != "1")
+         throw config_error("TROUPE_DYNAMIC_PROCESS_SETS='" + s + "' is not 0 or 1");
+       c.dynamic_process_sets = s == "1";
+     },
+     [](const config& c) { return std::string(c.dynamic_process_sets ? "1" : "0"); }},
     {"TROUPE_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", "stall-check-disable",
      "1 turns the stall inspector off",
      [](config& c, const std::string& s) {
