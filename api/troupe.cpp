@@ -349,32 +349,35 @@ process_set global_process_set() {
   return all;
 }
 
-status add_process_set(const std::vector<int>& ranks, process_set& out) {
+// Runs a dynamic process-set change (`verb`: adding / removing) under the
+// API lock, if the runtime allows them.
+template <class F>
+status change_process_sets(const char* verb, F change) {
   auto& cur = current();
   std::lock_guard<std::mutex> guard{cur.mtx};
   if (!cur.rt)
     return {status_code::shut_down, not_initialized};
   if (!cur.rt->cfg().dynamic_process_sets)
     return {status_code::invalid_argument,
-            "Set TROUPE_DYNAMIC_PROCESS_SETS=1 (or HOROVOD_DYNAMIC_PROCESS_SETS=1) to allow "
-            "adding process sets after Troupe initialization."};
-  int32_t id = 0;
-  auto s = cur.rt->add_process_set(ranks, id);
-  if (s.ok())
-    out = process_set{id, *cur.rt->process_set_ranks(id)};
-  return s;
+            std::string("Set TROUPE_DYNAMIC_PROCESS_SETS=1 (or HOROVOD_DYNAMIC_PROCESS_SETS=1) "
+                        "to allow ") +
+              verb + " process sets after Troupe initialization."};
+  return change(*cur.rt);
+}
+
+status add_process_set(const std::vector<int>& ranks, process_set& out) {
+  return change_process_sets("adding", [&](workers::runtime& rt) {
+    int32_t id = 0;
+    auto s = rt.add_process_set(ranks, id);
+    if (s.ok())
+      out = process_set{id, *rt.process_set_ranks(id)};
+    return s;
+  });
 }
 
 status remove_process_set(const process_set& set) {
-  auto& cur = current();
-  std::lock_guard<std::mutex> guard{cur.mtx};
-  if (!cur.rt)
-    return {status_code::shut_down, not_initialized};
-  if (!cur.rt->cfg().dynamic_process_sets)
-    return {status_code::invalid_argument,
-            "Set TROUPE_DYNAMIC_PROCESS_SETS=1 (or HOROVOD_DYNAMIC_PROCESS_SETS=1) to allow "
-            "removing process sets after Troupe initialization."};
-  return cur.rt->remove_process_set(set.id);
+  return change_process_sets(
+    "removing", [&](workers::runtime& rt) { return rt.remove_process_set(set.id); });
 }
 
 bool process_set::included() const {
