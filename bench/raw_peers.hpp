@@ -1,23 +1,18 @@
 #pragma once
 
-#include <cstddef>
 #include <memory>
-#include <string>
+#include <vector>
+
+#include "bench/contender.hpp"
 
 namespace troupe::bench {
 
-/// The library Troupe runs on, called directly: the baseline each Troupe
-/// number is compared with.
-class raw_peer {
-public:
-  virtual ~raw_peer() = default;
-  /// In-place float32 sum across all ranks; blocks until done.
-  virtual void allreduce(float* data, size_t count) = 0;
-};
-
-/// "mpi": MPI_Allreduce(MPI_IN_PLACE) on a duplicate of MPI_COMM_WORLD (the
-/// job must run under mpirun). "gloo": gloo::allreduce on its own context,
-/// rendezvoused through troupe-run's store under a separate prefix.
-std::unique_ptr<raw_peer> make_raw_peer(const std::string& backend);
+/// The libraries Troupe runs on, called directly, that this job can reach:
+/// raw-mpi (MPI_Allreduce in place on a duplicate of MPI_COMM_WORLD) when
+/// started by mpirun, and always raw-gloo (gloo::allreduce on its own
+/// context). Troupe must already be initialized: under mpirun it has
+/// initialized MPI, which raw-gloo then uses to agree on a rendezvous
+/// directory; under troupe-run raw-gloo rendezvous through the job's store.
+std::vector<std::unique_ptr<contender>> make_raw_peers(int rank, int size);
 
 } // namespace troupe::bench
