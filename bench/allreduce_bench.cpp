@@ -1,7 +1,7 @@
 // allreduce_bench: one rank-0 JSON file of timings for Troupe and the raw
-// libraries this job can reach, in the same processes, rounds alternating
+// library it runs on, in the same processes, rounds alternating
 // which contender goes first so that machine noise hits all alike.
-//   troupe-run --mpi  -np 2 allreduce_bench --json F   troupe-mpi, raw-mpi, raw-gloo
+//   troupe-run --mpi  -np 2 allreduce_bench --json F   troupe-mpi, raw-mpi
 //   troupe-run --gloo -np 2 allreduce_bench --json F   troupe-gloo, raw-gloo
 // bench/run.sh runs both and torch_bench.py; bench/report.py makes the tables.
 // Options: --rounds N (3), --idle-seconds S (3), --quick (smoke test sizes).
@@ -142,8 +142,7 @@ int run(const options& opts) {
     backend_env ? backend_env : std::getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : "gloo";
   std::vector<std::unique_ptr<contender>> contenders;
   contenders.push_back(make_troupe_contender(backend));
-  for (auto& peer : make_raw_peers(rank, troupe::size()))
-    contenders.push_back(std::move(peer));
+  contenders.push_back(make_raw_peer(rank, troupe::size()));
 
   job_result job;
   job.troupe_label = contenders.front()->label();

@@ -1,14 +1,12 @@
 #include "bench/raw_peers.hpp"
 
 #include <cstdlib>
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 #include <mpi.h>
 
@@ -50,27 +48,7 @@ std::string env(const char* name) {
   return v;
 }
 
-// Under mpirun there is no troupe-run store: rank 0 makes a directory for a
-// gloo FileStore and tells the others its name over MPI.
-std::shared_ptr<gloo::Context> connect_through_directory(int rank, int size) {
-  char path[4096] = "/tmp/troupe-bench-gloo-XXXXXX";
-  if (rank == 0 && !::mkdtemp(path))
-    throw std::runtime_error("mkdtemp failed for the raw-gloo rendezvous directory");
-  MPI_Bcast(path, sizeof(path), MPI_CHAR, 0, MPI_COMM_WORLD);
-  auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
-  {
-    gloo::rendezvous::FileStore store{path};
-    auto device = gloo::transport::tcp::CreateDevice("127.0.0.1");
-    context->connectFullMesh(store, device);
-  }
-  // Every rank has read every address once all are past this point.
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0)
-    std::filesystem::remove_all(path);
-  return context;
-}
-
-std::shared_ptr<gloo::Context> connect_through_job_store(int rank, int size) {
+std::shared_ptr<gloo::Context> connect(int rank, int size) {
   auto client = std::make_shared<elastic::store_client>(
     env("TROUPE_STORE_ADDR"), static_cast<uint16_t>(std::stoi(env("TROUPE_STORE_PORT"))),
     std::chrono::seconds(30));
@@ -84,9 +62,7 @@ std::shared_ptr<gloo::Context> connect_through_job_store(int rank, int size) {
 
 class raw_gloo : public contender {
 public:
-  raw_gloo(int rank, int size)
-    : context_(launched_by_mpirun() ? connect_through_directory(rank, size)
-                                    : connect_through_job_store(rank, size)) {
+  raw_gloo(int rank, int size) : context_(connect(rank, size)) {
   }
   std::string label() const override {
     return "raw-gloo";
@@ -108,12 +84,10 @@ private:
 
 } // namespace
 
-std::vector<std::unique_ptr<contender>> make_raw_peers(int rank, int size) {
-  std::vector<std::unique_ptr<contender>> peers;
+std::unique_ptr<contender> make_raw_peer(int rank, int size) {
   if (launched_by_mpirun())
-    peers.push_back(std::make_unique<raw_mpi>());
-  peers.push_back(std::make_unique<raw_gloo>(rank, size));
-  return peers;
+    return std::make_unique<raw_mpi>();
+  return std::make_unique<raw_gloo>(rank, size);
 }
 
 } // namespace troupe::bench
