@@ -4,7 +4,9 @@
 //   troupe-run --mpi  -np 2 allreduce_bench --json F   troupe-mpi, raw-mpi
 //   troupe-run --gloo -np 2 allreduce_bench --json F   troupe-gloo, raw-gloo
 // bench/run.sh runs both and torch_bench.py; bench/report.py makes the tables.
-// Options: --rounds N (3), --idle-seconds S (3), --quick (smoke test sizes).
+// Options: --rounds N (3), --idle-seconds S (3), --quick (smoke test sizes);
+// for profiling one case: --only WORKLOAD[:BYTES] (e.g. allreduce:4,
+// small_tensors), --troupe-only, --iterations N.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -33,7 +35,15 @@ struct options {
   int rounds = 3;
   int idle_seconds = 3;
   bool quick = false;
+  std::string only;
+  bool troupe_only = false;
+  int iterations = 0;  // 0: the workload's own count
 };
+
+bool selected(const options& o, const workload& w) {
+  return o.only.empty() || o.only == w.name ||
+         o.only == w.name + ":" + std::to_string(w.bytes());
+}
 
 options parse_options(int argc, char** argv) {
   options o;
@@ -52,6 +62,12 @@ options parse_options(int argc, char** argv) {
       o.idle_seconds = std::stoi(value());
     else if (arg == "--quick")
       o.quick = true;
+    else if (arg == "--only")
+      o.only = value();
+    else if (arg == "--troupe-only")
+      o.troupe_only = true;
+    else if (arg == "--iterations")
+      o.iterations = std::stoi(value());
     else
       throw std::invalid_argument("unknown option " + arg);
   }
@@ -142,13 +158,18 @@ int run(const options& opts) {
     backend_env ? backend_env : std::getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : "gloo";
   std::vector<std::unique_ptr<contender>> contenders;
   contenders.push_back(make_troupe_contender(backend));
-  contenders.push_back(make_raw_peer(rank, troupe::size()));
+  if (!opts.troupe_only)
+    contenders.push_back(make_raw_peer(rank, troupe::size()));
 
   job_result job;
   job.troupe_label = contenders.front()->label();
   job.ranks = troupe::size();
   job.rounds = opts.rounds;
-  for (const auto& w : make_workloads(opts.quick, TROUPE_BENCH_DATA_DIR "/resnet50_gradients.txt")) {
+  for (auto& w : make_workloads(opts.quick, TROUPE_BENCH_DATA_DIR "/resnet50_gradients.txt")) {
+    if (!selected(opts, w))
+      continue;
+    if (opts.iterations > 0)
+      w.iterations = opts.iterations;
     for (auto& s : measure(w, contenders, opts.rounds))
       job.results.push_back(std::move(s));
     if (rank == 0)

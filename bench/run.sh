@@ -51,6 +51,10 @@ for pass in $(seq 1 "$passes"); do
     "$run" --"$backend" -np 2 "$bench" --rounds "$rounds" --idle-seconds "$idle" "${quick[@]}" \
       --json "$out/pass-$pass-$backend.json"
   done
+  if ! "$python" -c 'import torch.distributed' 2>/dev/null; then
+    echo "bench/run.sh: $python has no torch.distributed (apt-get install python3-torch): no torch column" >&2
+    continue
+  fi
   echo "bench/run.sh: pass $pass/$passes: torch.distributed" >&2
   MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) \
     "$run" -np 2 "$python" "$here/torch_bench.py" --rounds "$rounds" "${quick[@]}" \
