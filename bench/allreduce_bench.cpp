@@ -73,6 +73,8 @@ options parse_options(int argc, char** argv) {
   }
   if (o.json_path.empty())
     throw std::invalid_argument("--json PATH is required");
+  if (o.idle_seconds < 1 || o.rounds < 1)
+    throw std::invalid_argument("--idle-seconds and --rounds must be at least 1");
   return o;
 }
 
