@@ -12,6 +12,8 @@ namespace troupe::actors {
 
 // Framework thread -> supervisor -> negotiator.
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
+// Negotiator to itself: send the requests collected so far.
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
 // Negotiator -> coordinator (RequestList bytes), across processes.
 using request_atom = caf::atom_constant<caf::atom("request")>;
 // Coordinator -> negotiators (ResponseList bytes), across processes.
