@@ -12,6 +12,9 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev
   procps  # pgrep in the launcher tests
+  # Python package (troupe, troupe.torch) and its tests, for /usr/bin/python3
+  python3-dev pybind11-dev python3-numpy
+  python3-torch python3-torchvision python3-pytest
 )
 
 missing=()
