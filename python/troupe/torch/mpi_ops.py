@@ -343,7 +343,7 @@ class HorovodAllgather(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, tensor, name, process_set):
-        ctx.dim = tensor.shape[0]
+        ctx.dim = tensor.shape[0] if tensor.dim() else 0  # scalars: the core says no
         ctx.process_set = process_set
         return synchronize(allgather_async(tensor, name, process_set))
 
@@ -380,7 +380,7 @@ class HorovodGroupedAllgather(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, name, process_set, *tensors):
-        ctx.dims = [t.shape[0] for t in tensors]
+        ctx.dims = [t.shape[0] if t.dim() else 0 for t in tensors]
         ctx.process_set = process_set
         return tuple(synchronize(grouped_allgather_async(tensors, name, process_set)))
 
