@@ -21,6 +21,13 @@ def runtime():
     hvd.shutdown()
 
 
+@pytest.fixture
+def needs_peers():
+    """For tests of what ranks do to each other."""
+    if hvd.size() == 1:
+        pytest.skip('needs at least 2 ranks')
+
+
 def rank_tensor(r, shape, dtype):
     """Rank r's input: small integers (exact in every dtype, also as sums and
     products over a few ranks), different on every rank."""

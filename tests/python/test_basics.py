@@ -10,8 +10,10 @@ import troupe.torch as hvd
 
 def test_identity_matches_launcher():
     assert hvd.is_initialized()
-    assert hvd.rank() == int(os.environ.get('HOROVOD_RANK', '0'))
-    assert hvd.size() == int(os.environ.get('HOROVOD_SIZE', '1'))
+    # troupe-run sets HOROVOD_*, mpirun OMPI_COMM_WORLD_*; neither: one rank.
+    env = os.environ
+    assert hvd.rank() == int(env.get('HOROVOD_RANK', env.get('OMPI_COMM_WORLD_RANK', '0')))
+    assert hvd.size() == int(env.get('HOROVOD_SIZE', env.get('OMPI_COMM_WORLD_SIZE', '1')))
     assert 0 <= hvd.local_rank() < hvd.local_size() <= hvd.size()
     assert 0 <= hvd.cross_rank() < hvd.cross_size()
     assert hvd.is_homogeneous()  # one host: every rank is local
