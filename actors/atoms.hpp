@@ -30,10 +30,16 @@ using bye_atom = caf::atom_constant<caf::atom("bye")>;
 // The set is broken: fail everything pending with the given status.
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
-// An event for the timeline actor.
+// An event for the timeline actor; starting and stopping its file
+// (start_timeline / stop_timeline), and telling the negotiator to trace.
 using timeline_atom = caf::atom_constant<caf::atom("timeline")>;
+using tl_start_atom = caf::atom_constant<caf::atom("tl_start")>;
+using tl_stop_atom = caf::atom_constant<caf::atom("tl_stop")>;
+using tracing_atom = caf::atom_constant<caf::atom("tracing")>;
 // Coordinator's periodic stall check.
 using stall_atom = caf::atom_constant<caf::atom("stall")>;
+// Coordinator: the minimum cycle time (TROUPE_CYCLE_TIME) has elapsed.
+using cycle_atom = caf::atom_constant<caf::atom("cycle")>;
 
 /// A set already aborted is aborted again only when a peer is lost after a
 /// clean goodbye: work still running may then never return.

@@ -7,7 +7,9 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/atoms.hpp"
+#include "actors/cache_view.hpp"
 #include "actors/timeline.hpp"
+#include "metrics/rank_metrics.hpp"
 
 namespace troupe::actors {
 
@@ -29,10 +31,15 @@ struct negotiator_state {
   caf::actor coordinator_endpoint;
   caf::actor local_coordinator;
   caf::actor backend;
-  caf::actor timeline;  // null when no timeline is written
+  caf::actor timeline;  // null when no timeline can be written
+  bool tracing = false;   // a timeline file is open: send it events
+  bool mark_cycles = false;
+  std::shared_ptr<metrics::rank_metrics> metrics;
   // Every entry from submission until completion, by tensor name.
   std::unordered_map<std::string, tensor_entry_ptr> table;
   std::unordered_map<uint64_t, collective_work_ptr> in_flight;
+  // Which tensors the coordinator has cached, under which ids.
+  cache_view cache;
   // Works still running per received response list, oldest first.
   std::deque<size_t> list_remaining;
   uint64_t next_work_id = 1;
@@ -54,11 +61,24 @@ std::string op_name(v1::OpType op) {
 // otherwise.
 void trace(negotiator_actor* self, const tensor_entry& e, const char* phase, v1::OpType op,
            bool negotiation) {
-  if (!self->state.timeline)
+  if (!self->state.tracing)
     return;
   self->send(self->state.timeline, timeline_atom::value, e.request.tensor_name(),
              std::string(phase), (negotiation ? "NEGOTIATE_" : "") + op_name(op),
              timeline_now_us());
+}
+
+// The backend's activities (MEMCPY_IN_FUSION_BUFFER, GLOO_ALLREDUCE, ...)
+// on the rows of every tensor of a work, sent from the backend's thread.
+activity_trace activity_tracer(const caf::actor& timeline, const collective_work& work) {
+  std::vector<std::string> names;
+  for (const auto& e : work.entries)
+    names.push_back(e->request.tensor_name());
+  return [timeline, names](const std::string& activity, char phase) {
+    const auto now = timeline_now_us();
+    for (const auto& name : names)
+      caf::anon_send(timeline, timeline_atom::value, name, std::string(1, phase), activity, now);
+  };
 }
 
 void complete(negotiator_state& st, const tensor_entry_ptr& e, status s) {
@@ -66,8 +86,16 @@ void complete(negotiator_state& st, const tensor_entry_ptr& e, status s) {
   e->handle->complete(std::move(s));
 }
 
+// Sampled on submission and after each response list, not per message.
+void observe_depths(negotiator_state& st, negotiator_actor* self) {
+  st.metrics->queue_depth(st.table.size());
+  st.metrics->mailbox_depth(metrics::actor_kind::negotiator, self->mailbox().size());
+}
+
 // Tells the co-located coordinator that one more response list is done here.
 void list_done(negotiator_state& st, negotiator_actor* self) {
+  st.metrics->cycle();
+  observe_depths(st, self);
   if (st.local_coordinator)
     self->send(st.local_coordinator, executed_atom::value);
 }
@@ -111,15 +139,24 @@ void on_submit(negotiator_actor* self, const entry_batch& batch) {
   }
   v1::RequestList list;
   list.set_process_set_id(st.set_id);
+  list.set_lists_applied(st.cache.lists_applied());
   for (const auto& e : batch) {
     trace(self, *e, "B", e->request.op(), true);
     st.joined = st.joined || e->request.op() == v1::OP_TYPE_JOIN;
     st.table.emplace(e->request.tensor_name(), e);
+    e->request.set_request_rank(st.set_rank);
     auto* req = list.add_requests();
-    *req = e->request;
-    req->set_request_rank(st.set_rank);
+    if (auto id = st.cache.hit(e->request)) {
+      st.metrics->cache_hit();
+      req->set_cache_id(id);
+      req->set_request_rank(st.set_rank);
+    } else {
+      st.metrics->cache_miss();
+      *req = e->request;
+    }
   }
   self->send(st.coordinator_endpoint, request_atom::value, st.set_id, list.SerializeAsString());
+  observe_depths(st, self);
 }
 
 // What a joined rank runs for an allreduce it never submitted: zeros of the
@@ -158,6 +195,12 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
     spdlog::error("negotiator: dropped a malformed response list ({} bytes)", bytes.size());
     return;
   }
+  if (st.tracing && st.mark_cycles)
+    self->send(st.timeline, timeline_atom::value, std::string("CYCLE_START"), timeline_now_us());
+  st.cache.apply(list, [&](const std::string& name) -> const v1::Request* {
+    auto it = st.table.find(name);
+    return it == st.table.end() ? nullptr : &it->second->request;
+  });
   size_t launched = 0;
   for (auto& resp : *list.mutable_responses()) {
     if (resp.op() == v1::OP_TYPE_JOIN) {
@@ -170,6 +213,7 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
       auto it = st.table.find(name);
       if (it != st.table.end()) {
         trace(self, *it->second, "E", it->second->request.op(), true);
+        st.metrics->negotiated(it->second->submitted);
         work->entries.push_back(it->second);
       }
       else if (st.joined && resp.op() == v1::OP_TYPE_ALLREDUCE)
@@ -189,6 +233,8 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
       continue;
     work->id = st.next_work_id++;
     work->response = std::move(resp);
+    if (st.tracing)
+      work->trace = activity_tracer(st.timeline, *work);
     st.in_flight.emplace(work->id, work);
     self->send(st.backend, execute_atom::value, work);
     ++launched;
@@ -230,12 +276,18 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
   st.local_coordinator = std::move(local_coordinator);
   st.backend = std::move(backend);
   st.timeline = std::move(timeline);
+  st.tracing = st.timeline && args.tracing;
+  st.metrics = std::move(args.metrics);
   return {
     [=](submit_atom, const entry_batch& batch) { on_submit(self, batch); },
     [=](response_atom, uint32_t, const std::string& bytes) {
       on_response_list(self, bytes);
     },
     [=](executed_atom, uint64_t id, status& result) { on_executed(self, id, result); },
+    [=](tracing_atom, bool on, bool mark_cycles) {
+      self->state.tracing = on && self->state.timeline;
+      self->state.mark_cycles = mark_cycles;
+    },
     [=](abort_atom, const status& why) {
       auto& st = self->state;
       if (st.broken && !abort_escalates(*st.broken, why))

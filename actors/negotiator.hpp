@@ -1,11 +1,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 namespace caf {
 class actor;
 class actor_system;
 } // namespace caf
+
+namespace troupe::metrics {
+class rank_metrics;
+}
 
 namespace troupe::actors {
 
@@ -13,6 +18,11 @@ namespace troupe::actors {
 struct negotiator_args {
   uint32_t process_set_id = 0;
   int32_t set_rank = 0;
+  /// This rank's metrics (required): negotiation time, cycles, queue depth.
+  std::shared_ptr<metrics::rank_metrics> metrics;
+  /// The timeline writes from the start (TROUPE_TIMELINE=path); else it
+  /// waits for (tracing, true, mark_cycles).
+  bool tracing = false;
 };
 
 /// Spawns the negotiator of one process set on this rank. It owns the set's
@@ -24,7 +34,9 @@ struct negotiator_args {
 /// endpoint of the coordinator's rank. `local_coordinator` is the coordinator
 /// itself when it lives in this process (else a null handle): it is told
 /// when this rank has executed a response list, so it can batch the next.
-/// `timeline` (or a null handle) receives NEGOTIATE_<OP> and <OP> spans.
+/// `timeline` (or a null handle) receives NEGOTIATE_<OP> and <OP> spans
+/// and the backend's activities while tracing; (tracing, on, mark_cycles)
+/// turns that on or off, with a CYCLE_START marker per response list.
 caf::actor spawn_negotiator(caf::actor_system& sys, const negotiator_args& args,
                             const caf::actor& coordinator_endpoint,
                             const caf::actor& local_coordinator,

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -23,6 +25,9 @@ struct tensor_entry {
   std::shared_ptr<detail::handle_state> handle;
   /// Zeros a joined rank contributes in place of a tensor it never had.
   std::vector<char> stand_in;
+  /// Start of negotiation (the entry is built at submission), for
+  /// troupe_negotiation_duration_seconds.
+  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };
 
 using tensor_entry_ptr = std::shared_ptr<tensor_entry>;
@@ -31,12 +36,18 @@ using tensor_entry_ptr = std::shared_ptr<tensor_entry>;
 /// rejected as a whole.
 using entry_batch = std::vector<tensor_entry_ptr>;
 
+/// Records the begin ('B') or end ('E') of a backend activity
+/// (MEMCPY_IN_FUSION_BUFFER, GLOO_ALLREDUCE, ...) on every entry of a work.
+using activity_trace = std::function<void(const std::string& activity, char phase)>;
+
 /// One coordinator response ready to run on this rank's backend, together
-/// with the local entries it covers (one today; several once fused).
+/// with the local entries it covers (several when fused).
 struct collective_work {
   uint64_t id = 0;
   v1::Response response;
   std::vector<tensor_entry_ptr> entries;
+  /// Empty unless a timeline is being written.
+  activity_trace trace;
 };
 
 using collective_work_ptr = std::shared_ptr<collective_work>;

@@ -64,4 +64,9 @@ void timeline_writer::event(const std::string& tensor, char phase, const std::st
          ", \"tid\": 1}");
 }
 
+void timeline_writer::mark(const std::string& name, int64_t ts_us) {
+  append("{\"name\": \"" + escaped(name) + "\", \"ph\": \"i\", \"s\": \"g\", \"ts\": " +
+         std::to_string(ts_us) + ", \"pid\": 0, \"tid\": 1}");
+}
+
 } // namespace troupe::actors

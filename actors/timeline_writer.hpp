@@ -25,6 +25,9 @@ public:
   void event(const std::string& tensor, char phase, const std::string& activity,
              int64_t ts_us);
 
+  /// A global instant marker (CYCLE_START) at `ts_us`.
+  void mark(const std::string& name, int64_t ts_us);
+
 private:
   void append(const std::string& json_object);
   int row(const std::string& tensor);

@@ -122,6 +122,24 @@ void shutdown() {
   rt.reset();  // outside the lock: stopping may take a moment
 }
 
+status start_timeline(const std::string& path, bool mark_cycles) {
+  auto& cur = current();
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  if (!cur.rt)
+    return {status_code::shut_down, not_initialized};
+  if (path.empty())
+    return {status_code::invalid_argument, "start_timeline needs a file name."};
+  return cur.rt->start_timeline(path, mark_cycles);
+}
+
+status stop_timeline() {
+  auto& cur = current();
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  if (!cur.rt)
+    return {status_code::shut_down, not_initialized};
+  return cur.rt->stop_timeline();
+}
+
 bool is_initialized() {
   auto& cur = current();
   std::lock_guard<std::mutex> guard{cur.mtx};

@@ -2,6 +2,7 @@
 
 #include "actors/atoms.hpp"
 #include "backends/execute.hpp"
+#include "metrics/collective_metrics.hpp"
 
 namespace troupe::backends {
 
@@ -14,12 +15,15 @@ struct backend_state {
   int set_rank = 0;
   int set_size = 1;
   backends::scratch_buffers scratch;
+  std::shared_ptr<metrics::collective_metrics> metrics;
   static constexpr const char* name = "troupe.backend";
 };
 
 caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
-                            std::shared_ptr<backend> impl, int set_rank, int set_size) {
+                            std::shared_ptr<backend> impl, int set_rank, int set_size,
+                            std::shared_ptr<metrics::collective_metrics> metrics) {
   self->state.impl = std::move(impl);
+  self->state.metrics = std::move(metrics);
   self->state.set_rank = set_rank;
   self->state.set_size = set_size;
   return {
@@ -33,7 +37,13 @@ caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
     },
     [=](execute_atom, const collective_work_ptr& work) {
       auto& st = self->state;
-      auto result = execute({*st.impl, st.set_rank, st.set_size, st.scratch}, *work);
+      const auto start = std::chrono::steady_clock::now();
+      auto result =
+        execute({*st.impl, st.set_rank, st.set_size, st.scratch, work->trace}, *work);
+      st.metrics->executed(
+        *work, result,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+        self->mailbox().size());
       self->send(caf::actor_cast<caf::actor>(self->current_sender()),
                  executed_atom::value, work->id, std::move(result));
     },
@@ -43,9 +53,10 @@ caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
 } // namespace
 
 caf::actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                               int set_rank, int set_size) {
+                               int set_rank, int set_size,
+                               std::shared_ptr<metrics::collective_metrics> metrics) {
   return sys.spawn<caf::detached>(backend_actor, std::shared_ptr<backend>(std::move(b)),
-                                  set_rank, set_size);
+                                  set_rank, set_size, std::move(metrics));
 }
 
 } // namespace troupe::backends

@@ -9,13 +9,18 @@ class actor;
 class actor_system;
 } // namespace caf
 
+namespace troupe::metrics {
+class collective_metrics;
+}
+
 namespace troupe::backends {
 
 /// Spawns the detached actor (its own thread, blocking allowed) that owns
 /// `b` and runs its collectives one at a time in mailbox order.
 /// Protocol: (connect) -> status; (execute, work) -> sender gets
-/// (executed, work id, status).
+/// (executed, work id, status). `metrics` (required) counts what ran.
 caf::actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                               int set_rank, int set_size);
+                               int set_rank, int set_size,
+                               std::shared_ptr<metrics::collective_metrics> metrics);
 
 } // namespace troupe::backends

@@ -1,5 +1,7 @@
 #include "backends/execute.hpp"
 
+#include <cctype>
+
 #include "backends/collectives/collectives.hpp"
 
 namespace troupe::backends {
@@ -22,13 +24,27 @@ void run(const run_context& ctx, const v1::Response& resp, actors::tensor_entry&
 
 } // namespace
 
+std::string backend_activity(const run_context& ctx, v1::OpType op) {
+  std::string name = ctx.b.name();
+  for (auto& c : name)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name + "_" + v1::OpType_Name(op).substr(8);  // OP_TYPE_ALLREDUCE -> ALLREDUCE
+}
+
 status execute(const run_context& ctx, actors::collective_work& work) {
   try {
-    if (work.response.op() == v1::OP_TYPE_ALLREDUCE && work.entries.size() > 1)
+    const bool fused = work.entries.size() > 1;
+    if (fused && work.response.op() == v1::OP_TYPE_ALLREDUCE) {
       run_fused_allreduce(ctx, work.response, work.entries);
-    else
+    } else if (fused && work.response.op() == v1::OP_TYPE_ALLGATHER) {
+      run_fused_allgather(ctx, work.response, work.entries);
+    } else {
+      const auto activity = ctx.trace ? backend_activity(ctx, work.response.op()) : "";
+      ctx.span(activity, 'B');
       for (auto& entry : work.entries)
         run(ctx, work.response, *entry);
+      ctx.span(activity, 'E');
+    }
   } catch (const backend_error& e) {
     return {status_code::backend, e.what()};
   } catch (const std::exception& e) {

@@ -1,11 +1,16 @@
 #include "coordinator/coordinator_actor.hpp"
 
+#include <algorithm>
+#include <unordered_map>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/atoms.hpp"
 #include "coordinator/fusion.hpp"
 #include "coordinator/message_table.hpp"
+#include "coordinator/response_cache.hpp"
+#include "metrics/rank_metrics.hpp"
 
 namespace troupe::coordinator {
 
@@ -18,34 +23,106 @@ struct coordinator_state {
   std::vector<caf::actor> members;
   std::unique_ptr<message_table> table;
   std::unique_ptr<stall_inspector> stalls;
+  std::unique_ptr<response_cache> cache;
   // Errors decided outside readiness (stalled tensors), sent with the next list.
   std::vector<v1::Response> urgent;
   int64_t fusion_threshold = 0;
   // Response lists sent but not yet executed on this rank.
   int in_flight = 0;
+  uint64_t lists_emitted = 0;
+  std::chrono::microseconds cycle_time{0};
+  std::chrono::steady_clock::time_point last_emit;
+  bool cycle_timer_set = false;
+  std::shared_ptr<metrics::rank_metrics> metrics;
   static constexpr const char* name = "troupe.coordinator";
 };
 
 using coordinator_actor = caf::stateful_actor<coordinator_state>;
 
+bool cacheable(const v1::Response& resp, const message_table::requests& by_rank) {
+  switch (resp.op()) {
+    case v1::OP_TYPE_ALLREDUCE:
+    case v1::OP_TYPE_ALLGATHER:
+    case v1::OP_TYPE_ALLTOALL:
+    case v1::OP_TYPE_BROADCAST:
+    case v1::OP_TYPE_REDUCESCATTER:
+      // A joined rank has no request of its own to send as a cache hit.
+      return std::all_of(by_rank.begin(), by_rank.end(),
+                         [](const auto& r) { return r.has_value(); });
+    default: return false;
+  }
+}
+
+// Records the list's outcome in the cache exactly as every member will when
+// it applies the list, in list order: successes get (or keep) an id,
+// failures lose theirs. `requests` holds the members' requests by tensor.
+void update_cache(coordinator_state& st, v1::ResponseList& list,
+                  std::unordered_map<std::string, message_table::requests>& requests,
+                  uint64_t seq) {
+  for (auto& resp : *list.mutable_responses()) {
+    for (const auto& name : resp.tensor_names()) {
+      if (resp.op() == v1::OP_TYPE_ERROR) {
+        st.cache->erase(name, seq);
+        continue;
+      }
+      auto it = requests.find(name);
+      const bool cached = it != requests.end() && cacheable(resp, it->second);
+      resp.add_cache_ids(cached ? st.cache->put(name, it->second, seq) : 0);
+    }
+  }
+}
+
+// With a cycle time, lists go out at most once per cycle: returns false
+// (and arranges a wake-up) when the current cycle has not elapsed yet.
+bool cycle_elapsed(coordinator_actor* self) {
+  auto& st = self->state;
+  if (st.cycle_time.count() == 0)
+    return true;
+  const auto due = st.last_emit + st.cycle_time;
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= due)
+    return true;
+  if (!st.cycle_timer_set) {
+    st.cycle_timer_set = true;
+    self->delayed_send(self, due - now, cycle_atom::value);
+  }
+  return false;
+}
+
 void try_emit(coordinator_actor* self) {
   auto& st = self->state;
-  if (st.in_flight > 0 || (!st.table->has_ready() && st.urgent.empty()))
+  if (st.in_flight > 0 || (!st.table->has_ready() && st.urgent.empty()) ||
+      !cycle_elapsed(self))
     return;
+  const auto seq = ++st.lists_emitted;
   v1::ResponseList list;
   list.set_process_set_id(st.set_id);
   for (auto& resp : st.urgent)
     *list.add_responses() = std::move(resp);
   st.urgent.clear();
   std::vector<v1::Response> ready;
-  while (st.table->has_ready())
-    ready.push_back(st.table->pop_ready());
+  std::unordered_map<std::string, message_table::requests> requests;
+  while (st.table->has_ready()) {
+    message_table::requests by_rank;
+    ready.push_back(st.table->pop_ready(st.cache->enabled() ? &by_rank : nullptr));
+    if (st.cache->enabled())
+      requests.emplace(ready.back().tensor_names(0), std::move(by_rank));
+  }
   for (auto& resp : fuse(std::move(ready), st.fusion_threshold))
     *list.add_responses() = std::move(resp);
+  if (st.cache->enabled())
+    update_cache(st, list, requests, seq);
+  if (st.cache->take_first_eviction())
+    spdlog::warn("A response has been evicted from cache which may indicate reduced "
+                 "performance. Better performance may be obtained by disabling caching "
+                 "(TROUPE_CACHE_CAPACITY=0) or increasing the cache capacity "
+                 "(TROUPE_CACHE_CAPACITY>{}).",
+                 st.cache->size());
   auto msg = caf::make_message(response_atom::value, st.set_id, list.SerializeAsString());
   for (const auto& member : st.members)
     self->send(member, msg);
   ++st.in_flight;
+  st.last_emit = std::chrono::steady_clock::now();
 }
 
 void on_requests(coordinator_actor* self, const std::string& bytes) {
@@ -56,9 +133,23 @@ void on_requests(coordinator_actor* self, const std::string& bytes) {
                   st.set_id, bytes.size());
     return;
   }
-  for (const auto& req : list.requests())
-    if (auto err = st.table->add(req))
+  for (const auto& req : list.requests()) {
+    std::optional<v1::Request> cached;
+    if (req.cache_id() != 0) {
+      cached = st.cache->resolve(req.cache_id(), req.request_rank(), list.lists_applied());
+      if (!cached) {
+        spdlog::error("coordinator of set {}: rank {} sent unknown cache id {} (after {} "
+                      "lists); request ignored",
+                      st.set_id, req.request_rank(), req.cache_id(), list.lists_applied());
+        continue;
+      }
+    }
+    if (auto err = st.table->add(cached ? *cached : req))
       spdlog::error("coordinator of set {}: ignored {}", st.set_id, *err);
+  }
+  if (list.requests_size() > 0)
+    st.cache->member_progress(list.requests(0).request_rank(), list.lists_applied());
+  st.metrics->mailbox_depth(metrics::actor_kind::coordinator, self->mailbox().size());
   try_emit(self);
 }
 
@@ -67,6 +158,7 @@ void check_stalls(coordinator_actor* self) {
   auto verdict = st.stalls->check(*st.table, message_table::clock::now());
   if (!verdict.warning.empty())
     spdlog::warn("{}", verdict.warning);
+  st.metrics->stall_check(st.stalls->stalled_count(), !verdict.warning.empty());
   for (const auto& [name, missing] : verdict.to_fail) {
     std::string ranks;
     for (auto r : missing)
@@ -83,18 +175,26 @@ void check_stalls(coordinator_actor* self) {
 }
 
 caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
-                          std::vector<caf::actor> members, stall_options stall,
-                          int64_t fusion_threshold) {
+                          std::vector<caf::actor> members, coordinator_options options,
+                          std::shared_ptr<metrics::rank_metrics> metrics) {
   auto& st = self->state;
+  const auto set_size = static_cast<int32_t>(members.size());
+  st.metrics = std::move(metrics);
   st.set_id = set_id;
-  st.fusion_threshold = fusion_threshold;
-  st.table = std::make_unique<message_table>(static_cast<int32_t>(members.size()));
-  st.stalls = std::make_unique<stall_inspector>(stall);
+  st.fusion_threshold = options.fusion_threshold;
+  st.cycle_time = options.cycle_time;
+  st.table = std::make_unique<message_table>(set_size);
+  st.stalls = std::make_unique<stall_inspector>(options.stall);
+  st.cache = std::make_unique<response_cache>(options.cache_capacity, set_size);
   st.members = std::move(members);
-  if (stall.enabled)
+  if (options.stall.enabled)
     self->delayed_send(self, st.stalls->interval(), stall_atom::value);
   return {
     [=](stall_atom) { check_stalls(self); },
+    [=](cycle_atom) {
+      self->state.cycle_timer_set = false;
+      try_emit(self);
+    },
     [=](request_atom, uint32_t, const std::string& bytes) { on_requests(self, bytes); },
     [=](executed_atom) {
       --self->state.in_flight;
@@ -107,9 +207,10 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
 
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
                              std::vector<caf::actor> member_endpoints,
-                             const stall_options& stall, int64_t fusion_threshold) {
-  return sys.spawn(coordinator, process_set_id, std::move(member_endpoints), stall,
-                   fusion_threshold);
+                             const coordinator_options& options,
+                             std::shared_ptr<metrics::rank_metrics> metrics) {
+  return sys.spawn(coordinator, process_set_id, std::move(member_endpoints), options,
+                   std::move(metrics));
 }
 
 } // namespace troupe::coordinator

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "coordinator/stall_inspector.hpp"
@@ -10,7 +12,22 @@ class actor;
 class actor_system;
 } // namespace caf
 
+namespace troupe::metrics {
+class rank_metrics;
+}
+
 namespace troupe::coordinator {
+
+/// How a coordinator batches and caches.
+struct coordinator_options {
+  stall_options stall;
+  /// Bytes of allreduces fused into one collective; 0 = no fusion.
+  int64_t fusion_threshold = 0;
+  /// Response cache entries; 0 = no cache.
+  size_t cache_capacity = 0;
+  /// Minimum time between two response lists; 0 = event-driven only.
+  std::chrono::microseconds cycle_time{0};
+};
 
 /// Spawns the coordinator of one process set (on the set's lowest rank).
 /// It collects (request, set id, RequestList bytes) from every member,
@@ -23,11 +40,16 @@ namespace troupe::coordinator {
 /// batched into the next list, where allreduces are fused (see fusion.hpp)
 /// up to `fusion_threshold` bytes.
 ///
+/// With a response cache, members send a cached tensor's id instead of its
+/// request; each emitted list tells members the ids it assigned.
+///
 /// The stall inspector runs here: tensors some members never submit are
 /// reported (warning naming them and the missing ranks) and, past the
-/// shutdown time, failed on the ranks that did submit them.
+/// shutdown time, failed on the ranks that did submit them. `metrics`
+/// (required) gets the stall counts and the coordinator's mailbox depth.
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
                              std::vector<caf::actor> member_endpoints,
-                             const stall_options& stall, int64_t fusion_threshold);
+                             const coordinator_options& options,
+                             std::shared_ptr<metrics::rank_metrics> metrics);
 
 } // namespace troupe::coordinator

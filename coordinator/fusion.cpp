@@ -7,20 +7,38 @@ namespace troupe::coordinator {
 namespace {
 
 bool fusible(const v1::Response& r) {
-  return r.op() == v1::OP_TYPE_ALLREDUCE && r.tensor_sizes_size() == 1;
+  return (r.op() == v1::OP_TYPE_ALLREDUCE && r.tensor_sizes_size() == 1) ||
+         (r.op() == v1::OP_TYPE_ALLGATHER && r.row_elements_size() == 1);
 }
 
 bool same_key(const v1::Response& a, const v1::Response& b) {
-  return a.dtype() == b.dtype() && a.reduce_op() == b.reduce_op() &&
+  return a.op() == b.op() && a.dtype() == b.dtype() && a.reduce_op() == b.reduce_op() &&
          a.prescale_factor() == b.prescale_factor() &&
          a.postscale_factor() == b.postscale_factor();
 }
 
+// Bytes the fused buffer holds: the whole result for an allgather.
 int64_t bytes_of(const v1::Response& r) {
   int64_t elements = 0;
-  for (auto n : r.tensor_sizes())
-    elements += n;
+  if (r.op() == v1::OP_TYPE_ALLGATHER) {
+    const int ranks = r.tensor_sizes_size() / r.row_elements_size();
+    for (int t = 0; t < r.row_elements_size(); ++t)
+      for (int k = 0; k < ranks; ++k)
+        elements += r.tensor_sizes(t * ranks + k) * r.row_elements(t);
+  } else {
+    for (auto n : r.tensor_sizes())
+      elements += n;
+  }
   return elements * static_cast<int64_t>(element_size(static_cast<data_type>(r.dtype())));
+}
+
+// Appends `r`'s only tensor to a bucket of the same key.
+void append(v1::Response& bucket, const v1::Response& r) {
+  bucket.add_tensor_names(r.tensor_names(0));
+  for (auto n : r.tensor_sizes())
+    bucket.add_tensor_sizes(n);
+  for (auto n : r.row_elements())
+    bucket.add_row_elements(n);
 }
 
 } // namespace
@@ -40,8 +58,7 @@ std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshol
     for (auto idx : open) {
       auto& bucket = out[idx];
       if (same_key(bucket, r) && bytes_of(bucket) + size <= threshold_bytes) {
-        bucket.add_tensor_names(r.tensor_names(0));
-        bucket.add_tensor_sizes(r.tensor_sizes(0));
+        append(bucket, r);
         placed = true;
         break;
       }

@@ -164,9 +164,11 @@ v1::Response make_response(const std::string& name,
   resp.set_reduce_op(first.reduce_op());
   resp.set_prescale_factor(first.prescale_factor());
   resp.set_postscale_factor(first.postscale_factor());
-  if (op == v1::OP_TYPE_ALLGATHER)
+  if (op == v1::OP_TYPE_ALLGATHER) {
     for (const auto& r : by_rank)
       resp.add_tensor_sizes(r->shape(0));
+    resp.add_row_elements(num_elements(shape_t(first.shape().begin() + 1, first.shape().end())));
+  }
   if (op == v1::OP_TYPE_ALLREDUCE)
     resp.add_tensor_sizes(num_elements(shape_t(first.shape().begin(), first.shape().end())));
   return resp;
@@ -247,7 +249,7 @@ void message_table::release(const std::string& name, entry& e) {
   waiting_groups_.erase(first.group_name());
 }
 
-v1::Response message_table::pop_ready() {
+v1::Response message_table::pop_ready(requests* by_rank) {
   auto name = std::move(ready_.front());
   ready_.pop_front();
   if (name == join_name && !entries_.count(name)) {
@@ -258,10 +260,15 @@ v1::Response message_table::pop_ready() {
     resp.set_last_joined_rank(last_joined_);
     std::fill(joined_.begin(), joined_.end(), false);
     joined_count_ = 0;
+    if (by_rank)
+      by_rank->clear();
     return resp;
   }
   auto node = entries_.extract(name);
-  return make_response(name, node.mapped().by_rank);
+  auto resp = make_response(name, node.mapped().by_rank);
+  if (by_rank)
+    *by_rank = std::move(node.mapped().by_rank);
+  return resp;
 }
 
 v1::Response message_table::abandon(const std::string& name, v1::ErrorCode code,

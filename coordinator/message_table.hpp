@@ -34,10 +34,13 @@ public:
     return !ready_.empty();
   }
 
+  using requests = std::vector<std::optional<v1::Request>>;  // by set rank
+
   /// Removes the oldest ready tensor and returns its response: the
   /// collective to run, or an ERROR response naming what the members
-  /// disagreed about.
-  v1::Response pop_ready();
+  /// disagreed about. The members' requests go to `by_rank` when given
+  /// (empty slots: joined ranks).
+  v1::Response pop_ready(requests* by_rank = nullptr);
 
   /// Tensors some but not all members requested.
   size_t pending() const;

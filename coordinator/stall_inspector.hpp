@@ -37,6 +37,11 @@ public:
 
   verdict check(const message_table& table, clock::time_point now);
 
+  /// Tensors warned about that are still waiting (as of the last check).
+  size_t stalled_count() const {
+    return warned_.size();
+  }
+
   /// Horovod's warning text for `tensors` (up to 6 names per missing rank).
   std::string describe(const stalled& tensors) const;
 

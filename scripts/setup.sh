@@ -11,6 +11,8 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev
+  libcivetweb-dev  # the /metrics endpoint
+  prometheus curl  # promtool and a real server for the metrics tests
   procps  # pgrep in the launcher tests
   # Python package (troupe, troupe.torch) and its tests, for /usr/bin/python3
   python3-dev pybind11-dev python3-numpy

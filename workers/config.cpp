@@ -105,6 +105,18 @@ const std::vector<knob>& knobs() {
          s == "0" ? 0 : static_cast<int64_t>(parse_positive("TROUPE_FUSION_THRESHOLD", s));
      },
      [](const config& c) { return std::to_string(c.fusion_threshold); }},
+    {"TROUPE_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", "cache-capacity",
+     "response cache entries per process set (0 disables the cache)",
+     [](config& c, const std::string& s) {
+       c.cache_capacity = s == "0" ? 0 : parse_count("TROUPE_CACHE_CAPACITY", s);
+     },
+     [](const config& c) { return std::to_string(c.cache_capacity); }},
+    {"TROUPE_CYCLE_TIME", "HOROVOD_CYCLE_TIME", "cycle-time-ms",
+     "minimum milliseconds between negotiation cycles (0 = event-driven)",
+     [](config& c, const std::string& s) {
+       c.cycle_time_ms = s == "0" ? 0.0 : parse_positive("TROUPE_CYCLE_TIME", s);
+     },
+     [](const config& c) { return print_double(c.cycle_time_ms); }},
     {"TROUPE_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", "stall-check-disable",
      "1 turns the stall inspector off",
      [](config& c, const std::string& s) {
@@ -126,6 +138,20 @@ const std::vector<knob>& knobs() {
          s == "0" ? 0.0 : parse_positive("TROUPE_STALL_SHUTDOWN_TIME_SECONDS", s);
      },
      [](const config& c) { return print_double(c.stall_shutdown_seconds); }},
+    {"TROUPE_METRICS_PORT", nullptr, "metrics-port",
+     "serve Prometheus /metrics: launcher on PORT, each rank on PORT + 1 + local rank "
+     "(0 = off)",
+     [](config& c, const std::string& s) {
+       const int port = s == "0" ? 0 : parse_count("TROUPE_METRICS_PORT", s);
+       if (port > 65535)
+         throw config_error("TROUPE_METRICS_PORT='" + s + "' is not a TCP port");
+       c.metrics_port = port;
+     },
+     [](const config& c) { return c.metrics_port ? std::to_string(c.metrics_port) : "off"; }},
+    {"TROUPE_METRICS_ADDRESS", nullptr, "metrics-address",
+     "address the /metrics endpoints listen on (default 127.0.0.1; 0.0.0.0 = every interface)",
+     [](config& c, const std::string& s) { c.metrics_address = s; },
+     [](const config& c) { return c.metrics_address; }},
   };
   return table;
 }

@@ -33,14 +33,27 @@ struct config {
   /// Stall inspector (Horovod's defaults): warn after this long, fail the
   /// stalled tensors after the shutdown time (0 = never).
   /// Chrome-trace timeline, one file per rank ("t.json" -> "t.<rank>.json");
-  /// empty = none.
+  /// empty = none; "DYNAMIC" = only between start_timeline / stop_timeline.
   std::string timeline;
   /// Fusion buffer bytes per process set (Horovod: 128 MiB); 0 = no fusion.
   int64_t fusion_threshold = 128 << 20;
+  /// Response cache entries per process set (Horovod's default); 0 = off.
+  int cache_capacity = 1024;
+  /// Minimum milliseconds between two response lists of a process set; 0 =
+  /// event-driven (a ready tensor goes out as soon as the backend is free).
+  double cycle_time_ms = 0;
   bool stall_check = true;
   double stall_check_seconds = 60;
   double stall_shutdown_seconds = 0;
+  /// Prometheus /metrics: the launcher serves on this port, rank with local
+  /// rank L on port + 1 + L; 0 = off.
+  int metrics_port = 0;
+  /// Address the /metrics endpoints bind to.
+  std::string metrics_address = "127.0.0.1";
 };
+
+/// TROUPE_TIMELINE's value for a timeline started and stopped at run time.
+constexpr const char* dynamic_timeline = "DYNAMIC";
 
 using env_lookup = std::function<std::optional<std::string>(const char*)>;
 

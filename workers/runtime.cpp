@@ -13,6 +13,9 @@
 #include "actors/atoms.hpp"
 #include "backends/registry.hpp"
 #include "elastic/store.hpp"
+#include "metrics/http_server.hpp"
+#include "metrics/rank_metrics.hpp"
+#include "metrics/registry.hpp"
 #include "workers/supervisor.hpp"
 
 namespace troupe::workers {
@@ -57,18 +60,55 @@ void adopt(identity& id, const backends::external_launch& launch) {
     id.hostname = host;
 }
 
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names)
+    out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
 } // namespace
 
 struct runtime::impl {
   identity id;
   config cfg;
+  // Metrics belong to this runtime instance: a later init() starts from zero.
+  std::shared_ptr<metrics::registry> registry = std::make_shared<metrics::registry>();
+  std::shared_ptr<metrics::rank_metrics> metrics;
   caf::actor_system_config caf_cfg;
   caf::actor_system system;
   caf::actor supervisor;
   caf::actor negotiator;
+  // Last member: stops (and frees its port) first.
+  std::unique_ptr<metrics::http_server> metrics_server;
 
   impl(identity i, config c)
-    : id(std::move(i)), cfg(std::move(c)), caf_cfg(make_caf_config(cfg)), system(caf_cfg) {
+    : id(std::move(i)), cfg(std::move(c)),
+      metrics(std::make_shared<metrics::rank_metrics>(
+        registry, metrics::rank_position{id.rank, id.size, id.local_rank},
+        joined(backends::built_cpu_backends()))),
+      caf_cfg(make_caf_config(cfg)), system(caf_cfg) {
+  }
+
+  // Off unless TROUPE_METRICS_PORT is set; this rank serves on
+  // port + 1 + local rank (the launcher has the port itself).
+  status serve_metrics() {
+    if (cfg.metrics_port == 0)
+      return {};
+    const int port = cfg.metrics_port + 1 + id.local_rank;
+    if (port > 65535)
+      return {status_code::invalid_argument,
+              "metrics port " + std::to_string(port) +
+                " (TROUPE_METRICS_PORT + 1 + local rank) is out of range"};
+    try {
+      metrics_server = std::make_unique<metrics::http_server>(
+        cfg.metrics_address, static_cast<uint16_t>(port),
+        [reg = registry] { return reg->expose(); });
+    } catch (const metrics::http_error& e) {
+      return {status_code::invalid_argument,
+              std::string(e.what()) + " (TROUPE_METRICS_PORT + 1 + local rank)"};
+    }
+    return {};
   }
 
   std::string key(const std::string& what, int rank) const {
@@ -179,8 +219,10 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   auto p = std::make_unique<impl>(id, cfg);
   std::unique_ptr<runtime> rt{new runtime(std::move(p))};
   auto& m = *rt->impl_;
+  if (result = m.serve_metrics(); !result.ok())
+    return nullptr;
   try {
-    supervisor_args args{id, cfg, nullptr};
+    supervisor_args args{id, cfg, nullptr, m.metrics};
     if (id.has_store())
       args.store = std::make_shared<elastic::store_client>(
         id.store_host, id.store_port,
@@ -225,6 +267,32 @@ const config& runtime::cfg() const {
 
 void runtime::submit(actors::entry_batch batch) {
   caf::anon_send(impl_->negotiator, submit_atom::value, std::move(batch));
+}
+
+namespace {
+
+template <class... Ts>
+status ask_supervisor(caf::actor_system& system, const caf::actor& supervisor, Ts&&... xs) {
+  status result;
+  caf::scoped_actor self{system};
+  self->request(supervisor, std::chrono::seconds(15), std::forward<Ts>(xs)...)
+    .receive([&](status& s) { result = std::move(s); },
+             [&](caf::error& err) {
+               result = {status_code::timeout, "no answer from the runtime: " +
+                                                 system.render(err)};
+             });
+  return result;
+}
+
+} // namespace
+
+status runtime::start_timeline(const std::string& path, bool mark_cycles) {
+  return ask_supervisor(impl_->system, impl_->supervisor, tl_start_atom::value, path,
+                        mark_cycles);
+}
+
+status runtime::stop_timeline() {
+  return ask_supervisor(impl_->system, impl_->supervisor, tl_stop_atom::value);
 }
 
 } // namespace troupe::workers

@@ -34,6 +34,11 @@ public:
   /// Hands collectives to the global set's negotiator; never blocks.
   void submit(actors::entry_batch batch);
 
+  /// Writes this rank's timeline to `path` (rank inserted before .json)
+  /// from now on; needs TROUPE_TIMELINE set (DYNAMIC or a path).
+  status start_timeline(const std::string& path, bool mark_cycles);
+  status stop_timeline();
+
 private:
   struct impl;
   explicit runtime(std::unique_ptr<impl> p);

@@ -11,6 +11,7 @@
 #include "backends/backend_actor.hpp"
 #include "backends/registry.hpp"
 #include "coordinator/coordinator_actor.hpp"
+#include "metrics/rank_metrics.hpp"
 
 namespace troupe::workers {
 
@@ -49,6 +50,42 @@ std::string timeline_path(const std::string& path, int rank) {
   if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
     return path.substr(0, path.size() - ext.size()) + "." + std::to_string(rank) + ext;
   return path + "." + std::to_string(rank);
+}
+
+// start_timeline() / stop_timeline() need the timeline machinery.
+const status no_dynamic_timeline{
+  status_code::invalid_argument,
+  "Set TROUPE_TIMELINE=DYNAMIC (or HOROVOD_TIMELINE=DYNAMIC) to enable dynamic timeline usage."};
+
+caf::result<status> start_timeline(supervisor_actor* self, const std::string& path,
+                                   bool mark_cycles) {
+  auto& st = self->state;
+  if (!st.timeline)
+    return no_dynamic_timeline;
+  auto rp = self->make_response_promise<status>();
+  self->request(st.timeline, std::chrono::seconds(10), tl_start_atom::value,
+                timeline_path(path, st.args.id.rank))
+    .then(
+      [=](status& opened) mutable {
+        if (opened.ok() && self->state.group.negotiator)
+          self->send(self->state.group.negotiator, tracing_atom::value, true, mark_cycles);
+        rp.deliver(std::move(opened));
+      },
+      [=](caf::error& err) mutable {
+        rp.deliver(status{status_code::internal,
+                          "timeline did not start: " + self->system().render(err)});
+      });
+  return rp;
+}
+
+status stop_timeline(supervisor_actor* self) {
+  auto& st = self->state;
+  if (!st.timeline)
+    return no_dynamic_timeline;
+  if (st.group.negotiator)
+    self->send(st.group.negotiator, tracing_atom::value, false, false);
+  self->send(st.timeline, tl_stop_atom::value);
+  return {};
 }
 
 // The global set cannot make progress any more: fail what is pending and
@@ -119,6 +156,8 @@ void route(supervisor_actor* self, const caf::actor& dest, const char* what, uin
                   std::is_same_v<Atom, request_atom> ? "coordinator" : "negotiator");
     return;
   }
+  self->state.args.metrics->mailbox_depth(metrics::actor_kind::supervisor,
+                                          self->mailbox().size());
   self->send(dest, Atom::value, set, std::move(bytes));
 }
 
@@ -141,23 +180,31 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self) {
   } catch (const std::exception& e) {
     return {status{status_code::backend, e.what()}, caf::actor{}};
   }
-  st.group.backend =
-    backends::spawn_backend_actor(self->system(), std::move(impl), id.rank, id.size);
+  auto counted = st.args.metrics->for_backend(impl->name());
+  st.group.backend = backends::spawn_backend_actor(self->system(), std::move(impl), id.rank,
+                                                   id.size, std::move(counted));
   self->monitor(st.group.backend);
   // Coordinator and negotiator exist before the backend is connected: a
   // faster peer's first request may arrive while our rendezvous is still
   // running, and the backend runs queued work only after (connect).
   if (id.rank == 0) {
     const auto& cfg = st.args.cfg;
-    st.group.coordinator = coordinator::spawn_coordinator(
-      self->system(), global_set, st.peers,
-      {cfg.stall_check, cfg.stall_check_seconds, cfg.stall_shutdown_seconds},
-      cfg.fusion_threshold);
+    coordinator::coordinator_options options;
+    options.stall = {cfg.stall_check, cfg.stall_check_seconds, cfg.stall_shutdown_seconds};
+    options.fusion_threshold = cfg.fusion_threshold;
+    options.cache_capacity = static_cast<size_t>(cfg.cache_capacity);
+    options.cycle_time =
+      std::chrono::microseconds(static_cast<int64_t>(cfg.cycle_time_ms * 1000));
+    st.group.coordinator =
+      coordinator::spawn_coordinator(self->system(), global_set, st.peers, options,
+                                     st.args.metrics);
     self->monitor(st.group.coordinator);
   }
-  st.group.negotiator =
-    spawn_negotiator(self->system(), negotiator_args{global_set, id.rank}, st.peers[0],
-                     st.group.coordinator, st.group.backend, st.timeline);
+  const auto& timeline = st.args.cfg.timeline;
+  const bool tracing = !timeline.empty() && timeline != dynamic_timeline;
+  st.group.negotiator = spawn_negotiator(
+    self->system(), negotiator_args{global_set, id.rank, st.args.metrics, tracing}, st.peers[0],
+    st.group.coordinator, st.group.backend, st.timeline);
   self->monitor(st.group.negotiator);
   auto rp = self->make_response_promise<status, caf::actor>();
   const auto deadline = std::chrono::milliseconds(
@@ -238,9 +285,13 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
   st.left.resize(n, false);
   st.peers[static_cast<size_t>(args.id.rank)] = caf::actor_cast<caf::actor>(self);
   st.args = std::move(args);
-  if (!st.args.cfg.timeline.empty())
-    st.timeline = spawn_timeline(self->system(),
-                                 timeline_path(st.args.cfg.timeline, st.args.id.rank));
+  // DYNAMIC: the timeline exists but writes only between start_timeline()
+  // and stop_timeline().
+  const auto& timeline = st.args.cfg.timeline;
+  if (!timeline.empty())
+    st.timeline = spawn_timeline(self->system(), timeline == dynamic_timeline
+                                                   ? std::string()
+                                                   : timeline_path(timeline, st.args.id.rank));
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   return {
     [=](hello_atom, int32_t rank, const caf::actor& endpoint, const std::string& address) {
@@ -264,6 +315,10 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
       on_bye(self, rank, static_cast<status_code>(cause), cause_text);
       return true;
     },
+    [=](tl_start_atom, const std::string& path, bool mark_cycles) {
+      return start_timeline(self, path, mark_cycles);
+    },
+    [=](tl_stop_atom) { return stop_timeline(self); },
     [=](shutdown_atom) { return leave(self); },
   };
 }

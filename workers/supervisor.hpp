@@ -15,12 +15,17 @@ namespace troupe::elastic {
 class store_client;
 }
 
+namespace troupe::metrics {
+class rank_metrics;
+}
+
 namespace troupe::workers {
 
 struct supervisor_args {
   identity id;
   config cfg;
   std::shared_ptr<elastic::store_client> store;  // null for a job of one
+  std::shared_ptr<metrics::rank_metrics> metrics;  // the runtime's, shared with the actors
 };
 
 /// Spawns the per-rank supervisor. It is this rank's endpoint: peers send it

@@ -1,3 +1,5 @@
+#include <cstring>
+
 #include "backends/collectives/collectives.hpp"
 
 namespace troupe::backends {
@@ -21,6 +23,69 @@ void run_allgather(const run_context& ctx, const v1::Response& resp, actors::ten
   o.output = h.output.data();
   ctx.b.allgather(o);
   h.output.pop_back();
+}
+
+void run_fused_allgather(const run_context& ctx, const v1::Response& resp,
+                         const std::vector<actors::tensor_entry_ptr>& entries) {
+  const auto tensors = entries.size();
+  const auto ranks = static_cast<size_t>(ctx.size);
+  const auto dtype = entries.front()->input.dtype;
+  const auto esize = element_size(dtype);
+  // rows(t, r): first dimension of tensor t on rank r.
+  auto rows = [&](size_t t, size_t r) {
+    return static_cast<size_t>(resp.tensor_sizes(static_cast<int>(t * ranks + r)));
+  };
+  auto row_bytes = [&](size_t t) {
+    return static_cast<size_t>(resp.row_elements(static_cast<int>(t))) * esize;
+  };
+  allgather_options o;
+  o.dtype = dtype;
+  size_t total = 0;
+  for (size_t r = 0; r < ranks; ++r) {
+    size_t block = 0;
+    for (size_t t = 0; t < tensors; ++t)
+      block += rows(t, r) * row_bytes(t);
+    o.counts.push_back(block / esize);
+    total += block;
+  }
+  const size_t mine = o.counts[static_cast<size_t>(ctx.rank)] * esize;
+  // Own block first, then room for everyone's: one persistent buffer.
+  char* buffer = scratch_buffers::at_least(ctx.scratch.fusion, mine + total + 1);
+  ctx.span("MEMCPY_IN_FUSION_BUFFER", 'B');
+  size_t at = 0;
+  for (const auto& e : entries) {
+    std::memcpy(buffer + at, e->input.data, e->input.size_bytes());
+    at += e->input.size_bytes();
+  }
+  ctx.span("MEMCPY_IN_FUSION_BUFFER", 'E');
+  o.input = buffer;
+  o.output = buffer + mine;
+  const auto activity = backend_activity(ctx, resp.op());
+  ctx.span(activity, 'B');
+  ctx.b.allgather(o);
+  ctx.span(activity, 'E');
+  ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'B');
+  std::vector<char*> out(tensors);
+  for (size_t t = 0; t < tensors; ++t) {
+    auto& h = *entries[t]->handle;
+    size_t all_rows = 0;
+    for (size_t r = 0; r < ranks; ++r)
+      all_rows += rows(t, r);
+    h.output_shape = entries[t]->input.shape;
+    h.output_shape[0] = static_cast<int64_t>(all_rows);
+    h.output.resize(all_rows * row_bytes(t));
+    out[t] = h.output.data();
+  }
+  const char* from = buffer + mine;
+  for (size_t r = 0; r < ranks; ++r)
+    for (size_t t = 0; t < tensors; ++t) {
+      const auto n = rows(t, r) * row_bytes(t);
+      if (n > 0)
+        std::memcpy(out[t], from, n);
+      out[t] += n;
+      from += n;
+    }
+  ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'E');
 }
 
 void run_broadcast(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e) {

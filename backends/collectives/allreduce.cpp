@@ -17,18 +17,25 @@ void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
   for (const auto& e : entries)
     bytes += e->input.size_bytes();
   char* buffer = scratch_buffers::at_least(ctx.scratch.fusion, bytes);
+  ctx.span("MEMCPY_IN_FUSION_BUFFER", 'B');
   size_t at = 0;
   for (const auto& e : entries) {
     std::memcpy(buffer + at, e->input.data, e->input.size_bytes());
     at += e->input.size_bytes();
   }
+  ctx.span("MEMCPY_IN_FUSION_BUFFER", 'E');
   const auto dtype = entries.front()->input.dtype;
+  const auto activity = backend_activity(ctx, resp.op());
+  ctx.span(activity, 'B');
   reduce_in_place(ctx, resp, buffer, bytes / element_size(dtype), dtype);
+  ctx.span(activity, 'E');
+  ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'B');
   at = 0;
   for (const auto& e : entries) {
     std::memcpy(e->output.data, buffer + at, e->output.size_bytes());
     at += e->output.size_bytes();
   }
+  ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'E');
 }
 
 } // namespace troupe::backends

@@ -4,6 +4,7 @@
 // local entry, and drives the backend's primitives (copy-in, widening of
 // 16-bit floats, scaling, output sizing). They throw backend_error.
 
+#include <string>
 #include <vector>
 
 #include "actors/tensor_entry.hpp"
@@ -16,7 +17,7 @@ namespace troupe::backends {
 /// fresh buffer per call costs Open MPI half its large-message bandwidth).
 struct scratch_buffers {
   std::vector<char> copy;   // reducescatter's full-size reduction
-  std::vector<char> fusion; // fused allreduces, packed back to back
+  std::vector<char> fusion; // fused allreduces / allgathers, back to back
   std::vector<float> wide;  // float16 / bfloat16 widened to float32
 
   /// `buffer` with room for `n` elements, grown (never shrunk) as needed.
@@ -34,6 +35,13 @@ struct run_context {
   int rank;
   int size;
   scratch_buffers& scratch;
+  const actors::activity_trace& trace;  // may be empty
+
+  /// Begin ('B') / end ('E') of an activity on the timeline, if one is written.
+  void span(const std::string& activity, char phase) const {
+    if (trace)
+      trace(activity, phase);
+  }
 };
 
 void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
@@ -41,11 +49,20 @@ void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::ten
 /// fusion buffer, reduced as one, unpacked.
 void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
                          const std::vector<actors::tensor_entry_ptr>& entries);
+/// Several allgathers of one dtype fused by the coordinator: each rank's
+/// tensors packed into one block, one allgather, every tensor's rows copied
+/// out of every rank's block.
+void run_fused_allgather(const run_context& ctx, const v1::Response& resp,
+                         const std::vector<actors::tensor_entry_ptr>& entries);
 void run_reducescatter(const run_context& ctx, const v1::Response& resp,
                        actors::tensor_entry& e);
 void run_allgather(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
 void run_broadcast(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
 void run_alltoall(const run_context& ctx, actors::tensor_entry& e);
+
+/// The timeline name of running `op` on this backend: GLOO_ALLREDUCE,
+/// MPI_BROADCAST, ... (Horovod's activity names).
+std::string backend_activity(const run_context& ctx, v1::OpType op);
 
 /// Rows of a `rows`-row tensor that reducescatter leaves on each rank:
 /// Horovod's rule, the first rows % size ranks get one extra.

@@ -118,6 +118,8 @@ void job_supervisor::on_exit(worker_process& w, int status) {
   // Forward what it wrote before its exit is reported.
   w.drain();
   bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  if (observe_exit_)
+    observe_exit_(failed);
   if (failed && !stopping_) {
     if (WIFSIGNALED(status))
       report_("troupe-run: rank " + std::to_string(w.rank)

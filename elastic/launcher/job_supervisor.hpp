@@ -3,6 +3,7 @@
 #include "elastic/launcher/worker_process.hpp"
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,12 @@ public:
 
   void add(worker_process w);
 
+  /// Called for every worker whose exit was reaped (for metrics).
+  using exit_observer = std::function<void(bool failed)>;
+  void observe_exits(exit_observer f) {
+    observe_exit_ = std::move(f);
+  }
+
   /// Stops the workers started so far, e.g. when a later one failed to
   /// spawn; run() then returns `exit_code`.
   void abort(int exit_code);
@@ -53,6 +60,7 @@ private:
   limits limits_;
   line_forwarder::sink report_;
   std::vector<worker_process> workers_;
+  exit_observer observe_exit_;
   std::optional<int> exit_code_;
   bool stopping_ = false;
   std::optional<clock::time_point> job_deadline_;

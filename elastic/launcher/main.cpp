@@ -9,10 +9,17 @@
 #include "elastic/launcher/worker_env.hpp"
 #include "elastic/launcher/worker_process.hpp"
 #include "elastic/store.hpp"
+#include "backends/registry.hpp"
+#include "metrics/http_server.hpp"
+#include "metrics/launcher_metrics.hpp"
+#include "metrics/registry.hpp"
+#include "workers/config.hpp"
 
 #include <cerrno>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <poll.h>
 #include <unistd.h>
 
@@ -73,6 +80,26 @@ plan_local_job(const launcher::launch_options& opts) {
   return ranks;
 }
 
+// The launcher reads the same knobs as its workers: flags first, then the
+// environment.
+troupe::workers::config launcher_config(const launcher::launch_options& opts) {
+  auto env = troupe::workers::process_env();
+  return troupe::workers::config_from_env(
+    [&opts, env](const char* name) -> std::optional<std::string> {
+      for (const auto& [knob, value] : opts.knobs)
+        if (knob == name)
+          return value;
+      return env(name);
+    });
+}
+
+std::string built_backends() {
+  std::string out;
+  for (const auto& b : troupe::backends::built_cpu_backends())
+    out += (out.empty() ? "" : ",") + b;
+  return out;
+}
+
 std::vector<std::string> parent_environment() {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e)
@@ -90,9 +117,11 @@ int main(int argc, char** argv) {
   if (opts.use_mpirun)
     return launcher::exec_mpirun(opts);
   std::vector<launcher::rank_slot> ranks;
+  troupe::workers::config cfg;
   try {
     ranks = plan_local_job(opts);
-  } catch (const launcher::plan_error& e) {
+    cfg = launcher_config(opts);
+  } catch (const std::exception& e) {  // plan_error, config_error
     std::cerr << "troupe-run: error: " << e.what() << "\n";
     return usage_error;
   }
@@ -113,6 +142,15 @@ int main(int argc, char** argv) {
       limits.timeout = std::chrono::milliseconds(
         static_cast<long long>(*opts.timeout_seconds * 1000));
     launcher::job_supervisor supervisor{signal_fd.get(), limits, to_stderr};
+    // After the signal fd, so civetweb's threads inherit the blocked mask.
+    troupe::metrics::registry metrics_registry;
+    troupe::metrics::launcher_metrics counts{metrics_registry, opts.np, built_backends()};
+    std::unique_ptr<troupe::metrics::http_server> metrics_server;
+    if (cfg.metrics_port != 0)
+      metrics_server = std::make_unique<troupe::metrics::http_server>(
+        cfg.metrics_address, static_cast<uint16_t>(cfg.metrics_port),
+        [&metrics_registry] { return metrics_registry.expose(); });
+    supervisor.observe_exits([&counts](bool failed) { counts.worker_exited(failed); });
     auto parent = parent_environment();
     for (const auto& slot : ranks) {
       auto env = launcher::merge_environment(
@@ -120,6 +158,7 @@ int main(int argc, char** argv) {
       try {
         supervisor.add(launcher::spawn_worker(slot.rank, opts.command, env,
                                               to_stdout, to_stderr));
+        counts.worker_started();
       } catch (const launcher::spawn_error& e) {
         to_stderr(std::string("troupe-run: ") + e.what() + "\n");
         supervisor.abort(start_failure);

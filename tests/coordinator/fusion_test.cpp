@@ -51,6 +51,31 @@ TEST(fusion, large_tensor_runs_alone_and_others_pass_through) {
             (std::vector<std::vector<std::string>>{{"big"}, {"p"}, {"x", "y"}}));
 }
 
+// Allgather of `rows` (first dimension per rank) rows of `row` floats.
+v1::Response allgather(const std::string& name, std::vector<int64_t> rows, int64_t row) {
+  v1::Response r;
+  r.set_op(v1::OP_TYPE_ALLGATHER);
+  r.add_tensor_names(name);
+  for (auto n : rows)
+    r.add_tensor_sizes(n);
+  r.add_row_elements(row);
+  r.set_dtype(v1::DATA_TYPE_FLOAT32);
+  return r;
+}
+
+TEST(fusion, allgathers_fuse_by_result_size_and_never_with_allreduces) {
+  // Results: a 3 rows x 2 floats = 24 bytes, b 16, c 40; threshold 48.
+  auto out = fuse({allgather("a", {1, 2}, 2), allreduce("r", 1), allgather("b", {2, 0}, 2),
+                   allgather("c", {5, 5}, 1)},
+                  48);
+  EXPECT_EQ(names(out),
+            (std::vector<std::vector<std::string>>{{"a", "b"}, {"r"}, {"c"}}));
+  EXPECT_EQ(std::vector<int64_t>(out[0].tensor_sizes().begin(), out[0].tensor_sizes().end()),
+            (std::vector<int64_t>{1, 2, 2, 0}));
+  EXPECT_EQ(std::vector<int64_t>(out[0].row_elements().begin(), out[0].row_elements().end()),
+            (std::vector<int64_t>{2, 2}));
+}
+
 TEST(fusion, threshold_zero_disables) {
   auto out = fuse({allreduce("a", 1), allreduce("b", 1)}, 0);
   EXPECT_EQ(out.size(), 2u);

@@ -3,9 +3,21 @@
 //   collective_check ops [FILE] every op x dtype x reduction, per-rank random
 //                               order; rank 0 writes the support matrix to FILE
 //   collective_check many N     N small allreduces in flight at once
+//   collective_check cache N    N training steps whose tensors change shape,
+//                               dtype and root now and then (response cache)
+//   collective_check timeline-dynamic FILE
+//                               start_timeline(FILE) / stop_timeline() around
+//                               a grouped (fused) allreduce and an allgather;
+//                               without TROUPE_TIMELINE, start must fail
 //   collective_check errors     every user error, message checked on every rank
 //   collective_check join       uneven work ending in join()
 //   collective_check stall      a withheld tensor, with small stall times
+//   collective_check hold N STOP_FILE
+//                               N checked allreduces one after another, then
+//                               stays up until STOP_FILE exists (60 s at
+//                               most) so a scraper sees the final metrics
+//   collective_check reinit     shutdown() and init() again (one rank): what
+//                               init() holds, e.g. the metrics port, is freed
 //   collective_check lose-peer kill|stop|stop-busy VICTIM STAMP_FILE
 //                               VICTIM dies (SIGKILL) or freezes (SIGSTOP)
 //                               while the others wait on a collective (at the
@@ -28,6 +40,7 @@
 
 #include <unistd.h>
 
+#include "cache_checks.hpp"
 #include "checks.hpp"
 #include "error_checks.hpp"
 #include "troupe/troupe.hpp"
@@ -86,6 +99,76 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
   return 3;
 }
 
+int hold(int rank, int size, int n, const std::string& stop_file) {
+  const auto start = std::chrono::steady_clock::now();
+  const float expected = static_cast<float>(size * (size - 1) / 2);
+  for (int i = 0; i < n; ++i) {
+    float x = static_cast<float>(rank);
+    const troupe::tensor t{&x, data_type::float32, {1}};
+    // Ten names, reused: after the first ten, each is a response cache hit.
+    auto s = troupe::allreduce(t, t, "hold." + std::to_string(i % 10)).wait();
+    if (!s.ok() || x != expected) {
+      std::printf("rank %d: FAIL allreduce %d: %s, got %g, expected %g\n", rank, i,
+                  s.message().c_str(), static_cast<double>(x), static_cast<double>(expected));
+      return 1;
+    }
+  }
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  std::printf("rank %d: PASS %d allreduces in %.3f s, holding\n", rank, n, took.count());
+  std::fflush(stdout);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::ifstream(stop_file)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::printf("rank %d: FAIL %s never appeared\n", rank, stop_file.c_str());
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+// Allreduces named "<prefix>.<i>", checked.
+bool allreduce_series(int rank, int size, const std::string& prefix, int n) {
+  for (int i = 0; i < n; ++i) {
+    float x = static_cast<float>(rank);
+    const troupe::tensor t{&x, data_type::float32, {1}};
+    if (!troupe::allreduce(t, t, prefix + "." + std::to_string(i)).wait().ok() ||
+        x != static_cast<float>(size * (size - 1) / 2))
+      return false;
+  }
+  return true;
+}
+
+int timeline_dynamic(int rank, int size, const std::string& file) {
+  if (!std::getenv("TROUPE_TIMELINE")) {
+    auto s = troupe::start_timeline(file);
+    const bool refused = s.code() == troupe::status_code::invalid_argument &&
+                         s.message().find("TROUPE_TIMELINE=DYNAMIC") != std::string::npos;
+    std::printf("rank %d: %s start_timeline without TROUPE_TIMELINE: %s\n", rank,
+                refused ? "PASS" : "FAIL", s.message().c_str());
+    return refused ? 0 : 1;
+  }
+  if (!allreduce_series(rank, size, "before", 5))
+    return 1;
+  if (auto s = troupe::start_timeline(file, true); !s.ok()) {
+    std::printf("rank %d: FAIL start_timeline: %s\n", rank, s.message().c_str());
+    return 1;
+  }
+  std::vector<float> values(4, static_cast<float>(rank));
+  std::vector<troupe::tensor> ts;
+  for (auto& v : values)
+    ts.push_back({&v, data_type::float32, {1}});
+  bool ok = true;
+  for (auto& h : troupe::grouped_allreduce(ts, ts, "during.fused"))
+    ok = h.wait().ok() && ok;
+  float row = static_cast<float>(rank);
+  ok = troupe::allgather({&row, data_type::float32, {1}}, "during.gather").wait().ok() && ok;
+  ok = troupe::stop_timeline().ok() && ok;
+  ok = allreduce_series(rank, size, "after", 5) && ok;
+  std::printf("rank %d: %s dynamic timeline\n", rank, ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -112,12 +195,25 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_checks(
       troupe::test::many_small(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000), rank,
       "small allreduces in flight");
+  else if (mode == "cache")
+    rc = troupe::test::run_cache_checks(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000);
+  else if (mode == "timeline-dynamic" && argc == 3)
+    rc = timeline_dynamic(rank, size, argv[2]);
   else if (mode == "errors")
     rc = troupe::test::run_error_checks(rank, size);
   else if (mode == "join")
     rc = troupe::test::run_join_checks(rank, size);
   else if (mode == "stall")
     rc = troupe::test::run_stall_checks(rank, size);
+  else if (mode == "hold" && argc == 4)
+    rc = hold(rank, size, std::atoi(argv[2]), argv[3]);
+  else if (mode == "reinit") {
+    troupe::shutdown();
+    const auto s = troupe::init();
+    rc = s.ok() ? 0 : 1;
+    std::printf("rank %d: %s init() after shutdown(): %s\n", rank, s.ok() ? "PASS" : "FAIL",
+                s.message().c_str());
+  }
   else if (mode == "lose-peer" && argc == 5)
     rc = lose_peer(rank, argv[2], std::atoi(argv[3]), argv[4]);
   else

@@ -17,4 +17,19 @@ timeout 90 "$run" --timeout 60 -np 3 --timeline-filename "$dir/killed.json" "$ch
   lose-peer kill 2 "$dir/stamp" > "$dir/kill.log" 2>&1
 /usr/bin/python3 "$here/timeline_check.py" --allow-open "$dir/killed.0.json" \
   "$dir/killed.1.json" "$dir/killed.2.json" --names NEGOTIATE_ALLREDUCE || exit 1
-echo "PASS: per-rank timelines parse, also after SIGKILL"
+# 3. Dynamic timeline: only what runs between start and stop is written,
+#    with cycle markers and the backend's activities (fusion buffer copies,
+#    <BACKEND>_ALLREDUCE), on both backends; refused without TROUPE_TIMELINE.
+for backend in gloo mpi; do
+  upper=$(tr a-z A-Z <<< "$backend")
+  TROUPE_TIMELINE=DYNAMIC timeout 90 "$run" --timeout 60 "--$backend" -np 2 "$check" \
+    timeline-dynamic "$dir/dyn-$backend.json" > "$dir/dyn.log" 2>&1 \
+    || { cat "$dir/dyn.log"; echo "FAIL: dynamic run ($backend)"; exit 1; }
+  /usr/bin/python3 "$here/timeline_check.py" "$dir/dyn-$backend.0.json" \
+    "$dir/dyn-$backend.1.json" --no-rows before.,after. --names \
+    NEGOTIATE_ALLREDUCE,ALLREDUCE,CYCLE_START,MEMCPY_IN_FUSION_BUFFER,MEMCPY_OUT_FUSION_BUFFER,${upper}_ALLREDUCE,${upper}_ALLGATHER \
+    || exit 1
+done
+timeout 60 "$run" --timeout 30 -np 2 "$check" timeline-dynamic "$dir/refused.json" \
+  > "$dir/refused.log" 2>&1 || { cat "$dir/refused.log"; echo "FAIL: not refused"; exit 1; }
+echo "PASS: per-rank timelines parse, also after SIGKILL; dynamic start/stop"

@@ -2,6 +2,9 @@
 every begin matched by an end on the same tensor row.
 
 usage: timeline_check.py FILE [FILE...] [--names NAME,...] [--allow-open]
+                         [--no-rows PREFIX,...]
+--no-rows: no tensor row may start with these prefixes (written while the
+timeline was stopped).
 """
 import collections
 import json
@@ -11,17 +14,25 @@ import sys
 def main(argv):
     allow_open = "--allow-open" in argv
     names = []
+    no_rows = []
     files = []
     args = iter(a for a in argv if a != "--allow-open")
     for arg in args:
         if arg == "--names":
             names = next(args).split(",")
+        elif arg == "--no-rows":
+            no_rows = next(args).split(",")
         else:
             files.append(arg)
     for path in files:
         with open(path) as f:
             events = json.load(f)  # raises on a torn file
-        seen = {e["name"] for e in events if e["ph"] in "BE"}
+        seen = {e["name"] for e in events if e["ph"] in "BEi"}
+        rows = [e["args"]["name"] for e in events if e["ph"] == "M"]
+        stray = [r for r in rows if any(r.startswith(p) for p in no_rows)]
+        if stray:
+            print(f"FAIL {path}: rows written while stopped: {stray[:5]}")
+            return 1
         missing = [n for n in names if n not in seen]
         if missing:
             print(f"FAIL {path}: no {missing}")

@@ -46,6 +46,15 @@ TEST(config, bad_value_names_the_variable) {
   EXPECT_THROW(config_from_env(fake_env({{"TROUPE_LOG_LEVEL", "loud"}})), config_error);
 }
 
+TEST(config, metrics_port_is_off_unless_set) {
+  EXPECT_EQ(config_from_env(fake_env({})).metrics_port, 0);
+  EXPECT_EQ(config_from_env(fake_env({})).metrics_address, "127.0.0.1");
+  EXPECT_EQ(config_from_env(fake_env({{"TROUPE_METRICS_PORT", "9100"}})).metrics_port, 9100);
+  EXPECT_EQ(config_from_env(fake_env({{"TROUPE_METRICS_PORT", "0"}})).metrics_port, 0);
+  EXPECT_THROW(config_from_env(fake_env({{"TROUPE_METRICS_PORT", "70000"}})), config_error);
+  EXPECT_THROW(config_from_env(fake_env({{"TROUPE_METRICS_PORT", "http"}})), config_error);
+}
+
 TEST(config, every_knob_has_env_flag_and_help) {
   for (const auto& k : knobs()) {
     EXPECT_EQ(std::string(k.env).rfind("TROUPE_", 0), 0u);

@@ -24,6 +24,15 @@ void shutdown();
 
 bool is_initialized();
 
+/// Timeline at run time (Horovod's start_timeline / stop_timeline): from now
+/// on this rank writes a Chrome trace to `path` ("t.json" -> "t.<rank>.json",
+/// truncated), with a CYCLE_START marker per negotiation cycle when
+/// `mark_cycles`. Needs TROUPE_TIMELINE (or HOROVOD_TIMELINE) set, to
+/// DYNAMIC or to a file; fails with invalid_argument otherwise.
+status start_timeline(const std::string& path, bool mark_cycles = false);
+/// Stops writing; the file stays a complete JSON document.
+status stop_timeline();
+
 /// Identity. Each returns -1 when the runtime is not initialized.
 int rank();
 int size();

@@ -1,0 +1,42 @@
+#include "actors/cache_view.hpp"
+
+#include "proto/request_parameters.hpp"
+
+namespace troupe::actors {
+
+uint32_t cache_view::hit(const v1::Request& request) const {
+  auto it = by_name_.find(request.tensor_name());
+  if (it == by_name_.end() || !it->second.has_request ||
+      !same_parameters(it->second.request, request))
+    return 0;
+  return it->second.id;
+}
+
+void cache_view::assign(uint32_t id, const std::string& name, const v1::Request* local) {
+  // The id moved to another tensor: the coordinator evicted the old one.
+  if (auto old = by_id_.find(id); old != by_id_.end() && old->second != name)
+    by_name_.erase(old->second);
+  auto& s = by_name_[name];
+  if (s.id != 0 && s.id != id)
+    by_id_.erase(s.id);
+  // Steady state re-announces the same id and request every step: no copy.
+  const bool unchanged = s.id == id && s.has_request && local &&
+                         same_parameters(s.request, *local);
+  s.id = id;
+  if (!unchanged) {
+    s.has_request = local != nullptr;
+    if (local)
+      s.request = *local;
+  }
+  by_id_[id] = name;
+}
+
+void cache_view::erase(const std::string& name) {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end())
+    return;
+  by_id_.erase(it->second.id);
+  by_name_.erase(it);
+}
+
+} // namespace troupe::actors

@@ -1,0 +1,60 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "troupe/v1/control.pb.h"
+
+namespace troupe::actors {
+
+/// A member's view of its process set's response cache (the coordinator
+/// owns the cache, see coordinator/response_cache.hpp): which tensor holds
+/// which id, with the request this rank sent for it. Updated from every
+/// response list in list order, so every rank holds the same ids.
+class cache_view {
+public:
+  /// Records the ids of one response list: Response.cache_ids name the id
+  /// each tensor got (0 = unchanged); an ERROR response drops its tensors.
+  /// `local` gives this rank's request for a tensor, or nullptr when it has
+  /// none (it joined): such a tensor is not a hit here.
+  template <class LocalRequest>
+  void apply(const v1::ResponseList& list, LocalRequest local) {
+    for (const auto& resp : list.responses()) {
+      for (int i = 0; i < resp.tensor_names_size(); ++i) {
+        const auto& name = resp.tensor_names(i);
+        if (resp.op() == v1::OP_TYPE_ERROR)
+          erase(name);
+        else if (i < resp.cache_ids_size() && resp.cache_ids(i) != 0)
+          assign(resp.cache_ids(i), name, local(name));
+      }
+    }
+    ++lists_applied_;
+  }
+
+  /// The id to send instead of `request`, or 0 when it must go in full.
+  uint32_t hit(const v1::Request& request) const;
+
+  uint64_t lists_applied() const {
+    return lists_applied_;
+  }
+  size_t size() const {
+    return by_name_.size();
+  }
+
+private:
+  struct slot {
+    uint32_t id = 0;
+    bool has_request = false;
+    v1::Request request;
+  };
+
+  void assign(uint32_t id, const std::string& name, const v1::Request* local);
+  void erase(const std::string& name);
+
+  std::unordered_map<std::string, slot> by_name_;
+  std::unordered_map<uint32_t, std::string> by_id_;
+  uint64_t lists_applied_ = 0;
+};
+
+} // namespace troupe::actors

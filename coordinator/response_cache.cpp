@@ -1,0 +1,108 @@
+#include "coordinator/response_cache.hpp"
+
+#include <algorithm>
+
+#include "proto/request_parameters.hpp"
+
+namespace troupe::coordinator {
+
+namespace {
+
+bool same_requests(const response_cache::requests& a, const response_cache::requests& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+    return x.has_value() == y.has_value() && (!x || same_parameters(*x, *y));
+  });
+}
+
+} // namespace
+
+response_cache::response_cache(size_t capacity, int32_t set_size)
+  : capacity_(capacity), applied_(static_cast<size_t>(set_size), 0) {
+}
+
+uint32_t response_cache::put(const std::string& name, const requests& by_rank,
+                             uint64_t list_seq) {
+  if (!enabled())
+    return 0;
+  uint32_t id = 0;
+  if (auto it = by_name_.find(name); it != by_name_.end()) {
+    auto pos = it->second;
+    if (same_requests(pos->by_rank, by_rank)) {
+      lru_.splice(lru_.begin(), lru_, pos);
+      return pos->id;
+    }
+    // New parameters under the same id: members that have not seen this
+    // list yet still resolve the id to the old requests.
+    id = pos->id;
+    retire(pos, list_seq, true);
+  } else if (by_name_.size() >= capacity_) {
+    evicted_ = true;
+    retire(std::prev(lru_.end()), list_seq, false);
+  }
+  if (id == 0) {
+    if (!free_ids_.empty()) {
+      id = free_ids_.back();
+      free_ids_.pop_back();
+    } else {
+      id = next_id_++;
+    }
+  }
+  lru_.push_front(entry{name, id, by_rank, list_seq, UINT64_MAX});
+  by_name_[name] = lru_.begin();
+  by_id_[id] = lru_.begin();
+  return id;
+}
+
+void response_cache::erase(const std::string& name, uint64_t list_seq) {
+  if (auto it = by_name_.find(name); it != by_name_.end())
+    retire(it->second, list_seq, false);
+}
+
+void response_cache::retire(std::list<entry>::iterator it, uint64_t list_seq, bool keep_id) {
+  by_name_.erase(it->name);
+  by_id_.erase(it->id);
+  if (!keep_id)
+    free_ids_.push_back(it->id);
+  it->valid_until = list_seq;
+  if (it->valid_until > it->valid_from)  // else no state ever contained it
+    retired_.push_back(std::move(*it));
+  lru_.erase(it);
+}
+
+std::optional<v1::Request> response_cache::request_of(const entry& e, int32_t rank) {
+  if (rank < 0 || static_cast<size_t>(rank) >= e.by_rank.size())
+    return std::nullopt;
+  return e.by_rank[static_cast<size_t>(rank)];
+}
+
+std::optional<v1::Request> response_cache::resolve(uint32_t id, int32_t rank,
+                                                    uint64_t lists_applied) const {
+  if (auto it = by_id_.find(id); it != by_id_.end() && it->second->valid_from <= lists_applied)
+    return request_of(*it->second, rank);
+  for (const auto& e : retired_)
+    if (e.id == id && e.valid_from <= lists_applied && lists_applied < e.valid_until)
+      return request_of(e, rank);
+  return std::nullopt;
+}
+
+void response_cache::member_progress(int32_t rank, uint64_t lists_applied) {
+  if (rank < 0 || static_cast<size_t>(rank) >= applied_.size())
+    return;
+  auto& a = applied_[static_cast<size_t>(rank)];
+  a = std::max(a, lists_applied);
+  if (retired_.empty())
+    return;
+  const auto oldest = *std::min_element(applied_.begin(), applied_.end());
+  retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
+                                [&](const entry& e) { return e.valid_until <= oldest; }),
+                 retired_.end());
+}
+
+bool response_cache::take_first_eviction() {
+  if (!evicted_ || eviction_reported_)
+    return false;
+  eviction_reported_ = true;
+  return true;
+}
+
+} // namespace troupe::coordinator

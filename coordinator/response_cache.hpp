@@ -1,0 +1,94 @@
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "troupe/v1/control.pb.h"
+
+namespace troupe::coordinator {
+
+/// The coordinator's response cache for one process set (Horovod's
+/// ResponseCache, without its lockstep bit vectors): every member's request
+/// for a tensor that was negotiated successfully, under a small id. A member
+/// that submits the same tensor again with the same parameters sends only
+/// that id; the coordinator expands it back into the stored request.
+///
+/// Ids are assigned here and travel to every member in the response list
+/// (Response.cache_ids), which members apply in list order: ids agree on
+/// every rank by construction. Capacity bounds the entries (LRU eviction,
+/// evicted ids are reused); 0 disables the cache.
+///
+/// Members apply lists later than the coordinator emits them, so a member
+/// may still send an id that has since been evicted or reassigned. Each
+/// request says how many lists its sender had applied; entries are kept
+/// (retired) until every member has moved past the list that dropped them,
+/// and an id is resolved against the state the sender saw.
+class response_cache {
+public:
+  using requests = std::vector<std::optional<v1::Request>>;  // by set rank
+
+  response_cache(size_t capacity, int32_t set_size);
+
+  bool enabled() const {
+    return capacity_ > 0;
+  }
+
+  /// Records the requests of a successfully negotiated tensor in list
+  /// number `list_seq` and returns its id (the existing one when the name is
+  /// cached, then marked most recently used). Evicts the least recently
+  /// used entry when full. 0 when disabled.
+  uint32_t put(const std::string& name, const requests& by_rank, uint64_t list_seq);
+
+  /// Drops a tensor (its negotiation failed) as of list `list_seq`.
+  void erase(const std::string& name, uint64_t list_seq);
+
+  /// The request `rank` sent for cache id `id` when it had applied
+  /// `lists_applied` lists, with the tensor's name; nullopt for an id that
+  /// state never had.
+  std::optional<v1::Request> resolve(uint32_t id, int32_t rank, uint64_t lists_applied) const;
+
+  /// Notes how many lists `rank` has applied; retired entries no member can
+  /// refer to any more are released.
+  void member_progress(int32_t rank, uint64_t lists_applied);
+
+  /// True once, at the first eviction (Horovod prints a warning then).
+  bool take_first_eviction();
+
+  size_t size() const {
+    return by_name_.size();
+  }
+  size_t retired() const {
+    return retired_.size();
+  }
+
+private:
+  struct entry {
+    std::string name;
+    uint32_t id = 0;
+    requests by_rank;
+    uint64_t valid_from = 0;  // first list seq whose state contains it
+    uint64_t valid_until = UINT64_MAX;  // first list seq whose state lacks it
+  };
+
+  // Moves an entry out of the live state as of list `list_seq`; its id is
+  // freed unless `keep_id`.
+  void retire(std::list<entry>::iterator it, uint64_t list_seq, bool keep_id);
+  static std::optional<v1::Request> request_of(const entry& e, int32_t rank);
+
+  size_t capacity_;
+  std::list<entry> lru_;  // most recently used first
+  std::unordered_map<std::string, std::list<entry>::iterator> by_name_;
+  std::unordered_map<uint32_t, std::list<entry>::iterator> by_id_;
+  std::vector<uint32_t> free_ids_;
+  uint32_t next_id_ = 1;
+  std::vector<entry> retired_;
+  std::vector<uint64_t> applied_;  // per member
+  bool evicted_ = false;
+  bool eviction_reported_ = false;
+};
+
+} // namespace troupe::coordinator

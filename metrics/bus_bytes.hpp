@@ -1,0 +1,16 @@
+#pragma once
+
+#include <cstdint>
+
+#include "troupe/v1/control.pb.h"
+
+namespace troupe::metrics {
+
+/// Bytes that cross the slowest link per rank for one collective, as
+/// nccl-tests defines bus bandwidth, so that busbw compares across ops and
+/// world sizes: allreduce 2(n-1)/n x bytes; allgather and reducescatter
+/// (n-1)/n x the total (gathered, or pre-scatter) bytes; alltoall (n-1)/n x
+/// bytes; broadcast = bytes; barrier 0. `bytes` is that total.
+uint64_t bus_bytes(v1::OpType op, uint64_t bytes, int world_size);
+
+} // namespace troupe::metrics

@@ -1,0 +1,128 @@
+#include <deque>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "actors/cache_view.hpp"
+#include "coordinator/response_cache.hpp"
+
+namespace troupe::coordinator {
+namespace {
+
+v1::Request request(const std::string& name, int32_t rank, int64_t length) {
+  v1::Request r;
+  r.set_tensor_name(name);
+  r.set_request_rank(rank);
+  r.set_op(v1::OP_TYPE_ALLREDUCE);
+  r.set_dtype(v1::DATA_TYPE_FLOAT32);
+  r.add_shape(length);
+  return r;
+}
+
+response_cache::requests both(const std::string& name, int64_t length) {
+  return {request(name, 0, length), request(name, 1, length)};
+}
+
+TEST(response_cache, same_tensor_keeps_its_id_and_new_tensors_reuse_evicted_ids) {
+  response_cache cache(2, 2);
+  EXPECT_EQ(cache.put("a", both("a", 4), 1), 1u);
+  EXPECT_EQ(cache.put("b", both("b", 4), 1), 2u);
+  EXPECT_EQ(cache.put("a", both("a", 4), 2), 1u);  // a is now most recently used
+  EXPECT_FALSE(cache.take_first_eviction());
+  EXPECT_EQ(cache.put("c", both("c", 4), 3), 2u);  // evicts b, reuses its id
+  EXPECT_TRUE(cache.take_first_eviction());
+  EXPECT_FALSE(cache.take_first_eviction());  // the warning is printed once
+  EXPECT_EQ(cache.resolve(2, 1, 3)->tensor_name(), "c");
+  EXPECT_EQ(cache.resolve(2, 1, 2)->tensor_name(), "b");  // a member two lists behind
+  EXPECT_EQ(cache.resolve(1, 0, 3)->tensor_name(), "a");
+  EXPECT_FALSE(cache.resolve(2, 0, 0));  // before any list: no id existed
+  EXPECT_FALSE(cache.resolve(7, 0, 3));
+}
+
+TEST(response_cache, changed_parameters_and_failures_are_seen_only_by_later_states) {
+  response_cache cache(4, 2);
+  cache.put("a", both("a", 4), 1);
+  EXPECT_EQ(cache.put("a", both("a", 8), 2), 1u);  // new shape, same id
+  EXPECT_EQ(cache.resolve(1, 0, 1)->shape(0), 4);
+  EXPECT_EQ(cache.resolve(1, 0, 2)->shape(0), 8);
+  cache.erase("a", 3);
+  EXPECT_FALSE(cache.resolve(1, 0, 3));
+  EXPECT_EQ(cache.resolve(1, 0, 2)->shape(0), 8);
+  // Retired states go once every member has applied the lists past them.
+  cache.member_progress(0, 3);
+  EXPECT_EQ(cache.retired(), 2u);
+  cache.member_progress(1, 3);
+  EXPECT_EQ(cache.retired(), 0u);
+}
+
+TEST(response_cache, capacity_zero_caches_nothing) {
+  response_cache cache(0, 2);
+  EXPECT_FALSE(cache.enabled());
+  EXPECT_EQ(cache.put("a", both("a", 4), 1), 0u);
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+// Coordinator and members as the actors use them, with members applying
+// lists late and submitting with whatever view they have: every id a member
+// sends must resolve to the request it meant, for 10 000 lists with shape
+// changes, failures and a capacity of 1 or 3.
+void simulate(size_t capacity, unsigned seed) {
+  constexpr int members = 3;
+  std::mt19937 gen(seed);
+  response_cache cache(capacity, members);
+  std::vector<actors::cache_view> views(members);
+  // Lists not yet applied, with the requests each member sent for them.
+  std::vector<std::deque<std::pair<v1::ResponseList, response_cache::requests>>> inbox(members);
+  uint64_t seq = 0;
+  size_t hits = 0;
+  for (int step = 0; step < 10000; ++step) {
+    // Each member applies some of its pending lists.
+    for (int m = 0; m < members; ++m)
+      for (auto n = std::uniform_int_distribution<size_t>(0, inbox[m].size())(gen); n > 0; --n) {
+        const auto& [list, sent] = inbox[m].front();
+        views[m].apply(list, [&](const std::string&) { return &*sent[static_cast<size_t>(m)]; });
+        inbox[m].pop_front();
+      }
+    // One tensor, negotiated: every member submits (hit or full request).
+    const std::string name = "t" + std::to_string(gen() % 5);
+    const int64_t length = 1 + static_cast<int64_t>(step / 97 % 2);
+    response_cache::requests by_rank(members);
+    for (int m = 0; m < members; ++m) {
+      auto req = request(name, m, length);
+      if (auto id = views[m].hit(req)) {
+        ++hits;
+        auto resolved = cache.resolve(id, m, views[m].lists_applied());
+        ASSERT_TRUE(resolved) << "step " << step;
+        ASSERT_EQ(resolved->tensor_name(), name) << "step " << step;
+        ASSERT_EQ(resolved->shape(0), length) << "step " << step;
+      }
+      cache.member_progress(m, views[m].lists_applied());
+      by_rank[static_cast<size_t>(m)] = req;
+    }
+    v1::ResponseList list;
+    auto* resp = list.add_responses();
+    resp->add_tensor_names(name);
+    ++seq;
+    if (step % 31 == 0) {  // a failed negotiation drops the tensor
+      resp->set_op(v1::OP_TYPE_ERROR);
+      cache.erase(name, seq);
+    } else {
+      resp->set_op(v1::OP_TYPE_ALLREDUCE);
+      resp->add_cache_ids(cache.put(name, by_rank, seq));
+    }
+    for (auto& box : inbox)
+      box.emplace_back(list, by_rank);
+  }
+  EXPECT_GT(hits, 1000u);
+}
+
+TEST(response_cache, lagging_members_resolve_to_what_they_meant_capacity_1) {
+  simulate(1, 1);
+}
+
+TEST(response_cache, lagging_members_resolve_to_what_they_meant_capacity_3) {
+  simulate(3, 2);
+}
+
+} // namespace
+} // namespace troupe::coordinator

@@ -1,0 +1,140 @@
+#include "cache_checks.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "troupe/troupe.hpp"
+
+namespace troupe::test {
+
+namespace {
+
+// One collective of a step: submits, and later says what went wrong ("" = ok).
+struct job {
+  std::string name;
+  std::function<handle()> submit;
+  std::function<std::string(const handle&)> verify;
+};
+
+template <class T>
+std::string expect_equal(const std::string& what, const std::vector<T>& got,
+                         const std::vector<T>& want) {
+  if (got == want)
+    return "";
+  auto text = [](const std::vector<T>& v) {
+    std::string out;
+    for (const auto& x : v)
+      out += (out.empty() ? "" : " ") + std::to_string(x);
+    return "[" + out + "]";
+  };
+  return what + ": got " + text(got) + ", want " + text(want);
+}
+
+// Allreduce whose length changes every `period` steps; its dtype flips
+// between int32 and int64 every 50 steps for `flip_dtype`.
+void add_allreduce(std::vector<job>& out, int rank, int size, int step, int slot, int period,
+                   bool flip_dtype) {
+  const auto n = static_cast<size_t>(1 + (step / period) % 3);
+  const std::string name = "grad." + std::to_string(slot);
+  auto want = [=](size_t i) {
+    return static_cast<int64_t>(1000 * size * (size - 1) / 2 + size * (step + slot + i));
+  };
+  auto mine = [=](size_t i) { return static_cast<int64_t>(1000 * rank + step + slot + i); };
+  if (flip_dtype && (step / 50) % 2 == 1) {
+    auto buf = std::make_shared<std::vector<int64_t>>(n);
+    for (size_t i = 0; i < n; ++i)
+      (*buf)[i] = mine(i);
+    const tensor t{buf->data(), data_type::int64, {static_cast<int64_t>(n)}};
+    out.push_back({name, [=] { return allreduce(t, t, name); }, [=](const handle&) {
+                     std::vector<int64_t> w(n);
+                     for (size_t i = 0; i < n; ++i)
+                       w[i] = want(i);
+                     return expect_equal(name + " int64", *buf, w);
+                   }});
+    return;
+  }
+  auto buf = std::make_shared<std::vector<int32_t>>(n);
+  for (size_t i = 0; i < n; ++i)
+    (*buf)[i] = static_cast<int32_t>(mine(i));
+  const tensor t{buf->data(), data_type::int32, {static_cast<int64_t>(n)}};
+  out.push_back({name, [=] { return allreduce(t, t, name); }, [=](const handle&) {
+                   std::vector<int32_t> w(n);
+                   for (size_t i = 0; i < n; ++i)
+                     w[i] = static_cast<int32_t>(want(i));
+                   return expect_equal(name + " int32", *buf, w);
+                 }});
+}
+
+// Allgather whose per-rank row count changes with the step.
+void add_allgather(std::vector<job>& out, int rank, int size, int step) {
+  auto rows_of = [=](int r) { return 1 + (r + step / 11) % 2; };
+  const std::string name = "gather";
+  auto buf = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(rows_of(rank)) * 2);
+  for (size_t i = 0; i < buf->size(); ++i)
+    (*buf)[i] = rank * 100 + static_cast<int32_t>(i) + step;
+  const tensor t{buf->data(), data_type::int32, {rows_of(rank), 2}};
+  // The submit closure owns the input: nothing else keeps it alive.
+  out.push_back({name, [t, name, buf] { return allgather(t, name); },
+                 [=](const handle& h) {
+                   std::vector<int32_t> want;
+                   for (int r = 0; r < size; ++r)
+                     for (int i = 0; i < rows_of(r) * 2; ++i)
+                       want.push_back(r * 100 + i + step);
+                   const auto& bytes = h.output();
+                   std::vector<int32_t> got(bytes.size() / sizeof(int32_t));
+                   std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(got.data()));
+                   return expect_equal(name, got, want);
+                 }});
+}
+
+// Broadcast from a root that moves every step.
+void add_broadcast(std::vector<job>& out, int rank, int size, int step) {
+  const int root = step % size;
+  const std::string name = "weights";
+  auto buf = std::make_shared<std::vector<int32_t>>(3);
+  for (size_t i = 0; i < 3; ++i)
+    (*buf)[i] = rank * 10 + static_cast<int32_t>(i);
+  const tensor t{buf->data(), data_type::int32, {3}};
+  out.push_back({name, [=] { return broadcast(t, root, name); }, [=](const handle&) {
+                   return expect_equal(name, *buf, {root * 10, root * 10 + 1, root * 10 + 2});
+                 }});
+}
+
+} // namespace
+
+int run_cache_checks(int rank, int size, int steps) {
+  std::mt19937 gen(99 + static_cast<unsigned>(rank));
+  int failures = 0;
+  for (int step = 0; step < steps && failures == 0; ++step) {
+    std::vector<job> jobs;
+    add_allreduce(jobs, rank, size, step, 0, 1000000, false);  // never changes
+    add_allreduce(jobs, rank, size, step, 1, 7, false);
+    add_allreduce(jobs, rank, size, step, 2, 13, true);
+    add_allgather(jobs, rank, size, step);
+    add_broadcast(jobs, rank, size, step);
+    if (step % 100 == 0)  // a name seen once: churns an LRU of small capacity
+      add_allreduce(jobs, rank, size, step, 1000 + step, 1, false);
+    std::shuffle(jobs.begin(), jobs.end(), gen);
+    std::vector<handle> handles;
+    for (auto& j : jobs)
+      handles.push_back(j.submit());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      auto s = handles[i].wait();
+      auto problem = s.ok() ? jobs[i].verify(handles[i]) : s.message();
+      if (!problem.empty()) {
+        ++failures;
+        std::printf("rank %d: FAIL step %d %s: %s\n", rank, step, jobs[i].name.c_str(),
+                    problem.c_str());
+      }
+    }
+  }
+  if (failures == 0)
+    std::printf("rank %d: PASS %d cached steps\n", rank, steps);
+  return failures == 0 ? 0 : 1;
+}
+
+} // namespace troupe::test
