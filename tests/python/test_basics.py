@@ -1,5 +1,6 @@
 """Identity, build flags, and the runtime's lifecycle from Python."""
 
+import json
 import os
 
 import pytest
@@ -40,11 +41,29 @@ def test_build_flags():
             hvd.mpi_threads_supported()
 
 
-def test_timeline_at_run_time_is_not_available_yet():
-    with pytest.raises(NotImplementedError, match='TROUPE_TIMELINE'):
+def test_timeline_needs_troupe_timeline():
+    assert 'TROUPE_TIMELINE' not in os.environ and 'HOROVOD_TIMELINE' not in os.environ
+    with pytest.raises(ValueError, match='TROUPE_TIMELINE'):
         hvd.start_timeline('/tmp/never.json')
-    with pytest.raises(NotImplementedError):
+
+
+def test_timeline_started_and_stopped_at_run_time(tmp_path):
+    # The timeline mode is read at init(): restart with DYNAMIC.
+    hvd.shutdown()
+    os.environ['TROUPE_TIMELINE'] = 'DYNAMIC'
+    try:
+        hvd.init()
+        hvd.start_timeline(tmp_path / 'trace.json', mark_cycles=True)
+        hvd.allreduce(torch.ones(3), name='traced')
         hvd.stop_timeline()
+        hvd.allreduce(torch.ones(3), name='after_stop')
+        trace = (tmp_path / ('trace.%d.json' % hvd.rank())).read_text()
+        json.loads(trace)
+        assert 'allreduce.traced' in trace and 'after_stop' not in trace
+    finally:
+        hvd.shutdown()
+        del os.environ['TROUPE_TIMELINE']
+        hvd.init()
 
 
 def test_init_twice_is_harmless():

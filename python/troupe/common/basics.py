@@ -24,9 +24,7 @@ def init(comm=None, process_sets=None):
     if process_sets:
         raise NotImplementedError(
             'init(process_sets=...) is not supported yet: only the global process set exists')
-    code, message = _core.init()
-    if code:
-        raise status_error(code, message)
+    _check(_core.init())
     if not _atexit_registered:
         # Stop the runtime (and tell the peers) before the interpreter
         # tears the extension module down.
@@ -132,13 +130,23 @@ def rocm_built():
     return False
 
 
+def _check(result):
+    code, message = result
+    if code:
+        raise status_error(code, message)
+
+
 def start_timeline(file_path, mark_cycles=False):
-    raise NotImplementedError(
-        'start_timeline() at run time is not available yet; set TROUPE_TIMELINE '
-        '(or HOROVOD_TIMELINE, troupe-run --timeline-filename) before starting')
+    """Starts writing this rank's Chrome trace to `file_path` ("t.json" ->
+    "t.<rank>.json"), with a marker per cycle if `mark_cycles`. Needs
+    TROUPE_TIMELINE (or HOROVOD_TIMELINE) set before init(), e.g. to DYNAMIC."""
+    if not is_initialized():
+        raise ValueError(NOT_INITIALIZED)
+    _check(_core.start_timeline(str(file_path), bool(mark_cycles)))
 
 
 def stop_timeline():
-    raise NotImplementedError(
-        'stop_timeline() at run time is not available yet; the timeline set by '
-        'TROUPE_TIMELINE runs until shutdown')
+    """Stops writing the timeline; the file stays complete JSON."""
+    if not is_initialized():
+        raise ValueError(NOT_INITIALIZED)
+    _check(_core.stop_timeline())
