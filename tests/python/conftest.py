@@ -40,3 +40,17 @@ def rank_tensor(r, shape, dtype):
 
 def all_rank_tensors(shape, dtype):
     return [rank_tensor(r, shape, dtype) for r in range(hvd.size())]
+
+
+def adasum_reference(vectors):
+    """Horovod's Adasum of per-rank tensors, combined pairwise in rank order:
+    a + b -> (1 - a.b / 2|a|^2) a + (1 - a.b / 2|b|^2) b."""
+    vectors = [v.double() for v in vectors]
+    while len(vectors) > 1:
+        merged = []
+        for a, b in zip(vectors[0::2], vectors[1::2]):
+            dot = torch.dot(a.flatten(), b.flatten())
+            merged.append((1 - dot / (2 * torch.dot(a.flatten(), a.flatten()))) * a +
+                          (1 - dot / (2 * torch.dot(b.flatten(), b.flatten()))) * b)
+        vectors = merged
+    return vectors[0]

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import troupe.torch as hvd
-from conftest import ALL_DTYPES, all_rank_tensors, rank_tensor
+from conftest import ALL_DTYPES, adasum_reference, all_rank_tensors, rank_tensor
 
 SHAPE = (3, 4)
 REDUCE_OPS = [hvd.Sum, hvd.Average, hvd.Min, hvd.Max, hvd.Product]
@@ -122,17 +122,8 @@ def test_allreduce_adasum():
             hvd.allreduce(x, op=hvd.Adasum)
         return
     out = hvd.allreduce(x, op=hvd.Adasum)
-    # Parallel vectors: Adasum of a and b is their average-like combination
-    # a + b - (a.b / |a|^2) a / 2 - (a.b / |b|^2) b / 2 (Horovod's formula).
-    vectors = [torch.full((5,), float(r + 1), dtype=torch.float64) for r in range(hvd.size())]
-    while len(vectors) > 1:
-        merged = []
-        for a, b in zip(vectors[0::2], vectors[1::2]):
-            dot = torch.dot(a, b)
-            merged.append((1 - dot / (2 * torch.dot(a, a))) * a +
-                          (1 - dot / (2 * torch.dot(b, b))) * b)
-        vectors = merged
-    assert torch.allclose(out.double(), vectors[0], rtol=1e-5)
+    expected = adasum_reference([torch.full((5,), float(r + 1)) for r in range(hvd.size())])
+    assert torch.allclose(out.double(), expected, rtol=1e-5)
 
 
 @pytest.mark.parametrize('dtype', [torch.float32, torch.int64, torch.float16])

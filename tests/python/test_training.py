@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import troupe.torch as hvd
+from conftest import adasum_reference
 
 STEPS = 4
 BATCH_PER_RANK = 4
@@ -103,6 +104,29 @@ def test_backward_passes_per_step_accumulates_locally():
 
 def test_synchronize_then_skip_synchronize():
     assert_params_close(distributed_params(clip=0.5), reference_params(clip=0.5))
+
+
+def test_adasum_optimizer_reduces_the_deltas():
+    if hvd.size() & (hvd.size() - 1):
+        pytest.skip('Adasum needs a power-of-two number of ranks')
+    lr = 0.1
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=lr),
+                                   named_parameters=model.named_parameters(), op=hvd.Adasum)
+    x, y = global_batch(0)
+    loss_of(model, shard(x), shard(y)).backward()
+    opt.step()
+    # Reference: each rank's SGD delta (-lr * its gradient), Adasum-combined
+    # per parameter, added to the starting parameters.
+    deltas = []
+    for r in range(hvd.size()):
+        ref = make_model()
+        rows = slice(r * BATCH_PER_RANK, (r + 1) * BATCH_PER_RANK)
+        loss_of(ref, x[rows], y[rows]).backward()
+        deltas.append([-lr * p.grad for p in ref.parameters()])
+    for i, (p, start) in enumerate(zip(model.parameters(), make_model().parameters())):
+        expected = start.double() + adasum_reference([d[i] for d in deltas])
+        assert torch.allclose(p.double(), expected, atol=1e-6)
 
 
 def test_wrapper_keeps_the_optimizer_class():

@@ -31,6 +31,26 @@ def _split_list(items, n):
     return parts
 
 
+_TOO_MANY_PASSES = ('Gradients were computed more than backward_passes_per_step times before '
+                    'call to step(). Increase backward_passes_per_step to accumulate '
+                    'gradients locally.')
+_ZERO_GRAD_RACE = ('optimizer.zero_grad() was called after loss.backward() but before '
+                   'optimizer.step() or optimizer.synchronize(). This is prohibited as it can '
+                   'cause a race condition.')
+
+
+def _named_parameters(param_groups, named_parameters):
+    """The (name, parameter) list; default names follow Horovod's."""
+    if named_parameters is None:
+        return [('allreduce.noname.%d.%d' % (i, j), v)
+                for i, group in enumerate(param_groups) for j, v in enumerate(group['params'])]
+    named_parameters = list(named_parameters)
+    if any(not isinstance(p, tuple) for p in named_parameters):
+        raise ValueError('named_parameters should be a sequence of tuples (name, parameter), '
+                         'usually produced by model.named_parameters().')
+    return named_parameters
+
+
 def _find_duplicates(names):
     seen = set()
     dups = set()
@@ -52,15 +72,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         super(self.__class__, self).__init__(params)
         self._compression = compression
 
-        if named_parameters is not None:
-            named_parameters = list(named_parameters)
-        else:
-            named_parameters = [('allreduce.noname.%d.%d' % (i, j), v)
-                                for i, group in enumerate(self.param_groups)
-                                for j, v in enumerate(group['params'])]
-        if any(not isinstance(p, tuple) for p in named_parameters):
-            raise ValueError('named_parameters should be a sequence of tuples (name, parameter), '
-                             'usually produced by model.named_parameters().')
+        named_parameters = _named_parameters(self.param_groups, named_parameters)
         dups = _find_duplicates([k for k, _ in named_parameters])
         if dups:
             raise ValueError('Parameter names in named_parameters must be unique. '
@@ -190,10 +202,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         def hook(*ignore):
             if p in self._handles and self._handles[p][0] is not None:
                 if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(
-                        'Gradients were computed more than backward_passes_per_step times '
-                        'before call to step(). Increase backward_passes_per_step to '
-                        'accumulate gradients locally.')
+                    raise AssertionError(_TOO_MANY_PASSES)
             assert not p.grad.requires_grad
             assert self._allreduce_delay[p] > 0
             handle, ctx = None, None
@@ -279,9 +288,101 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def zero_grad(self, *args, **kwargs):
         if self._handles:
-            raise AssertionError('optimizer.zero_grad() was called after loss.backward() but '
-                                 'before optimizer.step() or optimizer.synchronize(). This is '
-                                 'prohibited as it can cause a race condition.')
+            raise AssertionError(_ZERO_GRAD_RACE)
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+class _DistributedAdasumOptimizer(torch.optim.Optimizer):
+    # Horovod's delta optimizer for op=Adasum: each parameter's hook runs the
+    # wrapped optimizer on that parameter alone, and the change it made
+    # (the delta) is what gets Adasum-reduced; step() applies the reduced
+    # deltas to the starting point.
+    _troupe_distributed = True
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step=1):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        named_parameters = _named_parameters(self.param_groups, named_parameters)
+        self._parameter_names = {v: k for k, v in named_parameters}
+        self.backward_passes_per_step = backward_passes_per_step
+        self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
+        self._handles = {}
+        self._grad_accs = []
+        self._requires_update = set()
+        self._starting_models = {p: torch.zeros_like(p, requires_grad=False)
+                                 for _, p in named_parameters}
+        self._register_hooks()
+
+    def set_backward_passes_per_step(self, passes):
+        self.backward_passes_per_step = passes
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = passes
+
+    def _register_hooks(self):
+        for group in self.param_groups:
+            for p in group['params']:
+                if p.requires_grad:
+                    p.grad = torch.zeros_like(p)
+                    self._requires_update.add(p)
+                    grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                    grad_acc.register_hook(self._make_hook(p))
+                    self._grad_accs.append(grad_acc)
+
+    def _allreduce_grad_async(self, p):
+        start = self._starting_models[p]
+        stashed = []
+        for group in self.param_groups:
+            stashed.append(group['params'])
+            group['params'] = [p] if any(p is v for v in group['params']) else []
+        start.data.copy_(p)
+        super(self.__class__, self).step()
+        for params, group in zip(stashed, self.param_groups):
+            group['params'] = params
+        p.data.sub_(start)  # the delta, reduced in place
+        compressed, ctx = self._compression.compress(p)
+        handle = allreduce_async_(compressed.data, name=self._parameter_names.get(p), op=Adasum)
+        return handle, ctx
+
+    def _make_hook(self, p):
+        def hook(*ignore):
+            if p in self._handles and self._handles[p][0] is not None:
+                if self._allreduce_delay[p] <= 0:
+                    raise AssertionError(_TOO_MANY_PASSES)
+            assert not p.grad.requires_grad
+            assert self._allreduce_delay[p] > 0
+            handle, ctx = None, None
+            self._allreduce_delay[p] -= 1
+            if self._allreduce_delay[p] == 0:
+                handle, ctx = self._allreduce_grad_async(p)
+            self._handles[p] = (handle, ctx)
+        return hook
+
+    def synchronize(self):
+        """Nothing to do: step() applies the reduced deltas."""
+
+    @contextmanager
+    def skip_synchronize(self):
+        raise AssertionError('Skipping synchronization is not supported when using Adasum '
+                             'optimizer.')
+
+    def step(self, closure=None):
+        loss = closure() if closure is not None else None
+        for p in self._requires_update - set(self._handles):
+            self._handles[p] = self._allreduce_grad_async(p)
+        for p, (handle, ctx) in self._handles.items():
+            if handle is None:
+                handle, ctx = self._allreduce_grad_async(p)
+            delta = self._compression.decompress(synchronize(handle), ctx)
+            start = self._starting_models[p]
+            start.data.add_(delta.data)
+            p.data.copy_(start)
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        self._handles.clear()
+        return loss
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles:
+            raise AssertionError(_ZERO_GRAD_RACE)
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
 
@@ -301,10 +402,14 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                       'in v0.23.0.', DeprecationWarning)
         if groups is None:
             groups = num_groups
-    if op == Adasum and size() > 1:
-        raise NotImplementedError('DistributedOptimizer(op=Adasum) is not supported yet; '
-                                  'hvd.allreduce(op=hvd.Adasum) is')
+    if op != Adasum or size() == 1:
+        cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+                   dict(_DistributedOptimizer.__dict__))
+        return cls(optimizer.param_groups, named_parameters, compression,
+                   backward_passes_per_step, op, gradient_predivide_factor, groups,
+                   sparse_as_dense, process_set)
+    if process_set is not global_process_set:
+        raise NotImplementedError('Adasum does not support non-global process sets yet.')
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
-               dict(_DistributedOptimizer.__dict__))
-    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-               op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
+               dict(_DistributedAdasumOptimizer.__dict__))
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step)
