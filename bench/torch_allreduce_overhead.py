@@ -39,7 +39,7 @@ def core_allreduce():
 variants = {
     'core (_core.allreduce + wait)': core_allreduce,
     'hvd.allreduce_ (in place)': lambda: hvd.allreduce_(tensor, name='inplace', op=hvd.Sum),
-    'hvd.allreduce (autograd, new tensor)': lambda: hvd.allreduce(tensor, name='out',
+    'hvd.allreduce (new tensor)': lambda: hvd.allreduce(tensor, name='out',
                                                                   op=hvd.Sum),
     'hvd.allreduce unnamed': lambda: hvd.allreduce(tensor, op=hvd.Sum),
 }

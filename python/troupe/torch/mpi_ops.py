@@ -212,8 +212,12 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     """Reduces `tensor` over all ranks (default: Average) into a new tensor.
     Differentiable."""
     compressed, ctx = compression.compress(tensor)
-    reduced = HorovodAllreduce.apply(compressed, average, name, op, prescale_factor,
-                                     postscale_factor, process_set)
+    if compressed.requires_grad and torch.is_grad_enabled():
+        reduced = HorovodAllreduce.apply(compressed, average, name, op, prescale_factor,
+                                         postscale_factor, process_set)
+    else:  # nothing to differentiate: no autograd node (the common, hot case)
+        reduced = synchronize(allreduce_async(compressed, average, name, op, prescale_factor,
+                                              postscale_factor, process_set))
     return compression.decompress(reduced, ctx)
 
 
