@@ -17,6 +17,10 @@ namespace {
 struct process_runtime {
   std::mutex mtx;
   std::unique_ptr<workers::runtime> rt;
+  // Counts init() attempts that started a runtime, so that a re-init's
+  // rendezvous keys never meet the previous run's (every rank re-inits the
+  // same number of times).
+  int starts = 0;
 };
 
 process_runtime& current() {
@@ -153,7 +157,7 @@ status init() {
   if (cur.rt)
     return {};
   status result;
-  cur.rt = workers::runtime::start(result);
+  cur.rt = workers::runtime::start(result, cur.starts++);
   return result;
 }
 

@@ -6,8 +6,10 @@ namespace troupe::coordinator {
 
 namespace {
 
+// Adasum's dot products and norms are per tensor, so its tensors run alone.
 bool fusible(const v1::Response& r) {
-  return (r.op() == v1::OP_TYPE_ALLREDUCE && r.tensor_sizes_size() == 1) ||
+  return (r.op() == v1::OP_TYPE_ALLREDUCE && r.tensor_sizes_size() == 1 &&
+          r.reduce_op() != v1::REDUCE_OP_ADASUM) ||
          (r.op() == v1::OP_TYPE_ALLGATHER && r.row_elements_size() == 1);
 }
 

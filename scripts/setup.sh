@@ -14,6 +14,9 @@ packages=(
   libcivetweb-dev  # the /metrics endpoint
   prometheus curl  # promtool and a real server for the metrics tests
   procps  # pgrep in the launcher tests
+  # Python package (troupe, troupe.torch) and its tests, for /usr/bin/python3
+  python3-dev pybind11-dev python3-numpy
+  python3-torch python3-torchvision python3-pytest
 )
 
 missing=()

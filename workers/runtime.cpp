@@ -194,13 +194,16 @@ runtime::~runtime() {
   impl_->stop();
 }
 
-std::unique_ptr<runtime> runtime::start(status& result) {
+std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   identity id;
   config cfg;
   try {
     auto env = process_env();
     id = identity_from_env(env);
     cfg = config_from_env(env);
+    // Every key in the store (endpoints, Gloo rendezvous) is under job_id.
+    if (generation > 0)
+      id.job_id += "/restart" + std::to_string(generation);
   } catch (const config_error& e) {
     result = {status_code::invalid_argument, e.what()};
     return nullptr;

@@ -18,7 +18,9 @@ public:
   /// Bootstraps from the environment: store, endpoint exchange with every
   /// peer, backend rendezvous. Every step is bounded by the start timeout;
   /// on failure returns null and sets `result` to what did not complete.
-  static std::unique_ptr<runtime> start(status& result);
+  /// `generation` numbers this process's starts (0, 1, ...): the store keys
+  /// of one start are kept apart from those of the previous ones.
+  static std::unique_ptr<runtime> start(status& result, int generation);
 
   /// Leaves the job: peers are told, pending collectives fail with
   /// status_code::shut_down.

@@ -51,6 +51,15 @@ TEST(fusion, large_tensor_runs_alone_and_others_pass_through) {
             (std::vector<std::vector<std::string>>{{"big"}, {"p"}, {"x", "y"}}));
 }
 
+TEST(fusion, adasum_tensors_run_alone) {
+  auto a = allreduce("a", 1);
+  auto b = allreduce("b", 1);
+  a.set_reduce_op(v1::REDUCE_OP_ADASUM);
+  b.set_reduce_op(v1::REDUCE_OP_ADASUM);
+  auto out = fuse({a, b}, 1 << 20);
+  EXPECT_EQ(names(out), (std::vector<std::vector<std::string>>{{"a"}, {"b"}}));
+}
+
 // Allgather of `rows` (first dimension per rank) rows of `row` floats.
 v1::Response allgather(const std::string& name, std::vector<int64_t> rows, int64_t row) {
   v1::Response r;

@@ -1,0 +1,137 @@
+// Collectives. A tensor arrives as (data pointer, dtype code, shape): the
+// caller guarantees a contiguous CPU buffer and passes the objects owning it
+// as `keep_alive`, which the returned handle holds until completion.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "python/src/bindings.hpp"
+#include "python/src/py_handle.hpp"
+#include "troupe/troupe.hpp"
+
+namespace py = pybind11;
+
+namespace troupe::python {
+
+namespace {
+
+using handle_ptr = std::unique_ptr<py_handle>;
+
+tensor view(uintptr_t data, int dtype, shape_t shape) {
+  return {reinterpret_cast<void*>(data), static_cast<data_type>(dtype), std::move(shape)};
+}
+
+std::vector<tensor> views(const std::vector<uintptr_t>& data, const std::vector<int>& dtypes,
+                          const std::vector<shape_t>& shapes) {
+  if (data.size() != dtypes.size() || data.size() != shapes.size())
+    throw py::value_error("pointer, dtype and shape lists differ in length");
+  std::vector<tensor> out;
+  out.reserve(data.size());
+  for (size_t i = 0; i < data.size(); ++i)
+    out.push_back(view(data[i], dtypes[i], shapes[i]));
+  return out;
+}
+
+handle_ptr wrap(handle h, py::object keep_alive) {
+  return std::make_unique<py_handle>(std::vector<handle>{std::move(h)}, std::move(keep_alive));
+}
+
+handle_ptr wrap(std::vector<handle> hs, py::object keep_alive) {
+  return std::make_unique<py_handle>(std::move(hs), std::move(keep_alive));
+}
+
+} // namespace
+
+void bind_collectives(py::module_& m) {
+  m.def(
+    "allreduce",
+    [](uintptr_t input, uintptr_t output, int dtype, shape_t shape, const std::string& name,
+       int op, double prescale, double postscale, py::object keep_alive) {
+      auto in = view(input, dtype, shape);
+      auto out = view(output, dtype, std::move(shape));
+      return wrap(troupe::allreduce(in, out, name, static_cast<reduce_op>(op), prescale,
+                                    postscale),
+                  std::move(keep_alive));
+    },
+    py::arg("input"), py::arg("output"), py::arg("dtype"), py::arg("shape"), py::arg("name"),
+    py::arg("op"), py::arg("prescale"), py::arg("postscale"), py::arg("keep_alive"));
+  m.def(
+    "grouped_allreduce",
+    [](const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
+       const std::vector<int>& dtypes, const std::vector<shape_t>& shapes,
+       const std::string& name, int op, double prescale, double postscale,
+       py::object keep_alive) {
+      return wrap(troupe::grouped_allreduce(views(inputs, dtypes, shapes),
+                                            views(outputs, dtypes, shapes), name,
+                                            static_cast<reduce_op>(op), prescale, postscale),
+                  std::move(keep_alive));
+    },
+    py::arg("inputs"), py::arg("outputs"), py::arg("dtypes"), py::arg("shapes"),
+    py::arg("name"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
+    py::arg("keep_alive"));
+  m.def(
+    "allgather",
+    [](uintptr_t input, int dtype, shape_t shape, const std::string& name,
+       py::object keep_alive) {
+      return wrap(troupe::allgather(view(input, dtype, std::move(shape)), name),
+                  std::move(keep_alive));
+    },
+    py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("name"),
+    py::arg("keep_alive"));
+  m.def(
+    "grouped_allgather",
+    [](const std::vector<uintptr_t>& inputs, const std::vector<int>& dtypes,
+       const std::vector<shape_t>& shapes, const std::string& name, py::object keep_alive) {
+      return wrap(troupe::grouped_allgather(views(inputs, dtypes, shapes), name),
+                  std::move(keep_alive));
+    },
+    py::arg("inputs"), py::arg("dtypes"), py::arg("shapes"), py::arg("name"),
+    py::arg("keep_alive"));
+  m.def(
+    "broadcast",
+    [](uintptr_t data, int dtype, shape_t shape, int root_rank, const std::string& name,
+       py::object keep_alive) {
+      return wrap(troupe::broadcast(view(data, dtype, std::move(shape)), root_rank, name),
+                  std::move(keep_alive));
+    },
+    py::arg("data"), py::arg("dtype"), py::arg("shape"), py::arg("root_rank"),
+    py::arg("name"), py::arg("keep_alive"));
+  m.def(
+    "alltoall",
+    [](uintptr_t input, int dtype, shape_t shape, const std::string& name,
+       const std::vector<int64_t>& splits, py::object keep_alive) {
+      return wrap(troupe::alltoall(view(input, dtype, std::move(shape)), name, splits),
+                  std::move(keep_alive));
+    },
+    py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("name"), py::arg("splits"),
+    py::arg("keep_alive"));
+  m.def(
+    "reducescatter",
+    [](uintptr_t input, int dtype, shape_t shape, const std::string& name, int op,
+       double prescale, double postscale, py::object keep_alive) {
+      return wrap(troupe::reducescatter(view(input, dtype, std::move(shape)), name,
+                                        static_cast<reduce_op>(op), prescale, postscale),
+                  std::move(keep_alive));
+    },
+    py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("name"), py::arg("op"),
+    py::arg("prescale"), py::arg("postscale"), py::arg("keep_alive"));
+  m.def(
+    "grouped_reducescatter",
+    [](const std::vector<uintptr_t>& inputs, const std::vector<int>& dtypes,
+       const std::vector<shape_t>& shapes, const std::string& name, int op, double prescale,
+       double postscale, py::object keep_alive) {
+      return wrap(troupe::grouped_reducescatter(views(inputs, dtypes, shapes), name,
+                                                static_cast<reduce_op>(op), prescale,
+                                                postscale),
+                  std::move(keep_alive));
+    },
+    py::arg("inputs"), py::arg("dtypes"), py::arg("shapes"), py::arg("name"), py::arg("op"),
+    py::arg("prescale"), py::arg("postscale"), py::arg("keep_alive"));
+  m.def("barrier", [] { return wrap(troupe::barrier(), py::none()); });
+  m.def("join", [] { return wrap(troupe::join(), py::none()); });
+}
+
+} // namespace troupe::python

@@ -1,0 +1,52 @@
+// Process-level calls: start/stop the runtime, identity, what this build has.
+#include <string>
+#include <utility>
+
+#include <pybind11/stl.h>
+
+#include "backends/registry.hpp"
+#include "python/src/bindings.hpp"
+#include "troupe/troupe.hpp"
+
+namespace py = pybind11;
+
+namespace troupe::python {
+
+namespace {
+
+std::pair<int, std::string> code_and_message(const status& s) {
+  return {static_cast<int>(s.code()), s.message()};
+}
+
+} // namespace
+
+void bind_runtime(py::module_& m) {
+  // init() waits for every peer and shutdown() for their acknowledgement:
+  // other Python threads keep running meanwhile.
+  m.def(
+    "init",
+    [] { return code_and_message(troupe::init()); },
+    py::call_guard<py::gil_scoped_release>(),
+    "Starts the runtime; returns (status code, message).");
+  m.def("shutdown", &troupe::shutdown, py::call_guard<py::gil_scoped_release>());
+  m.def("is_initialized", &troupe::is_initialized);
+  m.def("rank", &troupe::rank);
+  m.def("size", &troupe::size);
+  m.def("local_rank", &troupe::local_rank);
+  m.def("local_size", &troupe::local_size);
+  m.def("cross_rank", &troupe::cross_rank);
+  m.def("cross_size", &troupe::cross_size);
+  m.def(
+    "start_timeline",
+    [](const std::string& path, bool mark_cycles) {
+      return code_and_message(troupe::start_timeline(path, mark_cycles));
+    },
+    py::arg("path"), py::arg("mark_cycles"), "Returns (status code, message).");
+  m.def(
+    "stop_timeline", [] { return code_and_message(troupe::stop_timeline()); },
+    "Returns (status code, message).");
+  m.def("built_cpu_backends", &backends::built_cpu_backends,
+        "Names of the CPU backends compiled into this build.");
+}
+
+} // namespace troupe::python

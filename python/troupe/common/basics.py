@@ -1,0 +1,152 @@
+"""Starting and stopping the runtime, identity, and what this build has
+(horovod.common.basics, without the framework parts)."""
+
+import atexit
+import os
+
+from troupe import _core
+from troupe.common.exceptions import status_error
+
+NOT_INITIALIZED = 'Horovod has not been initialized; use hvd.init().'
+
+_atexit_registered = False
+
+
+def init(comm=None, process_sets=None):
+    """Starts this rank's runtime (identity from troupe-run or mpirun; a
+    single rank without either). Harmless when already initialized; works
+    again after shutdown()."""
+    global _atexit_registered
+    if comm is not None:
+        raise NotImplementedError(
+            'init(comm=...) is not supported: Troupe takes the ranks of the job '
+            'from troupe-run or mpirun')
+    if process_sets:
+        raise NotImplementedError(
+            'init(process_sets=...) is not supported yet: only the global process set exists')
+    _check(_core.init())
+    if not _atexit_registered:
+        # Stop the runtime (and tell the peers) before the interpreter
+        # tears the extension module down.
+        atexit.register(_core.shutdown)
+        _atexit_registered = True
+
+
+def shutdown():
+    _core.shutdown()
+
+
+def is_initialized():
+    return _core.is_initialized()
+
+
+def _identity(value):
+    if value < 0:
+        raise ValueError(NOT_INITIALIZED)
+    return value
+
+
+def rank():
+    return _identity(_core.rank())
+
+
+def size():
+    return _identity(_core.size())
+
+
+def local_rank():
+    return _identity(_core.local_rank())
+
+
+def local_size():
+    return _identity(_core.local_size())
+
+
+def cross_rank():
+    return _identity(_core.cross_rank())
+
+
+def cross_size():
+    return _identity(_core.cross_size())
+
+
+def is_homogeneous():
+    """True when every host runs the same number of ranks."""
+    return local_size() * cross_size() == size()
+
+
+def _cpu_backend():
+    """The CPU backend the runtime picks (backends/registry.cpp): the
+    requested one, else Gloo under troupe-run and MPI under mpirun."""
+    chosen = os.environ.get('TROUPE_CPU_OPERATIONS') or os.environ.get('HOROVOD_CPU_OPERATIONS')
+    if chosen:
+        return chosen.lower()
+    return 'gloo' if os.environ.get('TROUPE_STORE_ADDR') else 'mpi'
+
+
+def mpi_built():
+    return 'mpi' in _core.built_cpu_backends()
+
+
+def gloo_built():
+    return 'gloo' in _core.built_cpu_backends()
+
+
+def mpi_enabled():
+    """True when this job's collectives run on MPI."""
+    return mpi_built() and is_initialized() and size() > 1 and _cpu_backend() == 'mpi'
+
+
+def gloo_enabled():
+    """True when this job's collectives run on Gloo."""
+    return gloo_built() and is_initialized() and size() > 1 and _cpu_backend() == 'gloo'
+
+
+def mpi_threads_supported():
+    """MPI is always initialised with MPI_THREAD_MULTIPLE."""
+    if not mpi_enabled():
+        raise ValueError("Horovod MPI is not enabled; Please make sure it's installed and enabled.")
+    return True
+
+
+def nccl_built():
+    """The NCCL version code; 0: not built (Troupe has no GPU backend yet)."""
+    return 0
+
+
+def ddl_built():
+    return False
+
+
+def ccl_built():
+    return False
+
+
+def cuda_built():
+    return False
+
+
+def rocm_built():
+    return False
+
+
+def _check(result):
+    code, message = result
+    if code:
+        raise status_error(code, message)
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Starts writing this rank's Chrome trace to `file_path` ("t.json" ->
+    "t.<rank>.json"), with a marker per cycle if `mark_cycles`. Needs
+    TROUPE_TIMELINE (or HOROVOD_TIMELINE) set before init(), e.g. to DYNAMIC."""
+    if not is_initialized():
+        raise ValueError(NOT_INITIALIZED)
+    _check(_core.start_timeline(str(file_path), bool(mark_cycles)))
+
+
+def stop_timeline():
+    """Stops writing the timeline; the file stays complete JSON."""
+    if not is_initialized():
+        raise ValueError(NOT_INITIALIZED)
+    _check(_core.stop_timeline())

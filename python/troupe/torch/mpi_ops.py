@@ -1,0 +1,635 @@
+"""Collectives on torch tensors, with Horovod's names, signatures and return
+values (horovod/torch/mpi_ops.py).
+
+Tensors reach the runtime as (data pointer, dtype code, shape): a contiguous
+CPU tensor is read and written where it lies; a non-contiguous one goes
+through a contiguous copy (copied back for in-place ops). The objects owning
+that memory stay referenced by the core handle until the collective is over.
+"""
+
+import itertools
+import warnings
+
+import torch
+
+from troupe import _core
+from troupe.common import basics as _basics
+from troupe.common.exceptions import status_error
+from troupe.common.process_sets import check_process_set, global_process_set
+from troupe.torch.compression import Compression
+
+# troupe::reduce_op numbering, which is Horovod's.
+Average = 0
+Sum = 1
+Adasum = 2
+Min = 3
+Max = 4
+Product = 5
+
+# troupe::data_type numbering (Horovod's). torch has no uint16 on CPU.
+_DTYPE_CODES = {
+    torch.uint8: 0,
+    torch.int8: 1,
+    torch.int16: 3,
+    torch.int32: 4,
+    torch.int64: 5,
+    torch.float16: 6,
+    torch.float32: 7,
+    torch.float64: 8,
+    torch.bool: 9,
+    torch.bfloat16: 10,
+}
+
+# Horovod handles are ints: int -> (core handle, finish(core handle) -> result).
+_handle_map = {}
+_handle_ids = itertools.count()
+# Unnamed ops are "<op>.noname.<n>" with a counter per op type, so ranks that
+# issue the same ops in the same order agree on the names.
+_noname_counters = {}
+
+
+def init(comm=None, process_sets=None):
+    """Starts the runtime (horovod.torch.init). Harmless when initialized."""
+    started = not _basics.is_initialized()
+    _basics.init(comm, process_sets)
+    if started:
+        _noname_counters.clear()
+
+
+def shutdown():
+    """Stops the runtime; pending operations fail, their handles are dropped."""
+    _basics.shutdown()
+    _handle_map.clear()
+    _noname_counters.clear()
+
+
+def _op_name(prefix, name):
+    if name is not None:
+        return '%s.%s' % (prefix, name)
+    n = _noname_counters.get(prefix, 0)
+    _noname_counters[prefix] = n + 1
+    return '%s.noname.%d' % (prefix, n)
+
+
+def _dtype_code(tensor):
+    if not isinstance(tensor, torch.Tensor):
+        raise ValueError('expected a torch.Tensor, got %s' % type(tensor).__name__)
+    if tensor.device.type != 'cpu':
+        raise ValueError('Troupe supports CPU tensors only; this tensor is on %s.' %
+                         tensor.device)
+    if tensor.layout != torch.strided:
+        raise ValueError('Tensor layout %s is not supported; use a dense tensor.' %
+                         tensor.layout)
+    code = _DTYPE_CODES.get(tensor.dtype)
+    if code is None:
+        raise ValueError('Tensor type %s is not supported.' % tensor.type())
+    return code
+
+
+def _nbytes(tensor):
+    return tensor.numel() * tensor.element_size()
+
+
+def _register(core_handle, finish):
+    # Arguments rejected before anything was sent fail at once, as Horovod's
+    # enqueue does.
+    if core_handle.poll():
+        code, message = core_handle.result()
+        if code:
+            raise status_error(code, message)
+    handle = next(_handle_ids)
+    _handle_map[handle] = (core_handle, finish)
+    return handle
+
+
+def _gathered(core_handle, member, dtype):
+    """A result whose shape is known only after negotiation, as a tensor."""
+    out = torch.empty(core_handle.output_shape(member), dtype=dtype)
+    core_handle.copy_output(member, out.data_ptr(), _nbytes(out))
+    return out
+
+
+def _copy_back(targets, sources):
+    for target, source in zip(targets, sources):
+        if source is not target:
+            target.copy_(source)
+
+
+def _resolve_op(op, average):
+    if op is not None and average is not None:
+        raise ValueError('The op parameter supersedes average. Please provide only one of them.')
+    if average is not None:
+        warnings.warn('Parameter `average` has been replaced with `op` and will be removed '
+                      'in v1.0', DeprecationWarning)
+        return Average if average else Sum
+    return Average if op is None else op
+
+
+def poll(handle):
+    """True once the operation behind `handle` has finished. Never blocks."""
+    entry = _handle_map.get(handle)
+    if entry is None:
+        raise ValueError('Handle %s was not created or has been cleared.' % handle)
+    return entry[0].poll()
+
+
+def synchronize(handle):
+    """Waits for `handle` and returns its result; raises HorovodInternalError
+    if the collective failed (ValueError for rejected arguments). Unknown
+    handles give None."""
+    entry = _handle_map.pop(handle, None)
+    if entry is None:
+        return None
+    core_handle, finish = entry
+    core_handle.wait()
+    code, message = core_handle.result()
+    if code:
+        raise status_error(code, message)
+    return finish(core_handle)
+
+
+# ---------------------------------------------------------------- allreduce
+
+def _allreduce_async(tensor, inplace, name, op, prescale_factor, postscale_factor,
+                     process_set):
+    check_process_set(process_set)
+    code = _dtype_code(tensor)
+    src = tensor.contiguous()
+    dst = src if inplace else torch.empty_like(src)
+    core_handle = _core.allreduce(src.data_ptr(), dst.data_ptr(), code, list(src.shape),
+                                  _op_name('allreduce', name), op, float(prescale_factor),
+                                  float(postscale_factor), (src, dst))
+    if not inplace:
+        return _register(core_handle, lambda _: dst)
+
+    def finish(_):
+        _copy_back((tensor,), (src,))
+        return tensor
+    return _register(core_handle, finish)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, process_set=global_process_set):
+    """Starts an allreduce into a new tensor; returns a handle."""
+    op = _resolve_op(op, average)
+    return _allreduce_async(tensor, False, name, op, prescale_factor, postscale_factor,
+                            process_set)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, process_set=global_process_set):
+    """Starts an in-place allreduce of `tensor`; returns a handle."""
+    op = _resolve_op(op, average)
+    return _allreduce_async(tensor, True, name, op, prescale_factor, postscale_factor,
+                            process_set)
+
+
+class HorovodAllreduce(torch.autograd.Function):
+    """Allreduce; its gradient is the same allreduce of the gradient."""
+
+    @staticmethod
+    def forward(ctx, tensor, average, name, op, prescale_factor, postscale_factor,
+                process_set):
+        ctx.average = average
+        ctx.op = op
+        ctx.prescale_factor = prescale_factor
+        ctx.postscale_factor = postscale_factor
+        ctx.process_set = process_set
+        return synchronize(allreduce_async(tensor, average, name, op, prescale_factor,
+                                           postscale_factor, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return (allreduce(grad_output, average=ctx.average, op=ctx.op,
+                          prescale_factor=ctx.prescale_factor,
+                          postscale_factor=ctx.postscale_factor,
+                          process_set=ctx.process_set),
+                None, None, None, None, None, None)
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Reduces `tensor` over all ranks (default: Average) into a new tensor.
+    Differentiable."""
+    compressed, ctx = compression.compress(tensor)
+    if compressed.requires_grad and torch.is_grad_enabled():
+        reduced = HorovodAllreduce.apply(compressed, average, name, op, prescale_factor,
+                                         postscale_factor, process_set)
+    else:  # nothing to differentiate: no autograd node (the common, hot case)
+        reduced = synchronize(allreduce_async(compressed, average, name, op, prescale_factor,
+                                              postscale_factor, process_set))
+    return compression.decompress(reduced, ctx)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=global_process_set):
+    """Reduces `tensor` in place and returns it."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
+                                        postscale_factor, process_set))
+
+
+def _grouped_allreduce_async(tensors, inplace, name, op, prescale_factor, postscale_factor,
+                             process_set):
+    check_process_set(process_set)
+    tensors = list(tensors)
+    codes = [_dtype_code(t) for t in tensors]
+    srcs = [t.contiguous() for t in tensors]
+    dsts = srcs if inplace else [torch.empty_like(s) for s in srcs]
+    core_handle = _core.grouped_allreduce(
+        [s.data_ptr() for s in srcs], [d.data_ptr() for d in dsts], codes,
+        [list(s.shape) for s in srcs], _op_name('grouped_allreduce', name), op,
+        float(prescale_factor), float(postscale_factor), (srcs, dsts))
+    if not inplace:
+        return _register(core_handle, lambda _: dsts)
+
+    def finish(_):
+        _copy_back(tensors, srcs)
+        return tensors
+    return _register(core_handle, finish)
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set):
+    """Starts one allreduce of a list of tensors, negotiated and run as a
+    whole; the handle's result is the list of reduced tensors."""
+    op = _resolve_op(op, average)
+    return _grouped_allreduce_async(tensors, False, name, op, prescale_factor,
+                                    postscale_factor, process_set)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set):
+    """In-place grouped_allreduce_async."""
+    op = _resolve_op(op, average)
+    return _grouped_allreduce_async(tensors, True, name, op, prescale_factor,
+                                    postscale_factor, process_set)
+
+
+class HorovodGroupedAllreduce(torch.autograd.Function):
+    """Grouped allreduce; its gradient is the same grouped allreduce."""
+
+    @staticmethod
+    def forward(ctx, average, name, op, prescale_factor, postscale_factor, process_set,
+                *tensors):
+        ctx.average = average
+        ctx.op = op
+        ctx.prescale_factor = prescale_factor
+        ctx.postscale_factor = postscale_factor
+        ctx.process_set = process_set
+        return tuple(synchronize(grouped_allreduce_async(
+            tensors, average, name, op, prescale_factor, postscale_factor, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        grads = grouped_allreduce(list(grad_output), average=ctx.average, op=ctx.op,
+                                  prescale_factor=ctx.prescale_factor,
+                                  postscale_factor=ctx.postscale_factor,
+                                  process_set=ctx.process_set)
+        return (None, None, None, None, None, None, *grads)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0,
+                      process_set=global_process_set):
+    """Reduces a list of tensors as one group; returns the list of results.
+    Differentiable."""
+    compressed, ctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
+    reduced = HorovodGroupedAllreduce.apply(average, name, op, prescale_factor,
+                                            postscale_factor, process_set, *compressed)
+    return [compression.decompress(t, c) for t, c in zip(reduced, ctxs)]
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=global_process_set):
+    """Reduces a list of tensors in place as one group; returns them."""
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                                postscale_factor, process_set))
+
+
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Allreduce of a sparse tensor as two allgathers (indices, values);
+    returns a callable that waits and gives the reduced sparse tensor."""
+    t = tensor.coalesce()
+    # allgather concatenates along dim 0: indices are transposed there and back.
+    indices_handle = allgather_async(t.indices().transpose(0, 1).contiguous(),
+                                     name='%s.indices' % name, process_set=process_set)
+    values_handle = allgather_async(t.values(), name='%s.values' % name,
+                                    process_set=process_set)
+
+    def handle():
+        values = synchronize(values_handle)
+        indices = synchronize(indices_handle)
+        if op == Average:
+            values = values / process_set.size()
+        return torch.sparse_coo_tensor(indices.transpose(0, 1), values, t.size())
+    return handle
+
+
+# ---------------------------------------------------------------- allgather
+
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    """Starts concatenating every rank's tensor along dim 0; returns a handle."""
+    check_process_set(process_set)
+    code = _dtype_code(tensor)
+    src = tensor.contiguous()
+    core_handle = _core.allgather(src.data_ptr(), code, list(src.shape),
+                                  _op_name('allgather', name), src)
+    return _register(core_handle, lambda h: _gathered(h, 0, src.dtype))
+
+
+def _own_rows(gathered_first_dims, process_set):
+    r = process_set.rank()
+    return int(gathered_first_dims[:r].sum()) if r else 0
+
+
+class HorovodAllgather(torch.autograd.Function):
+    """Allgather; the gradient is this rank's rows of the averaged gradient."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, process_set):
+        ctx.dim = tensor.shape[0] if tensor.dim() else 0  # scalars: the core says no
+        ctx.process_set = process_set
+        return synchronize(allgather_async(tensor, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
+        dims = allgather(torch.tensor([ctx.dim], dtype=torch.int32),
+                         process_set=ctx.process_set)
+        offset = _own_rows(dims, ctx.process_set)
+        return grad_reduced.narrow(0, offset, ctx.dim), None, None
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Concatenates every rank's tensor along dim 0 (first dims may differ).
+    Differentiable."""
+    return HorovodAllgather.apply(tensor, name, process_set)
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    """Starts allgathers of a list of tensors as one group."""
+    check_process_set(process_set)
+    tensors = list(tensors)
+    codes = [_dtype_code(t) for t in tensors]
+    srcs = [t.contiguous() for t in tensors]
+    core_handle = _core.grouped_allgather([s.data_ptr() for s in srcs], codes,
+                                          [list(s.shape) for s in srcs],
+                                          _op_name('grouped_allgather', name), srcs)
+    return _register(core_handle,
+                     lambda h: [_gathered(h, i, s.dtype) for i, s in enumerate(srcs)])
+
+
+class HorovodGroupedAllgather(torch.autograd.Function):
+    """Grouped allgather; gradients as for allgather, member by member."""
+
+    @staticmethod
+    def forward(ctx, name, process_set, *tensors):
+        ctx.dims = [t.shape[0] if t.dim() else 0 for t in tensors]
+        ctx.process_set = process_set
+        return tuple(synchronize(grouped_allgather_async(tensors, name, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        grads = grouped_allreduce(list(grad_output), op=Average, process_set=ctx.process_set)
+        dims = grouped_allgather([torch.tensor([d], dtype=torch.int32) for d in ctx.dims],
+                                 process_set=ctx.process_set)
+        return (None, None, *[g.narrow(0, _own_rows(d, ctx.process_set), n)
+                              for g, d, n in zip(grads, dims, ctx.dims)])
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """Allgathers a list of tensors as one group; returns the list of results.
+    Differentiable."""
+    return list(HorovodGroupedAllgather.apply(name, process_set, *tensors))
+
+
+# ---------------------------------------------------------------- broadcast
+
+def _broadcast_async(tensor, inplace, root_rank, name, process_set):
+    check_process_set(process_set)
+    code = _dtype_code(tensor)
+    data = tensor.contiguous() if inplace else tensor.clone(memory_format=torch.contiguous_format)
+    core_handle = _core.broadcast(data.data_ptr(), code, list(data.shape), int(root_rank),
+                                  _op_name('broadcast', name), data)
+    if not inplace:
+        return _register(core_handle, lambda _: data)
+
+    def finish(_):
+        _copy_back((tensor,), (data,))
+        return tensor
+    return _register(core_handle, finish)
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    """Starts a broadcast of root_rank's tensor into a new tensor."""
+    return _broadcast_async(tensor, False, root_rank, name, process_set)
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Starts an in-place broadcast of root_rank's tensor."""
+    return _broadcast_async(tensor, True, root_rank, name, process_set)
+
+
+class HorovodBroadcast(torch.autograd.Function):
+    """Broadcast; the gradient is the averaged gradient on the root, zero
+    elsewhere."""
+
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank = root_rank
+        ctx.process_set = process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
+        if _basics.rank() != ctx.root_rank:
+            grad_reduced *= 0
+        return grad_reduced, None, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """Returns root_rank's tensor on every rank. Differentiable."""
+    return HorovodBroadcast.apply(tensor, root_rank, name, process_set)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Overwrites `tensor` with root_rank's and returns it."""
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+# ---------------------------------------------------------------- alltoall
+
+def _split_list(splits):
+    if splits is None:
+        return []
+    if not isinstance(splits, torch.Tensor):
+        splits = torch.tensor(splits, dtype=torch.int32)
+    if splits.dim() != 1:
+        raise ValueError('alltoall expects a 1D splits tensor')
+    if splits.dtype != torch.int32:
+        raise ValueError('alltoall expects splits to contain 32-bit integer elements.')
+    return splits.tolist()
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    """Starts an alltoall: `splits[r]` rows go to rank r (None: equal parts).
+    The handle's result is (output, received_splits)."""
+    check_process_set(process_set)
+    code = _dtype_code(tensor)
+    split_list = _split_list(splits)
+    src = tensor.contiguous()
+    core_handle = _core.alltoall(src.data_ptr(), code, list(src.shape),
+                                 _op_name('alltoall', name), split_list, src)
+    return _register(core_handle, lambda h: (
+        _gathered(h, 0, src.dtype), torch.tensor(h.received_splits(0), dtype=torch.int32)))
+
+
+class HorovodAlltoall(torch.autograd.Function):
+    """Alltoall; the gradient goes back with the received splits."""
+
+    @staticmethod
+    def forward(ctx, tensor, splits, name, process_set):
+        output, received_splits = synchronize(alltoall_async(tensor, splits, name, process_set))
+        ctx.process_set = process_set
+        ctx.recvsplits = received_splits
+        if splits is None:
+            return output
+        ctx.mark_non_differentiable(received_splits)
+        return output, received_splits
+
+    @staticmethod
+    def backward(ctx, grad_output, *unused):
+        grad, _ = alltoall(grad_output, splits=ctx.recvsplits, process_set=ctx.process_set)
+        return grad, None, None, None
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Scatters rows of `tensor` to every rank and gathers theirs. Returns the
+    output, or (output, received_splits) when `splits` is given.
+    Differentiable."""
+    return HorovodAlltoall.apply(tensor, splits, name, process_set)
+
+
+# ---------------------------------------------------------------- reducescatter
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
+                        prescale_factor=1.0, postscale_factor=1.0):
+    """Starts a reduction whose result is split over the ranks along dim 0."""
+    check_process_set(process_set)
+    code = _dtype_code(tensor)
+    src = tensor.contiguous()
+    core_handle = _core.reducescatter(src.data_ptr(), code, list(src.shape),
+                                      _op_name('reducescatter', name), op,
+                                      float(prescale_factor), float(postscale_factor), src)
+    return _register(core_handle, lambda h: _gathered(h, 0, src.dtype))
+
+
+def _reducescatter_grad(grad, op, process_set, prescale_factor, postscale_factor):
+    # Horovod's definition: the gathered gradient, times the set size for
+    # Sum, times the scale factors.
+    if op == Sum:
+        grad *= process_set.size()
+    if prescale_factor != 1.0:
+        grad *= prescale_factor
+    if postscale_factor != 1.0:
+        grad *= postscale_factor
+    return grad
+
+
+class HorovodReducescatter(torch.autograd.Function):
+    """Reducescatter; the gradient is an allgather of the gradient."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
+        ctx.op = op
+        ctx.process_set = process_set
+        ctx.prescale_factor = prescale_factor
+        ctx.postscale_factor = postscale_factor
+        return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor,
+                                               postscale_factor))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allgather(grad_output, process_set=ctx.process_set)
+        return (_reducescatter_grad(grad, ctx.op, ctx.process_set, ctx.prescale_factor,
+                                    ctx.postscale_factor),
+                None, None, None, None, None)
+
+
+def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
+                  process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces `tensor` over the ranks (Average or Sum) and returns this
+    rank's block of rows. Differentiable."""
+    compressed, ctx = compression.compress(tensor)
+    reduced = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor,
+                                         postscale_factor)
+    return compression.decompress(reduced, ctx)
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
+                                prescale_factor=1.0, postscale_factor=1.0):
+    """Starts reducescatters of a list of tensors as one group."""
+    check_process_set(process_set)
+    tensors = list(tensors)
+    codes = [_dtype_code(t) for t in tensors]
+    srcs = [t.contiguous() for t in tensors]
+    core_handle = _core.grouped_reducescatter(
+        [s.data_ptr() for s in srcs], codes, [list(s.shape) for s in srcs],
+        _op_name('grouped_reducescatter', name), op, float(prescale_factor),
+        float(postscale_factor), srcs)
+    return _register(core_handle,
+                     lambda h: [_gathered(h, i, s.dtype) for i, s in enumerate(srcs)])
+
+
+class HorovodGroupedReducescatter(torch.autograd.Function):
+    """Grouped reducescatter; the gradient is a grouped allgather."""
+
+    @staticmethod
+    def forward(ctx, name, op, process_set, prescale_factor, postscale_factor, *tensors):
+        ctx.op = op
+        ctx.process_set = process_set
+        ctx.prescale_factor = prescale_factor
+        ctx.postscale_factor = postscale_factor
+        return tuple(synchronize(grouped_reducescatter_async(
+            tensors, name, op, process_set, prescale_factor, postscale_factor)))
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        grads = grouped_allgather(list(grad_output), process_set=ctx.process_set)
+        return (None, None, None, None, None,
+                *[_reducescatter_grad(g, ctx.op, ctx.process_set, ctx.prescale_factor,
+                                      ctx.postscale_factor) for g in grads])
+
+
+def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
+                          process_set=global_process_set, prescale_factor=1.0,
+                          postscale_factor=1.0):
+    """Reducescatters a list of tensors as one group; returns the list of
+    results. Differentiable."""
+    compressed, ctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
+    reduced = HorovodGroupedReducescatter.apply(name, op, process_set, prescale_factor,
+                                                postscale_factor, *compressed)
+    return [compression.decompress(t, c) for t, c in zip(reduced, ctxs)]
+
+
+# ---------------------------------------------------------------- barrier, join
+
+def _wait(core_handle):
+    core_handle.wait()
+    code, message = core_handle.result()
+    if code:
+        raise status_error(code, message)
+    return core_handle
+
+
+def barrier(process_set=global_process_set):
+    """Returns once every rank has called barrier()."""
+    check_process_set(process_set)
+    _wait(_core.barrier())
+
+
+def join(device=-1):
+    """This rank has no more data: until every rank has joined it contributes
+    zeros to the others' allreduces. Returns the rank that joined last."""
+    return _wait(_core.join()).join_result()

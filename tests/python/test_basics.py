@@ -1,0 +1,88 @@
+"""Identity, build flags, and the runtime's lifecycle from Python."""
+
+import json
+import os
+
+import pytest
+import torch
+
+import troupe.torch as hvd
+
+
+def test_identity_matches_launcher():
+    assert hvd.is_initialized()
+    # troupe-run sets HOROVOD_*, mpirun OMPI_COMM_WORLD_*; neither: one rank.
+    env = os.environ
+    assert hvd.rank() == int(env.get('HOROVOD_RANK', env.get('OMPI_COMM_WORLD_RANK', '0')))
+    assert hvd.size() == int(env.get('HOROVOD_SIZE', env.get('OMPI_COMM_WORLD_SIZE', '1')))
+    assert 0 <= hvd.local_rank() < hvd.local_size() <= hvd.size()
+    assert 0 <= hvd.cross_rank() < hvd.cross_size()
+    assert hvd.is_homogeneous()  # one host: every rank is local
+
+
+def test_process_set_view_of_the_job():
+    ps = hvd.global_process_set
+    assert ps.process_set_id == 0
+    assert ps.size() == hvd.size() and ps.rank() == hvd.rank() and ps.included()
+
+
+def test_build_flags():
+    assert hvd.gloo_built() and hvd.mpi_built()
+    assert hvd.nccl_built() == 0
+    assert not any([hvd.ddl_built(), hvd.ccl_built(), hvd.cuda_built(), hvd.rocm_built()])
+    # troupe-run without --mpi runs Gloo; a single rank needs neither.
+    multi = hvd.size() > 1
+    assert hvd.gloo_enabled() == (multi and 'OMPI_COMM_WORLD_SIZE' not in os.environ)
+    assert hvd.mpi_enabled() == (multi and 'OMPI_COMM_WORLD_SIZE' in os.environ)
+    if hvd.mpi_enabled():
+        assert hvd.mpi_threads_supported()
+    else:
+        with pytest.raises(ValueError, match='MPI is not enabled'):
+            hvd.mpi_threads_supported()
+
+
+def test_timeline_needs_troupe_timeline():
+    assert 'TROUPE_TIMELINE' not in os.environ and 'HOROVOD_TIMELINE' not in os.environ
+    with pytest.raises(ValueError, match='TROUPE_TIMELINE'):
+        hvd.start_timeline('/tmp/never.json')
+
+
+def test_timeline_started_and_stopped_at_run_time(tmp_path):
+    # The timeline mode is read at init(): restart with DYNAMIC.
+    hvd.shutdown()
+    os.environ['TROUPE_TIMELINE'] = 'DYNAMIC'
+    try:
+        hvd.init()
+        hvd.start_timeline(tmp_path / 'trace.json', mark_cycles=True)
+        hvd.allreduce(torch.ones(3), name='traced')
+        hvd.stop_timeline()
+        hvd.allreduce(torch.ones(3), name='after_stop')
+        trace = (tmp_path / ('trace.%d.json' % hvd.rank())).read_text()
+        json.loads(trace)
+        assert 'allreduce.traced' in trace and 'after_stop' not in trace
+    finally:
+        hvd.shutdown()
+        del os.environ['TROUPE_TIMELINE']
+        hvd.init()
+
+
+def test_init_twice_is_harmless():
+    hvd.init()
+    hvd.init()
+    assert hvd.allreduce(torch.ones(1), op=hvd.Sum).item() == hvd.size()
+
+
+def test_shutdown_and_init_again_and_again():
+    for round_ in range(3):
+        hvd.shutdown()
+        assert not hvd.is_initialized()
+        with pytest.raises(ValueError, match='has not been initialized'):
+            hvd.rank()
+        with pytest.raises(hvd.HorovodInternalError, match='not been initialized'):
+            hvd.allreduce(torch.ones(1))
+        hvd.init()
+        assert hvd.is_initialized()
+        # Unnamed ops are numbered afresh, so every rank still agrees.
+        out = hvd.allreduce(torch.full((2,), float(round_)), op=hvd.Sum)
+        assert out.tolist() == [float(round_ * hvd.size())] * 2
+        assert hvd.broadcast(torch.tensor([hvd.rank()]), 0).item() == 0

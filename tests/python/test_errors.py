@@ -1,0 +1,103 @@
+"""Horovod's split: ValueError for arguments rejected before anything is
+sent, HorovodInternalError (a RuntimeError) when the collective fails."""
+
+import pytest
+import torch
+
+import troupe.torch as hvd
+
+
+def test_exception_classes():
+    assert issubclass(hvd.HorovodInternalError, RuntimeError)
+    assert issubclass(hvd.HostsUpdatedInterrupt, RuntimeError)
+    assert hvd.HostsUpdatedInterrupt(True).skip_sync is True
+
+
+def test_mismatched_shapes_fail_on_every_rank(needs_peers):
+    x = torch.ones(hvd.rank() + 2)
+    with pytest.raises(hvd.HorovodInternalError,
+                       match=r'Mismatched tensor shapes .*rank 0 sent \[2\], rank 1 sent \[3\]'):
+        hvd.allreduce(x, name='mismatch')
+    # The runtime is still usable afterwards.
+    assert hvd.allreduce(torch.ones(2), op=hvd.Sum).tolist() == [hvd.size()] * 2
+
+
+def test_mismatched_dtypes_fail_on_every_rank(needs_peers):
+    x = torch.ones(2, dtype=torch.float32 if hvd.rank() == 0 else torch.float64)
+    with pytest.raises(hvd.HorovodInternalError, match='Mismatched data types'):
+        hvd.allreduce(x, name='mismatch.dtype')
+
+
+def test_mismatched_reduce_ops_fail_on_every_rank(needs_peers):
+    op = hvd.Sum if hvd.rank() == 0 else hvd.Max
+    with pytest.raises(hvd.HorovodInternalError, match='Mismatched'):
+        hvd.allreduce(torch.ones(2), name='mismatch.op', op=op)
+
+
+def test_unsupported_tensors():
+    with pytest.raises(ValueError, match='Tensor type torch.ComplexFloatTensor is not '
+                                         'supported'):
+        hvd.allreduce(torch.ones(2, dtype=torch.complex64))
+    with pytest.raises(ValueError, match='dense'):
+        hvd.allreduce_(torch.ones(2, 2).to_sparse())
+    with pytest.raises(ValueError, match='torch.Tensor'):
+        hvd.allgather_async([1, 2])
+
+
+def test_bad_arguments():
+    x = torch.ones(4 * hvd.size(), 2)
+    with pytest.raises(ValueError, match='root rank'):
+        hvd.broadcast(x, hvd.size())
+    with pytest.raises(ValueError, match='supersedes average'):
+        hvd.allreduce(x, average=True, op=hvd.Sum)
+    with pytest.raises(ValueError, match='only supports AVERAGE and SUM'):
+        hvd.reducescatter(x, op=hvd.Max)
+    with pytest.raises(ValueError, match='scalar'):
+        hvd.reducescatter(torch.tensor(1.0))
+    with pytest.raises(ValueError, match='scalar'):
+        hvd.allgather(torch.tensor(1.0))
+    with pytest.raises(ValueError, match='bool supports'):
+        hvd.allreduce(torch.ones(2, dtype=torch.bool), op=hvd.Average)
+    with pytest.raises(ValueError, match='Adasum supports floating-point'):
+        hvd.allreduce(torch.ones(2, dtype=torch.int32), op=hvd.Adasum)
+
+
+def test_alltoall_bad_splits():
+    x = torch.ones(hvd.size() + 1, 2)
+    if hvd.size() > 1:
+        with pytest.raises(ValueError, match='not an even multiple'):
+            hvd.alltoall(x)
+    with pytest.raises(ValueError, match='does not equal number of workers'):
+        hvd.alltoall(x, splits=[1] * (hvd.size() + 1))
+    with pytest.raises(ValueError, match='greater than the first dimension'):
+        hvd.alltoall(x, splits=[hvd.size() + 2] * hvd.size())
+    with pytest.raises(ValueError, match='1D splits'):
+        hvd.alltoall(x, splits=torch.ones(1, hvd.size(), dtype=torch.int32))
+    with pytest.raises(ValueError, match='32-bit integer'):
+        hvd.alltoall(x, splits=torch.ones(hvd.size(), dtype=torch.int64))
+
+
+def test_duplicate_pending_name(needs_peers):
+    # Rank 0 submits 'dup' twice while the others wait at a barrier, so the
+    # first is surely still pending: the second is rejected locally.
+    x = torch.ones(2)
+    if hvd.rank() == 0:
+        first = hvd.allreduce_async(x, name='dup')
+        with pytest.raises(ValueError, match='same name as another tensor'):
+            hvd.synchronize(hvd.allreduce_async(torch.ones(2), name='dup'))
+        hvd.barrier()
+    else:
+        hvd.barrier()
+        first = hvd.allreduce_async(x, name='dup')
+    assert hvd.synchronize(first).tolist() == [1.0, 1.0]
+
+
+def test_other_process_sets_are_not_supported_yet():
+    with pytest.raises(NotImplementedError):
+        hvd.add_process_set([0])
+    with pytest.raises(NotImplementedError):
+        hvd.allreduce(torch.ones(1), process_set=hvd.ProcessSet([0]))
+    with pytest.raises(NotImplementedError):
+        hvd.init(process_sets=[hvd.ProcessSet([0])])
+    with pytest.raises(NotImplementedError):
+        hvd.init(comm=[0])
