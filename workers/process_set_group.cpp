@@ -37,6 +37,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
     std::chrono::milliseconds(static_cast<int64_t>(cfg.gloo_timeout_seconds * 1000));
   auto impl = backends::make_cpu_backend(ctx, cfg.cpu_operations);
   process_set_group g;
+  g.members = spec.members;
   auto counted = spec.metrics->for_backend(impl->name());
   g.backend = backends::spawn_backend_actor(sys, std::move(impl), set_rank, set_size,
                                             std::move(counted));

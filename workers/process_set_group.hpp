@@ -24,6 +24,7 @@ struct process_set_group {
   caf::actor negotiator;
   caf::actor coordinator;  // only on the set's lowest rank
   caf::actor backend;
+  std::vector<int> members;  // the set's global ranks, ascending
 
   /// Whether `who` is one of them.
   bool owns(const caf::actor_addr& who) const;

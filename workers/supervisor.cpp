@@ -1,5 +1,6 @@
 #include "workers/supervisor.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -82,17 +83,21 @@ status stop_timeline(supervisor_actor* self) {
 
 // The global set cannot make progress any more: fail what is pending and
 // everything submitted from now on.
-void abort_groups(supervisor_actor* self, status why) {
+// `rank` left or was lost: the sets it belongs to (the global one always)
+// cannot complete their collectives; sets without it keep running. No
+// rank: every set (this rank leaves). Negotiators ignore repeated aborts.
+void abort_groups(supervisor_actor* self, status why, std::optional<int> rank = std::nullopt) {
   auto& st = self->state;
-  if (st.broken && !abort_escalates(*st.broken, why))
-    return;
-  if (why.code() == status_code::shut_down)
-    spdlog::info("troupe rank {}: {}", st.args.id.rank, why.message());
-  else
-    spdlog::error("troupe rank {}: {}", st.args.id.rank, why.message());
-  st.broken = why;
+  if (!st.broken || abort_escalates(*st.broken, why)) {
+    if (why.code() == status_code::shut_down)
+      spdlog::info("troupe rank {}: {}", st.args.id.rank, why.message());
+    else
+      spdlog::error("troupe rank {}: {}", st.args.id.rank, why.message());
+    st.broken = why;
+  }
   for (const auto& [id, g] : st.groups)
-    self->send(g.negotiator, abort_atom::value, why);
+    if (!rank || std::binary_search(g.members.begin(), g.members.end(), *rank))
+      self->send(g.negotiator, abort_atom::value, why);
 }
 
 std::optional<int> peer_rank(const supervisor_state& st, const caf::actor_addr& who) {
@@ -114,11 +119,13 @@ void on_down(supervisor_actor* self, const caf::down_msg& dm) {
   auto r = peer_rank(st, dm.source);
   if (!r || st.left[static_cast<size_t>(*r)])
     return;
-  abort_groups(self, {status_code::peer_lost,
-                      fmt::format("rank {} ({}) was lost: {}. Collectives involving it "
-                                  "cannot complete.",
-                                  *r, st.peer_addresses[static_cast<size_t>(*r)],
-                                  self->system().render(dm.reason))});
+  abort_groups(self,
+               {status_code::peer_lost,
+                fmt::format("rank {} ({}) was lost: {}. Collectives involving it "
+                            "cannot complete.",
+                            *r, st.peer_addresses[static_cast<size_t>(*r)],
+                            self->system().render(dm.reason))},
+               *r);
 }
 
 void on_hello(supervisor_actor* self, int32_t rank, const caf::actor& endpoint,
@@ -234,10 +241,12 @@ void on_bye(supervisor_actor* self, int32_t rank, status_code cause,
     abort_groups(self, {status_code::peer_lost,
                         fmt::format("{} (reported by rank {})", cause_text, rank)});
   else
-    abort_groups(self, {status_code::shut_down,
-                        fmt::format("rank {} has shut down, so collectives involving it "
-                                    "can no longer complete.",
-                                    rank)});
+    abort_groups(self,
+                 {status_code::shut_down,
+                  fmt::format("rank {} has shut down, so collectives involving it "
+                              "can no longer complete.",
+                              rank)},
+                 rank);
 }
 
 caf::result<bool> leave(supervisor_actor* self) {

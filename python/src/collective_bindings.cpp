@@ -35,6 +35,11 @@ std::vector<tensor> views(const std::vector<uintptr_t>& data, const std::vector<
   return out;
 }
 
+// The runtime knows each set's ranks: the id is all a collective needs.
+process_set in_set(int32_t id) {
+  return process_set{id, {}};
+}
+
 handle_ptr wrap(handle h, py::object keep_alive) {
   return std::make_unique<py_handle>(std::vector<handle>{std::move(h)}, std::move(keep_alive));
 }
@@ -49,89 +54,105 @@ void bind_collectives(py::module_& m) {
   m.def(
     "allreduce",
     [](uintptr_t input, uintptr_t output, int dtype, shape_t shape, const std::string& name,
-       int op, double prescale, double postscale, py::object keep_alive) {
+       int op, double prescale, double postscale, py::object keep_alive, int32_t process_set_id) {
       auto in = view(input, dtype, shape);
       auto out = view(output, dtype, std::move(shape));
       return wrap(troupe::allreduce(in, out, name, static_cast<reduce_op>(op), prescale,
-                                    postscale),
+                                    postscale, in_set(process_set_id)),
                   std::move(keep_alive));
     },
     py::arg("input"), py::arg("output"), py::arg("dtype"), py::arg("shape"), py::arg("name"),
-    py::arg("op"), py::arg("prescale"), py::arg("postscale"), py::arg("keep_alive"));
+    py::arg("op"), py::arg("prescale"), py::arg("postscale"), py::arg("keep_alive"), py::arg("process_set_id") = 0);
   m.def(
     "grouped_allreduce",
     [](const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
        const std::vector<int>& dtypes, const std::vector<shape_t>& shapes,
        const std::string& name, int op, double prescale, double postscale,
-       py::object keep_alive) {
+       py::object keep_alive, int32_t process_set_id) {
       return wrap(troupe::grouped_allreduce(views(inputs, dtypes, shapes),
                                             views(outputs, dtypes, shapes), name,
-                                            static_cast<reduce_op>(op), prescale, postscale),
+                                            static_cast<reduce_op>(op), prescale, postscale,
+                                            in_set(process_set_id)),
                   std::move(keep_alive));
     },
     py::arg("inputs"), py::arg("outputs"), py::arg("dtypes"), py::arg("shapes"),
     py::arg("name"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
-    py::arg("keep_alive"));
+    py::arg("keep_alive"), py::arg("process_set_id") = 0);
   m.def(
     "allgather",
     [](uintptr_t input, int dtype, shape_t shape, const std::string& name,
-       py::object keep_alive) {
-      return wrap(troupe::allgather(view(input, dtype, std::move(shape)), name),
+       py::object keep_alive, int32_t process_set_id) {
+      return wrap(troupe::allgather(view(input, dtype, std::move(shape)), name,
+                                    in_set(process_set_id)),
                   std::move(keep_alive));
     },
     py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("name"),
-    py::arg("keep_alive"));
+    py::arg("keep_alive"), py::arg("process_set_id") = 0);
   m.def(
     "grouped_allgather",
     [](const std::vector<uintptr_t>& inputs, const std::vector<int>& dtypes,
-       const std::vector<shape_t>& shapes, const std::string& name, py::object keep_alive) {
-      return wrap(troupe::grouped_allgather(views(inputs, dtypes, shapes), name),
+       const std::vector<shape_t>& shapes, const std::string& name, py::object keep_alive, int32_t process_set_id) {
+      return wrap(troupe::grouped_allgather(views(inputs, dtypes, shapes), name,
+                                            in_set(process_set_id)),
                   std::move(keep_alive));
     },
     py::arg("inputs"), py::arg("dtypes"), py::arg("shapes"), py::arg("name"),
-    py::arg("keep_alive"));
+    py::arg("keep_alive"), py::arg("process_set_id") = 0);
   m.def(
     "broadcast",
     [](uintptr_t data, int dtype, shape_t shape, int root_rank, const std::string& name,
-       py::object keep_alive) {
-      return wrap(troupe::broadcast(view(data, dtype, std::move(shape)), root_rank, name),
+       py::object keep_alive, int32_t process_set_id) {
+      return wrap(troupe::broadcast(view(data, dtype, std::move(shape)), root_rank, name,
+                                    in_set(process_set_id)),
                   std::move(keep_alive));
     },
     py::arg("data"), py::arg("dtype"), py::arg("shape"), py::arg("root_rank"),
-    py::arg("name"), py::arg("keep_alive"));
+    py::arg("name"), py::arg("keep_alive"), py::arg("process_set_id") = 0);
   m.def(
     "alltoall",
     [](uintptr_t input, int dtype, shape_t shape, const std::string& name,
-       const std::vector<int64_t>& splits, py::object keep_alive) {
-      return wrap(troupe::alltoall(view(input, dtype, std::move(shape)), name, splits),
+       const std::vector<int64_t>& splits, py::object keep_alive, int32_t process_set_id) {
+      return wrap(troupe::alltoall(view(input, dtype, std::move(shape)), name, splits,
+                                   in_set(process_set_id)),
                   std::move(keep_alive));
     },
     py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("name"), py::arg("splits"),
-    py::arg("keep_alive"));
+    py::arg("keep_alive"), py::arg("process_set_id") = 0);
   m.def(
     "reducescatter",
     [](uintptr_t input, int dtype, shape_t shape, const std::string& name, int op,
-       double prescale, double postscale, py::object keep_alive) {
+       double prescale, double postscale, py::object keep_alive, int32_t process_set_id) {
       return wrap(troupe::reducescatter(view(input, dtype, std::move(shape)), name,
-                                        static_cast<reduce_op>(op), prescale, postscale),
+                                        static_cast<reduce_op>(op), prescale, postscale,
+                                        in_set(process_set_id)),
                   std::move(keep_alive));
     },
     py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("name"), py::arg("op"),
-    py::arg("prescale"), py::arg("postscale"), py::arg("keep_alive"));
+    py::arg("prescale"), py::arg("postscale"), py::arg("keep_alive"), py::arg("process_set_id") = 0);
   m.def(
     "grouped_reducescatter",
     [](const std::vector<uintptr_t>& inputs, const std::vector<int>& dtypes,
        const std::vector<shape_t>& shapes, const std::string& name, int op, double prescale,
-       double postscale, py::object keep_alive) {
+       double postscale, py::object keep_alive, int32_t process_set_id) {
       return wrap(troupe::grouped_reducescatter(views(inputs, dtypes, shapes), name,
                                                 static_cast<reduce_op>(op), prescale,
-                                                postscale),
+                                                postscale, in_set(process_set_id)),
                   std::move(keep_alive));
     },
     py::arg("inputs"), py::arg("dtypes"), py::arg("shapes"), py::arg("name"), py::arg("op"),
-    py::arg("prescale"), py::arg("postscale"), py::arg("keep_alive"));
-  m.def("barrier", [] { return wrap(troupe::barrier(), py::none()); });
-  m.def("join", [] { return wrap(troupe::join(), py::none()); });
+    py::arg("prescale"), py::arg("postscale"), py::arg("keep_alive"), py::arg("process_set_id") = 0);
+  m.def(
+    "barrier",
+    [](int32_t process_set_id) {
+      return wrap(troupe::barrier(in_set(process_set_id)), py::none());
+    },
+    py::arg("process_set_id") = 0);
+  m.def(
+    "join",
+    [](int32_t process_set_id) {
+      return wrap(troupe::join(in_set(process_set_id)), py::none());
+    },
+    py::arg("process_set_id") = 0);
 }
 
 } // namespace troupe::python

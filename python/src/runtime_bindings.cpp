@@ -1,5 +1,7 @@
 // Process-level calls: start/stop the runtime, identity, what this build has.
 #include <string>
+#include <tuple>
+#include <vector>
 #include <utility>
 
 #include <pybind11/stl.h>
@@ -28,6 +30,25 @@ void bind_runtime(py::module_& m) {
     [] { return code_and_message(troupe::init()); },
     py::call_guard<py::gil_scoped_release>(),
     "Starts the runtime; returns (status code, message).");
+  m.def(
+    "init_with_process_sets",
+    [](const std::vector<std::vector<int>>& sets) { return code_and_message(troupe::init(sets)); },
+    py::arg("process_sets"), py::call_guard<py::gil_scoped_release>(),
+    "init(), then registers static process sets; returns (status code, message).");
+  m.def(
+    "add_process_set",
+    [](const std::vector<int>& ranks) {
+      process_set set;
+      auto [code, message] = code_and_message(troupe::add_process_set(ranks, set));
+      return std::make_tuple(code, message, set.id, set.ranks);
+    },
+    py::arg("ranks"), py::call_guard<py::gil_scoped_release>(),
+    "Collective over every rank; returns (status code, message, id, sorted ranks).");
+  m.def(
+    "remove_process_set",
+    [](int32_t id) { return code_and_message(troupe::remove_process_set(process_set{id, {}})); },
+    py::arg("process_set_id"), py::call_guard<py::gil_scoped_release>(),
+    "Collective over every rank; returns (status code, message).");
   m.def("shutdown", &troupe::shutdown, py::call_guard<py::gil_scoped_release>());
   m.def("is_initialized", &troupe::is_initialized);
   m.def("rank", &troupe::rank);

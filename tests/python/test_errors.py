@@ -92,12 +92,11 @@ def test_duplicate_pending_name(needs_peers):
     assert hvd.synchronize(first).tolist() == [1.0, 1.0]
 
 
-def test_other_process_sets_are_not_supported_yet():
-    with pytest.raises(NotImplementedError):
+def test_process_set_errors_without_dynamic_mode():
+    # The 4-rank process-set scripts (process_sets_example.py) cover the rest.
+    with pytest.raises(ValueError, match='TROUPE_DYNAMIC_PROCESS_SETS=1'):
         hvd.add_process_set([0])
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(ValueError, match='has not been registered'):
         hvd.allreduce(torch.ones(1), process_set=hvd.ProcessSet([0]))
-    with pytest.raises(NotImplementedError):
-        hvd.init(process_sets=[hvd.ProcessSet([0])])
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(ValueError, match='mpi4py communicator'):
         hvd.init(comm=[0])

@@ -17,19 +17,36 @@ def init(comm=None, process_sets=None):
     single rank without either). Harmless when already initialized; works
     again after shutdown()."""
     global _atexit_registered
-    if comm is not None:
-        raise NotImplementedError(
-            'init(comm=...) is not supported: Troupe takes the ranks of the job '
-            'from troupe-run or mpirun')
-    if process_sets:
-        raise NotImplementedError(
-            'init(process_sets=...) is not supported yet: only the global process set exists')
-    _check(_core.init())
+    from troupe.common import process_sets as ps
+    if comm is not None and not hasattr(comm, 'Get_group'):
+        raise ValueError('init(comm=...) takes an mpi4py communicator')
+    if comm is not None and _world_size() != comm.Get_size():
+        raise ValueError('init(comm=...): Troupe runs on every rank of the job; the '
+                         'communicator must span MPI_COMM_WORLD (use process sets for '
+                         'subsets)')
+    if process_sets == 'dynamic':
+        # The runtime reads its knobs at init.
+        os.environ['TROUPE_DYNAMIC_PROCESS_SETS'] = '1'
+        process_sets = None
+    static = list(process_sets or [])
+    for s in static:
+        if not isinstance(s, ps.ProcessSet):
+            raise ValueError('process_sets must be ProcessSet objects or "dynamic"')
+    if is_initialized():
+        return
+    _check(_core.init_with_process_sets([s.ranks for s in static]))
+    for set_id, s in enumerate(static, start=1):
+        s.process_set_id = set_id
     if not _atexit_registered:
         # Stop the runtime (and tell the peers) before the interpreter
         # tears the extension module down.
         atexit.register(_core.shutdown)
         _atexit_registered = True
+
+
+def _world_size():
+    from mpi4py import MPI
+    return MPI.COMM_WORLD.Get_size()
 
 
 def shutdown():

@@ -1,19 +1,24 @@
-"""Process sets. Only the global set exists so far: the type is here so
-that Horovod signatures (`process_set=global_process_set`) work."""
+"""Process sets (horovod.common.process_sets): static sets given to init(),
+sets from mpi4py communicators, and dynamic add/remove. Each set runs its
+own negotiation and backend communicator in the runtime, concurrently with
+the others."""
 
 from troupe import _core
+from troupe.common.exceptions import status_error
 
 
 class ProcessSet:
-    """A subset of the ranks. `ranks` is sorted; `process_set_id` is 0 for the
-    global set."""
+    """A group of global ranks, from a list or an mpi4py communicator.
+    `process_set_id` is set once the set is registered (init() or
+    add_process_set()); 0 is the global set."""
 
     def __init__(self, ranks_or_comm):
-        if not isinstance(ranks_or_comm, (list, tuple, range)):
-            raise NotImplementedError('process sets from an MPI communicator are not supported')
-        self.ranks = sorted(ranks_or_comm)
-        self.process_set_id = None
         self.mpi_comm = None
+        if hasattr(ranks_or_comm, 'Get_group'):  # an mpi4py communicator
+            self.mpi_comm = ranks_or_comm
+            ranks_or_comm = _world_ranks(ranks_or_comm)
+        self.ranks = sorted(int(r) for r in ranks_or_comm)
+        self.process_set_id = None
 
     def _is_global(self):
         return self.process_set_id == 0
@@ -26,7 +31,8 @@ class ProcessSet:
         return len(self.ranks)
 
     def rank(self):
-        """This process's rank within the set; None before init()."""
+        """This process's rank within the set; None before init() or when
+        not a member."""
         r = _core.rank()
         if r < 0:
             return None
@@ -36,31 +42,72 @@ class ProcessSet:
 
     def included(self):
         """Whether this process belongs to the set (None before init())."""
-        if self._is_global():
-            return True
         r = _core.rank()
-        return None if r < 0 else r in self.ranks
+        if r < 0:
+            return None
+        return self._is_global() or r in self.ranks
+
+    def __eq__(self, other):
+        return isinstance(other, ProcessSet) and self.ranks == other.ranks and \
+            self.process_set_id == other.process_set_id
+
+    def __hash__(self):
+        return hash((tuple(self.ranks), self.process_set_id))
 
     def __repr__(self):
-        return 'ProcessSet(process_set_id=%s, ranks=%s)' % (self.process_set_id, self.ranks)
+        ranks = list(range(_core.size())) if self._is_global() and _core.size() > 0 \
+            else self.ranks
+        comm = None if self.mpi_comm is None else repr(self.mpi_comm)
+        return 'ProcessSet(process_set_id=%s, ranks=%s, mpi_comm=%s)' % (
+            self.process_set_id, ranks, comm)
 
 
 global_process_set = ProcessSet([])
 global_process_set.process_set_id = 0
 
 
+def _world_ranks(comm):
+    from mpi4py import MPI
+    group = comm.Get_group()
+    world = MPI.COMM_WORLD.Get_group()
+    return MPI.Group.Translate_ranks(group, list(range(group.Get_size())), world)
+
+
 def check_process_set(process_set):
-    """Collectives run on the global set only, for now."""
-    if process_set is not global_process_set and getattr(process_set, 'process_set_id', None) != 0:
-        raise NotImplementedError(
-            'collectives on process sets other than global_process_set are not supported yet')
+    """The id of a registered set, for the runtime; ValueError otherwise."""
+    if not isinstance(process_set, ProcessSet):
+        raise ValueError('process_set must be a ProcessSet, got %r' % (process_set,))
+    if process_set.process_set_id is None:
+        raise ValueError('Process set does not exist or has not been registered.')
+    return process_set.process_set_id
+
+
+def _register(process_set):
+    code, message, set_id, ranks = _core.add_process_set(process_set.ranks)
+    if code:
+        raise status_error(code, message)
+    process_set.process_set_id = set_id
+    process_set.ranks = list(ranks)
+    return process_set
 
 
 def add_process_set(process_set):
-    raise NotImplementedError('add_process_set() is not supported yet: only the global '
-                              'process set exists')
+    """Registers a set (a ProcessSet or a list of ranks) on every rank; all
+    ranks call it in the same order. Needs init(process_sets="dynamic") or
+    HOROVOD_DYNAMIC_PROCESS_SETS=1. Returns the registered ProcessSet."""
+    if not isinstance(process_set, ProcessSet):
+        process_set = ProcessSet(process_set)
+    if process_set.process_set_id is not None:
+        raise ValueError('Process set %r is already registered.' % (process_set,))
+    return _register(process_set)
 
 
 def remove_process_set(process_set):
-    raise NotImplementedError('remove_process_set() is not supported yet: only the global '
-                              'process set exists')
+    """Removes a registered set on every rank; collectives pending on it fail.
+    Returns True when it was removed."""
+    set_id = check_process_set(process_set)
+    code, message = _core.remove_process_set(set_id)
+    if code:
+        raise status_error(code, message)
+    process_set.process_set_id = None
+    return True

@@ -152,13 +152,13 @@ def synchronize(handle):
 
 def _allreduce_async(tensor, inplace, name, op, prescale_factor, postscale_factor,
                      process_set):
-    check_process_set(process_set)
+    ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
     src = tensor.contiguous()
     dst = src if inplace else torch.empty_like(src)
     core_handle = _core.allreduce(src.data_ptr(), dst.data_ptr(), code, list(src.shape),
                                   _op_name('allreduce', name), op, float(prescale_factor),
-                                  float(postscale_factor), (src, dst))
+                                  float(postscale_factor), (src, dst), process_set_id=ps_id)
     if not inplace:
         return _register(core_handle, lambda _: dst)
 
@@ -230,7 +230,7 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
 
 def _grouped_allreduce_async(tensors, inplace, name, op, prescale_factor, postscale_factor,
                              process_set):
-    check_process_set(process_set)
+    ps_id = check_process_set(process_set)
     tensors = list(tensors)
     codes = [_dtype_code(t) for t in tensors]
     srcs = [t.contiguous() for t in tensors]
@@ -238,7 +238,7 @@ def _grouped_allreduce_async(tensors, inplace, name, op, prescale_factor, postsc
     core_handle = _core.grouped_allreduce(
         [s.data_ptr() for s in srcs], [d.data_ptr() for d in dsts], codes,
         [list(s.shape) for s in srcs], _op_name('grouped_allreduce', name), op,
-        float(prescale_factor), float(postscale_factor), (srcs, dsts))
+        float(prescale_factor), float(postscale_factor), (srcs, dsts), process_set_id=ps_id)
     if not inplace:
         return _register(core_handle, lambda _: dsts)
 
@@ -329,11 +329,11 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
 
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts concatenating every rank's tensor along dim 0; returns a handle."""
-    check_process_set(process_set)
+    ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
     src = tensor.contiguous()
     core_handle = _core.allgather(src.data_ptr(), code, list(src.shape),
-                                  _op_name('allgather', name), src)
+                                  _op_name('allgather', name), src, process_set_id=ps_id)
     return _register(core_handle, lambda h: _gathered(h, 0, src.dtype))
 
 
@@ -368,13 +368,14 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """Starts allgathers of a list of tensors as one group."""
-    check_process_set(process_set)
+    ps_id = check_process_set(process_set)
     tensors = list(tensors)
     codes = [_dtype_code(t) for t in tensors]
     srcs = [t.contiguous() for t in tensors]
     core_handle = _core.grouped_allgather([s.data_ptr() for s in srcs], codes,
                                           [list(s.shape) for s in srcs],
-                                          _op_name('grouped_allgather', name), srcs)
+                                          _op_name('grouped_allgather', name), srcs,
+                                          process_set_id=ps_id)
     return _register(core_handle,
                      lambda h: [_gathered(h, i, s.dtype) for i, s in enumerate(srcs)])
 
@@ -406,11 +407,11 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 # ---------------------------------------------------------------- broadcast
 
 def _broadcast_async(tensor, inplace, root_rank, name, process_set):
-    check_process_set(process_set)
+    ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
     data = tensor.contiguous() if inplace else tensor.clone(memory_format=torch.contiguous_format)
     core_handle = _core.broadcast(data.data_ptr(), code, list(data.shape), int(root_rank),
-                                  _op_name('broadcast', name), data)
+                                  _op_name('broadcast', name), data, process_set_id=ps_id)
     if not inplace:
         return _register(core_handle, lambda _: data)
 
@@ -475,12 +476,13 @@ def _split_list(splits):
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     """Starts an alltoall: `splits[r]` rows go to rank r (None: equal parts).
     The handle's result is (output, received_splits)."""
-    check_process_set(process_set)
+    ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
     split_list = _split_list(splits)
     src = tensor.contiguous()
     core_handle = _core.alltoall(src.data_ptr(), code, list(src.shape),
-                                 _op_name('alltoall', name), split_list, src)
+                                 _op_name('alltoall', name), split_list, src,
+                                 process_set_id=ps_id)
     return _register(core_handle, lambda h: (
         _gathered(h, 0, src.dtype), torch.tensor(h.received_splits(0), dtype=torch.int32)))
 
@@ -516,12 +518,13 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
     """Starts a reduction whose result is split over the ranks along dim 0."""
-    check_process_set(process_set)
+    ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
     src = tensor.contiguous()
     core_handle = _core.reducescatter(src.data_ptr(), code, list(src.shape),
                                       _op_name('reducescatter', name), op,
-                                      float(prescale_factor), float(postscale_factor), src)
+                                      float(prescale_factor), float(postscale_factor), src,
+                                      process_set_id=ps_id)
     return _register(core_handle, lambda h: _gathered(h, 0, src.dtype))
 
 
@@ -570,14 +573,14 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
                                 prescale_factor=1.0, postscale_factor=1.0):
     """Starts reducescatters of a list of tensors as one group."""
-    check_process_set(process_set)
+    ps_id = check_process_set(process_set)
     tensors = list(tensors)
     codes = [_dtype_code(t) for t in tensors]
     srcs = [t.contiguous() for t in tensors]
     core_handle = _core.grouped_reducescatter(
         [s.data_ptr() for s in srcs], codes, [list(s.shape) for s in srcs],
         _op_name('grouped_reducescatter', name), op, float(prescale_factor),
-        float(postscale_factor), srcs)
+        float(postscale_factor), srcs, process_set_id=ps_id)
     return _register(core_handle,
                      lambda h: [_gathered(h, i, s.dtype) for i, s in enumerate(srcs)])
 
@@ -625,8 +628,8 @@ def _wait(core_handle):
 
 def barrier(process_set=global_process_set):
     """Returns once every rank has called barrier()."""
-    check_process_set(process_set)
-    _wait(_core.barrier())
+    ps_id = check_process_set(process_set)
+    _wait(_core.barrier(process_set_id=ps_id))
 
 
 def join(device=-1):
