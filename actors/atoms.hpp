@@ -12,6 +12,8 @@ namespace troupe::actors {
 
 // Framework thread -> supervisor -> negotiator.
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
+// Negotiator to itself: send the requests collected so far.
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
 // Negotiator -> coordinator (RequestList bytes), across processes.
 using request_atom = caf::atom_constant<caf::atom("request")>;
 // Coordinator -> negotiators (ResponseList bytes), across processes.
@@ -25,6 +27,8 @@ using connect_atom = caf::atom_constant<caf::atom("connect")>;
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using peers_atom = caf::atom_constant<caf::atom("peers")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
+// Supervisor: stop this rank's part of a removed process set.
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
 // A peer leaves cleanly (shutdown) rather than being lost.
 using bye_atom = caf::atom_constant<caf::atom("bye")>;
 // The set is broken: fail everything pending with the given status.

@@ -40,6 +40,9 @@ struct negotiator_state {
   std::unordered_map<uint64_t, collective_work_ptr> in_flight;
   // Which tensors the coordinator has cached, under which ids.
   cache_view cache;
+  // Accepted but not yet sent to the coordinator (see flush_requests).
+  std::vector<tensor_entry_ptr> outbox;
+  bool flush_scheduled = false;
   // Works still running per received response list, oldest first.
   std::deque<size_t> list_remaining;
   uint64_t next_work_id = 1;
@@ -119,6 +122,8 @@ void fail_pending(negotiator_state& st, const status& s) {
       e->handle->complete(s);
 }
 
+void flush_requests(negotiator_actor* self);
+
 // Accepts the whole batch or none of it: a group with one member refused
 // would otherwise wait forever for that member at the coordinator.
 void on_submit(negotiator_actor* self, const entry_batch& batch) {
@@ -137,14 +142,37 @@ void on_submit(negotiator_actor* self, const entry_batch& batch) {
     if (repeated)
       return fail_batch({status_code::invalid_argument, duplicate_name_error});
   }
-  v1::RequestList list;
-  list.set_process_set_id(st.set_id);
-  list.set_lists_applied(st.cache.lists_applied());
   for (const auto& e : batch) {
     trace(self, *e, "B", e->request.op(), true);
     st.joined = st.joined || e->request.op() == v1::OP_TYPE_JOIN;
     st.table.emplace(e->request.tensor_name(), e);
     e->request.set_request_rank(st.set_rank);
+    st.outbox.push_back(e);
+  }
+  observe_depths(st, self);
+  // A lone submission goes out at once. Messages already queued behind it
+  // (typically more submissions) first join the same RequestList: the flush
+  // message lands after them.
+  if (self->mailbox().empty())
+    flush_requests(self);
+  else if (!st.flush_scheduled) {
+    st.flush_scheduled = true;
+    self->send(self, flush_atom::value);
+  }
+}
+
+// Sends what was submitted since the last flush as one RequestList. Cache
+// hits are decided here, against the cache state the list reports.
+void flush_requests(negotiator_actor* self) {
+  auto& st = self->state;
+  st.flush_scheduled = false;
+  v1::RequestList list;
+  list.set_process_set_id(st.set_id);
+  list.set_lists_applied(st.cache.lists_applied());
+  for (const auto& e : st.outbox) {
+    auto it = st.table.find(e->request.tensor_name());
+    if (it == st.table.end() || it->second != e)
+      continue;  // failed (aborted) meanwhile
     auto* req = list.add_requests();
     if (auto id = st.cache.hit(e->request)) {
       st.metrics->cache_hit();
@@ -155,8 +183,10 @@ void on_submit(negotiator_actor* self, const entry_batch& batch) {
       *req = e->request;
     }
   }
-  self->send(st.coordinator_endpoint, request_atom::value, st.set_id, list.SerializeAsString());
-  observe_depths(st, self);
+  st.outbox.clear();
+  if (list.requests_size() > 0)
+    self->send(st.coordinator_endpoint, request_atom::value, st.set_id,
+               list.SerializeAsString());
 }
 
 // What a joined rank runs for an allreduce it never submitted: zeros of the
@@ -280,6 +310,7 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
   st.metrics = std::move(args.metrics);
   return {
     [=](submit_atom, const entry_batch& batch) { on_submit(self, batch); },
+    [=](flush_atom) { flush_requests(self); },
     [=](response_atom, uint32_t, const std::string& bytes) {
       on_response_list(self, bytes);
     },

@@ -3,6 +3,7 @@
 // Horovod-style init()/shutdown() API requires.
 #include "troupe/troupe.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -56,7 +57,8 @@ actors::tensor_entry_ptr make_entry(api::submission sub) {
 
 // Submits one collective, or a group (`group` non-empty) that is accepted,
 // negotiated and run as a whole: one failed check fails every member.
-std::vector<handle> submit(std::vector<api::prepared> items, const std::string& group = "") {
+std::vector<handle> submit(std::vector<api::prepared> items, int32_t set_id,
+                           const std::string& group = "") {
   std::vector<handle> handles;
   for (const auto& item : items)
     if (!item.sub) {
@@ -72,6 +74,7 @@ std::vector<handle> submit(std::vector<api::prepared> items, const std::string& 
   actors::entry_batch batch;
   for (auto& item : items) {
     auto e = make_entry(std::move(*item.sub));
+    e->process_set_id = static_cast<uint32_t>(set_id);
     if (!group.empty()) {
       e->request.set_group_name(group);
       e->request.set_group_size(static_cast<int32_t>(items.size()));
@@ -83,10 +86,56 @@ std::vector<handle> submit(std::vector<api::prepared> items, const std::string& 
   return handles;
 }
 
-handle submit_one(api::prepared item) {
+handle submit_one(api::prepared item, int32_t set_id) {
   std::vector<api::prepared> items;
   items.push_back(std::move(item));
-  return submit(std::move(items)).front();
+  return submit(std::move(items), set_id).front();
+}
+
+// The process set a collective runs on, as this rank sees it, or the
+// error that fails the collective (Horovod's texts).
+struct set_view {
+  int32_t id = 0;
+  std::vector<int> ranks;  // global, ascending
+  status error;
+
+  int size() const {
+    return static_cast<int>(ranks.size());
+  }
+  // Index of global rank `r` in the set, -1 if not a member.
+  int index_of(int r) const {
+    auto it = std::find(ranks.begin(), ranks.end(), r);
+    return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
+  }
+};
+
+set_view resolve(const process_set& set, const char* op) {
+  set_view v;
+  v.id = set.id;
+  auto& cur = current();
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  if (!cur.rt) {
+    v.error = {status_code::shut_down, not_initialized};
+    return v;
+  }
+  const auto* ranks = cur.rt->process_set_ranks(set.id);
+  if (!ranks) {
+    v.error = {status_code::invalid_argument,
+               std::string(op) + ": Process set provided does not exist, or has not been "
+                                 "registered."};
+    return v;
+  }
+  v.ranks = *ranks;
+  const int me = cur.rt->id().rank;
+  if (v.index_of(me) < 0)
+    v.error = {status_code::invalid_argument,
+               std::string(op) + ": Rank " + std::to_string(me) +
+                 " is not a member of the provided process set."};
+  return v;
+}
+
+std::vector<handle> failed_all(size_t n, const status& s) {
+  return std::vector<handle>(n, failed(s));
 }
 
 std::string member_name(const std::string& group, size_t i) {
@@ -110,6 +159,19 @@ status init() {
   status result;
   cur.rt = workers::runtime::start(result, cur.starts++);
   return result;
+}
+
+status init(const std::vector<std::vector<int>>& process_sets) {
+  if (auto s = init(); !s.ok())
+    return s;
+  auto& cur = current();
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  for (const auto& ranks : process_sets) {
+    int32_t id = 0;
+    if (auto s = cur.rt->add_process_set(ranks, id); !s.ok())
+      return s;
+  }
+  return {};
 }
 
 void shutdown() {
@@ -166,45 +228,68 @@ int cross_size() {
 }
 
 handle allreduce(const tensor& input, const tensor& output, const std::string& name,
-                 reduce_op op, double prescale_factor, double postscale_factor) {
-  const int n = size();
-  if (n < 0)
-    return failed({status_code::shut_down, not_initialized});
-  return submit_one(
-    api::prepare_allreduce(input, output, name, op, prescale_factor, postscale_factor, n));
+                 reduce_op op, double prescale_factor, double postscale_factor,
+                 const process_set& set) {
+  auto v = resolve(set, "Allreduce");
+  if (!v.error.ok())
+    return failed(v.error);
+  return submit_one(api::prepare_allreduce(input, output, name, op, prescale_factor,
+                                           postscale_factor, v.size()),
+                    v.id);
 }
 
 handle reducescatter(const tensor& input, const std::string& name, reduce_op op,
-                     double prescale_factor, double postscale_factor) {
+                     double prescale_factor, double postscale_factor, const process_set& set) {
+  auto v = resolve(set, "Reducescatter");
+  if (!v.error.ok())
+    return failed(v.error);
   return submit_one(
-    api::prepare_reducescatter(input, name, op, prescale_factor, postscale_factor));
+    api::prepare_reducescatter(input, name, op, prescale_factor, postscale_factor), v.id);
 }
 
-handle allgather(const tensor& input, const std::string& name) {
-  return submit_one(api::prepare_allgather(input, name));
+handle allgather(const tensor& input, const std::string& name, const process_set& set) {
+  auto v = resolve(set, "Allgather");
+  if (!v.error.ok())
+    return failed(v.error);
+  return submit_one(api::prepare_allgather(input, name), v.id);
 }
 
 handle alltoall(const tensor& input, const std::string& name,
-                const std::vector<int64_t>& splits) {
-  const int n = size();
-  if (n < 0)
-    return failed({status_code::shut_down, not_initialized});
-  return submit_one(api::prepare_alltoall(input, name, splits, n));
+                const std::vector<int64_t>& splits, const process_set& set) {
+  auto v = resolve(set, "Alltoall");
+  if (!v.error.ok())
+    return failed(v.error);
+  return submit_one(api::prepare_alltoall(input, name, splits, v.size()), v.id);
 }
 
-handle broadcast(const tensor& t, int root_rank, const std::string& name) {
-  const int n = size();
-  if (n < 0)
-    return failed({status_code::shut_down, not_initialized});
-  return submit_one(api::prepare_broadcast(t, root_rank, name, n));
+handle broadcast(const tensor& t, int root_rank, const std::string& name,
+                 const process_set& set) {
+  auto v = resolve(set, "Broadcast");
+  if (!v.error.ok())
+    return failed(v.error);
+  // Roots are global ranks; the set's backend counts from its first member.
+  int root = v.index_of(root_rank);
+  if (root < 0 && v.id != 0)
+    return failed({status_code::invalid_argument,
+                   "broadcast received invalid root rank " + std::to_string(root_rank) +
+                     " for provided process set"});
+  if (root < 0)
+    root = root_rank;  // outside the job: prepare_broadcast names the range
+  return submit_one(api::prepare_broadcast(t, root, name, v.size()), v.id);
 }
 
-handle barrier() {
-  return submit_one(api::prepare_barrier());
+handle barrier(const process_set& set) {
+  auto v = resolve(set, "Barrier");
+  if (!v.error.ok())
+    return failed(v.error);
+  return submit_one(api::prepare_barrier(), v.id);
 }
 
-handle join() {
-  return submit_one(api::prepare_join());
+handle join(const process_set& set) {
+  auto v = resolve(set, "Join");
+  if (!v.error.ok())
+    return failed(v.error);
+  return submit_one(api::prepare_join(), v.id);
 }
 
 int join_result(const handle& h) {
@@ -217,38 +302,109 @@ int join_result(const handle& h) {
 std::vector<handle> grouped_allreduce(const std::vector<tensor>& inputs,
                                       const std::vector<tensor>& outputs,
                                       const std::string& name, reduce_op op,
-                                      double prescale_factor, double postscale_factor) {
+                                      double prescale_factor, double postscale_factor,
+                                      const process_set& set) {
   if (outputs.size() != inputs.size())
-    return std::vector<handle>(
-      inputs.size(), failed({status_code::invalid_argument,
-                             "group '" + name + "': " + std::to_string(inputs.size()) +
-                               " inputs but " + std::to_string(outputs.size()) + " outputs"}));
-  const int n = size();
-  if (n < 0)
-    return std::vector<handle>(inputs.size(), failed({status_code::shut_down, not_initialized}));
+    return failed_all(inputs.size(),
+                      {status_code::invalid_argument,
+                       "group '" + name + "': " + std::to_string(inputs.size()) +
+                         " inputs but " + std::to_string(outputs.size()) + " outputs"});
+  auto v = resolve(set, "Allreduce");
+  if (!v.error.ok())
+    return failed_all(inputs.size(), v.error);
   std::vector<api::prepared> items;
   for (size_t i = 0; i < inputs.size(); ++i)
     items.push_back(api::prepare_allreduce(inputs[i], outputs[i], member_name(name, i), op,
-                                           prescale_factor, postscale_factor, n));
-  return submit(std::move(items), name);
+                                           prescale_factor, postscale_factor, v.size()));
+  return submit(std::move(items), v.id, name);
 }
 
 std::vector<handle> grouped_allgather(const std::vector<tensor>& inputs,
-                                      const std::string& name) {
+                                      const std::string& name, const process_set& set) {
+  auto v = resolve(set, "Allgather");
+  if (!v.error.ok())
+    return failed_all(inputs.size(), v.error);
   std::vector<api::prepared> items;
   for (size_t i = 0; i < inputs.size(); ++i)
     items.push_back(api::prepare_allgather(inputs[i], member_name(name, i)));
-  return submit(std::move(items), name);
+  return submit(std::move(items), v.id, name);
 }
 
 std::vector<handle> grouped_reducescatter(const std::vector<tensor>& inputs,
                                           const std::string& name, reduce_op op,
-                                          double prescale_factor, double postscale_factor) {
+                                          double prescale_factor, double postscale_factor,
+                                          const process_set& set) {
+  auto v = resolve(set, "Reducescatter");
+  if (!v.error.ok())
+    return failed_all(inputs.size(), v.error);
   std::vector<api::prepared> items;
   for (size_t i = 0; i < inputs.size(); ++i)
     items.push_back(api::prepare_reducescatter(inputs[i], member_name(name, i), op,
                                                prescale_factor, postscale_factor));
-  return submit(std::move(items), name);
+  return submit(std::move(items), v.id, name);
+}
+
+process_set global_process_set() {
+  process_set all;
+  auto& cur = current();
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  if (cur.rt)
+    all.ranks = *cur.rt->process_set_ranks(0);
+  return all;
+}
+
+// Runs a dynamic process-set change (`verb`: adding / removing) under the
+// API lock, if the runtime allows them.
+template <class F>
+status change_process_sets(const char* verb, F change) {
+  auto& cur = current();
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  if (!cur.rt)
+    return {status_code::shut_down, not_initialized};
+  if (!cur.rt->cfg().dynamic_process_sets)
+    return {status_code::invalid_argument,
+            std::string("Set TROUPE_DYNAMIC_PROCESS_SETS=1 (or HOROVOD_DYNAMIC_PROCESS_SETS=1) "
+                        "to allow ") +
+              verb + " process sets after Troupe initialization."};
+  return change(*cur.rt);
+}
+
+status add_process_set(const std::vector<int>& ranks, process_set& out) {
+  return change_process_sets("adding", [&](workers::runtime& rt) {
+    int32_t id = 0;
+    auto s = rt.add_process_set(ranks, id);
+    if (s.ok())
+      out = process_set{id, *rt.process_set_ranks(id)};
+    return s;
+  });
+}
+
+status remove_process_set(const process_set& set) {
+  return change_process_sets(
+    "removing", [&](workers::runtime& rt) { return rt.remove_process_set(set.id); });
+}
+
+bool process_set::included() const {
+  return rank() >= 0;
+}
+
+int process_set::rank() const {
+  const int me = troupe::rank();
+  const auto& members = id == 0 && ranks.empty() ? global_process_set().ranks : ranks;
+  auto it = std::find(members.begin(), members.end(), me);
+  return me < 0 || it == members.end() ? -1 : static_cast<int>(it - members.begin());
+}
+
+int process_set::size() const {
+  return id == 0 && ranks.empty() ? troupe::size() : static_cast<int>(ranks.size());
+}
+
+std::string process_set::to_string() const {
+  std::string list;
+  for (auto r : id == 0 && ranks.empty() ? global_process_set().ranks : ranks)
+    list += (list.empty() ? "" : ", ") + std::to_string(r);
+  return "ProcessSet(process_set_id=" + std::to_string(id) + ", ranks=[" + list +
+         "], mpi_comm=None)";
 }
 
 } // namespace troupe

@@ -40,7 +40,7 @@ std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std:
   if (chosen == "mpi") {
     if (!launched_by_mpirun())
       throw backend_error("the mpi backend needs a job started by mpirun (troupe-run --mpi)");
-    return std::make_unique<mpi_backend>();
+    return std::make_unique<mpi_backend>(ctx.world_ranks, ctx.communicator_tag);
   }
 #endif
   std::string have;

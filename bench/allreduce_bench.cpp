@@ -1,15 +1,18 @@
-// allreduce_bench: Troupe's allreduce against the raw library it runs on, in
-// the same processes, alternating rounds so machine noise hits both alike.
-//   troupe-run --mpi  -np 2 allreduce_bench   Troupe (mpi backend) vs MPI_Allreduce
-//   troupe-run --gloo -np 2 allreduce_bench   Troupe (gloo backend) vs gloo::allreduce
-// Rank 0 prints a markdown table (median / p90 latency, busbw as nccl-tests
-// defines it: 2 (n-1) / n * bytes / time) and one JSON line per row.
-#include <algorithm>
+// allreduce_bench: one rank-0 JSON file of timings for Troupe and the raw
+// library it runs on, in the same processes, rounds alternating
+// which contender goes first so that machine noise hits all alike.
+//   troupe-run --mpi  -np 2 allreduce_bench --json F   troupe-mpi, raw-mpi
+//   troupe-run --gloo -np 2 allreduce_bench --json F   troupe-gloo, raw-gloo
+// bench/run.sh runs both and torch_bench.py; bench/report.py makes the tables.
+// Options: --rounds N (3), --idle-seconds S (3), --quick (smoke test sizes);
+// for profiling one case: --only WORKLOAD[:BYTES] (e.g. allreduce:4,
+// small_tensors), --troupe-only, --iterations N.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
-#include <map>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,19 +20,63 @@
 #include <sys/resource.h>
 
 #include "bench/raw_peers.hpp"
+#include "bench/results.hpp"
+#include "bench/troupe_contender.hpp"
+#include "bench/workloads.hpp"
 #include "troupe/troupe.hpp"
 
 namespace {
 
+using namespace troupe::bench;
 using clock_type = std::chrono::steady_clock;
 
-struct sample_set {
-  std::vector<double> seconds;
-  double quantile(double q) {
-    std::sort(seconds.begin(), seconds.end());
-    return seconds[static_cast<size_t>(q * static_cast<double>(seconds.size() - 1))];
-  }
+struct options {
+  std::string json_path;
+  int rounds = 3;
+  int idle_seconds = 3;
+  bool quick = false;
+  std::string only;
+  bool troupe_only = false;
+  int iterations = 0;  // 0: the workload's own count
 };
+
+bool selected(const options& o, const workload& w) {
+  return o.only.empty() || o.only == w.name ||
+         o.only == w.name + ":" + std::to_string(w.bytes());
+}
+
+options parse_options(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        throw std::invalid_argument(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--json")
+      o.json_path = value();
+    else if (arg == "--rounds")
+      o.rounds = std::stoi(value());
+    else if (arg == "--idle-seconds")
+      o.idle_seconds = std::stoi(value());
+    else if (arg == "--quick")
+      o.quick = true;
+    else if (arg == "--only")
+      o.only = value();
+    else if (arg == "--troupe-only")
+      o.troupe_only = true;
+    else if (arg == "--iterations")
+      o.iterations = std::stoi(value());
+    else
+      throw std::invalid_argument("unknown option " + arg);
+  }
+  if (o.json_path.empty())
+    throw std::invalid_argument("--json PATH is required");
+  if (o.idle_seconds < 1 || o.rounds < 1)
+    throw std::invalid_argument("--idle-seconds and --rounds must be at least 1");
+  return o;
+}
 
 double cpu_seconds() {
   rusage usage{};
@@ -40,81 +87,117 @@ double cpu_seconds() {
   return secs(usage.ru_utime) + secs(usage.ru_stime);
 }
 
-// Share of one core the whole process uses while nothing is submitted.
-double idle_cpu_share(std::chrono::seconds window) {
+// Share of one core each rank's whole process uses while nothing is
+// submitted, gathered so the rank that is not the coordinator counts too.
+std::vector<double> idle_cpu_shares(int seconds) {
   const double before = cpu_seconds();
-  std::this_thread::sleep_for(window);
-  return (cpu_seconds() - before) / static_cast<double>(window.count());
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  double share = (cpu_seconds() - before) / seconds;
+  const troupe::tensor t{&share, troupe::data_type::float64, {1}};
+  auto h = troupe::allgather(t, "bench.idle");
+  if (auto s = h.wait(); !s.ok())
+    throw std::runtime_error("allgather of idle shares failed: " + s.message());
+  std::vector<double> all(static_cast<size_t>(troupe::size()));
+  std::memcpy(all.data(), h.output().data(), all.size() * sizeof(double));
+  return all;
 }
 
-int iterations_for(size_t bytes) {
-  if (bytes <= (64u << 10))
-    return 200;
-  if (bytes <= (1u << 20))
-    return 50;
-  return 8;
+// The buffers of one workload, filled with rank + 1 so that the first step
+// can be checked: every element must then be 1 + 2 + ... + size.
+struct step_memory {
+  std::vector<std::vector<float>> storage;
+  std::vector<buffer_view> views;
+
+  explicit step_memory(const workload& w) {
+    for (size_t i = 0; i < w.counts.size(); ++i) {
+      storage.emplace_back(w.counts[i]);
+      views.push_back({storage.back().data(), w.counts[i],
+                       w.name + "." + std::to_string(w.bytes()) + "." + std::to_string(i)});
+    }
+  }
+  void fill(float value) {
+    for (auto& s : storage)
+      std::fill(s.begin(), s.end(), value);
+  }
+  bool all_equal(float value) const {
+    for (const auto& s : storage)
+      if (s.front() != value || s.back() != value)
+        return false;
+    return true;
+  }
+};
+
+std::vector<series> measure(const workload& w, std::vector<std::unique_ptr<contender>>& contenders,
+                            int rounds) {
+  const int rank = troupe::rank(), size = troupe::size();
+  step_memory memory{w};
+  for (auto& c : contenders) {
+    memory.fill(static_cast<float>(rank + 1));
+    c->allreduce_all(memory.views);  // also the warm-up step
+    if (!memory.all_equal(static_cast<float>(size * (size + 1) / 2)))
+      throw std::runtime_error(c->label() + " computed a wrong sum on " + w.name);
+  }
+  std::vector<series> out;
+  for (auto& c : contenders)
+    out.push_back({c->label(), w.name, w.bytes(), w.counts.size(), {}});
+  for (int round = 0; round < rounds; ++round)
+    for (size_t k = 0; k < contenders.size(); ++k) {
+      const size_t who = (k + static_cast<size_t>(round)) % contenders.size();
+      for (int i = 0; i < w.iterations; ++i) {
+        const auto start = clock_type::now();
+        contenders[who]->allreduce_all(memory.views);
+        out[who].seconds.push_back(
+          std::chrono::duration<double>(clock_type::now() - start).count());
+      }
+    }
+  return out;
+}
+
+int run(const options& opts) {
+  const int rank = troupe::rank();
+  const char* backend_env = std::getenv("TROUPE_CPU_OPERATIONS");
+  const std::string backend =
+    backend_env ? backend_env : std::getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : "gloo";
+  std::vector<std::unique_ptr<contender>> contenders;
+  contenders.push_back(make_troupe_contender(backend));
+  if (!opts.troupe_only)
+    contenders.push_back(make_raw_peer(rank, troupe::size()));
+
+  job_result job;
+  job.troupe_label = contenders.front()->label();
+  job.ranks = troupe::size();
+  job.rounds = opts.rounds;
+  for (auto& w : make_workloads(opts.quick, TROUPE_BENCH_DATA_DIR "/resnet50_gradients.txt")) {
+    if (!selected(opts, w))
+      continue;
+    if (opts.iterations > 0)
+      w.iterations = opts.iterations;
+    for (auto& s : measure(w, contenders, opts.rounds))
+      job.results.push_back(std::move(s));
+    if (rank == 0)
+      std::fprintf(stderr, "allreduce_bench: %s %zu B done\n", w.name.c_str(), w.bytes());
+  }
+  job.idle_seconds = opts.idle_seconds;
+  job.idle_cpu_share = idle_cpu_shares(opts.idle_seconds);
+  if (rank == 0)
+    write_json(job, opts.json_path);
+  contenders.clear();
+  return 0;
 }
 
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
   if (auto s = troupe::init(); !s.ok()) {
     std::fprintf(stderr, "init failed: %s\n", s.message().c_str());
     return 1;
   }
-  const int rank = troupe::rank(), size = troupe::size();
-  const char* backend_env = std::getenv("TROUPE_CPU_OPERATIONS");
-  const std::string backend = backend_env ? backend_env : "gloo";
-  auto raw = troupe::bench::make_raw_peer(backend);
-  const std::vector<size_t> sizes{4, 1u << 10, 64u << 10, 1u << 20, 16u << 20, 64u << 20};
-  const int rounds = 5;
-  std::map<std::pair<std::string, size_t>, sample_set> samples;
-  for (size_t bytes : sizes) {
-    std::vector<float> buf(std::max<size_t>(bytes / 4, 1), 1.0f);
-    const troupe::tensor t{buf.data(), troupe::data_type::float32,
-                           {static_cast<int64_t>(buf.size())}};
-    const int iters = iterations_for(bytes);
-    for (int round = 0; round < rounds; ++round) {
-      for (int impl = 0; impl < 2; ++impl) {
-        const bool use_troupe = (impl + round) % 2 == 0;  // alternate who goes first
-        const std::string name = use_troupe ? "troupe-" + backend : "raw-" + backend;
-        for (int i = 0; i < iters; ++i) {
-          const auto start = clock_type::now();
-          if (use_troupe)
-            troupe::allreduce(t, t, "bench").wait();
-          else
-            raw->allreduce(buf.data(), buf.size());
-          samples[{name, bytes}].seconds.push_back(
-            std::chrono::duration<double>(clock_type::now() - start).count());
-        }
-      }
-    }
+  int rc = 1;
+  try {
+    rc = run(parse_options(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "allreduce_bench: %s\n", e.what());
   }
-  const double idle = idle_cpu_share(std::chrono::seconds(3));
-  if (rank == 0) {
-    std::printf("idle runtime (troupe-%s, nothing submitted for 3 s): %.2f %% of a core\n",
-                backend.c_str(), idle * 100);
-    std::printf("| impl | bytes | median us | p90 us | busbw GB/s | troupe / raw |\n");
-    std::printf("|---|---|---|---|---|---|\n");
-    for (size_t bytes : sizes) {
-      const double raw_median = samples[{"raw-" + backend, bytes}].quantile(0.5);
-      for (const auto& name : {"troupe-" + backend, "raw-" + backend}) {
-        auto& s = samples[{name, bytes}];
-        const double median = s.quantile(0.5), p90 = s.quantile(0.9);
-        const double busbw = 2.0 * (size - 1) / size * static_cast<double>(bytes) / median / 1e9;
-        std::printf("| %s | %zu | %.1f | %.1f | %.2f | %.2f |\n", name.c_str(), bytes,
-                    median * 1e6, p90 * 1e6, busbw, median / raw_median);
-      }
-    }
-    for (size_t bytes : sizes)
-      for (const auto& name : {"troupe-" + backend, "raw-" + backend}) {
-        auto& s = samples[{name, bytes}];
-        std::printf("{\"impl\": \"%s\", \"bytes\": %zu, \"ranks\": %d, \"median_s\": %.9f, "
-                    "\"p90_s\": %.9f}\n",
-                    name.c_str(), bytes, size, s.quantile(0.5), s.quantile(0.9));
-      }
-  }
-  raw.reset();
   troupe::shutdown();
-  return 0;
+  return rc;
 }

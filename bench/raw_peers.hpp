@@ -1,23 +1,18 @@
 #pragma once
 
-#include <cstddef>
 #include <memory>
-#include <string>
+
+#include "bench/contender.hpp"
 
 namespace troupe::bench {
 
-/// The library Troupe runs on, called directly: the baseline each Troupe
-/// number is compared with.
-class raw_peer {
-public:
-  virtual ~raw_peer() = default;
-  /// In-place float32 sum across all ranks; blocks until done.
-  virtual void allreduce(float* data, size_t count) = 0;
-};
-
-/// "mpi": MPI_Allreduce(MPI_IN_PLACE) on a duplicate of MPI_COMM_WORLD (the
-/// job must run under mpirun). "gloo": gloo::allreduce on its own context,
-/// rendezvoused through troupe-run's store under a separate prefix.
-std::unique_ptr<raw_peer> make_raw_peer(const std::string& backend);
+/// The library this job's Troupe runs on, called directly: raw-mpi
+/// (MPI_Allreduce in place on a duplicate of MPI_COMM_WORLD) when started by
+/// mpirun (troupe-run --mpi; Troupe has initialized MPI), otherwise raw-gloo
+/// (gloo::allreduce on its own context, rendezvoused through troupe-run's
+/// store). Raw Gloo is left out of mpirun jobs on purpose: there it shares
+/// the process with an MPI runtime and mpirun's one-core binding, and its
+/// small allreduces came out 10-20x slower than under troupe-run.
+std::unique_ptr<contender> make_raw_peer(int rank, int size);
 
 } // namespace troupe::bench

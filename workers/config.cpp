@@ -29,6 +29,13 @@ int parse_count(const char* env, const std::string& text) {
   return static_cast<int>(v);
 }
 
+// "0" or "1".
+bool parse_switch(const char* env, const std::string& text) {
+  if (text != "0" && text != "1")
+    throw config_error(std::string(env) + "='" + text + "' is not 0 or 1");
+  return text == "1";
+}
+
 std::string lowercase(const std::string& s) {
   std::string out;
   for (char ch : s)
@@ -117,12 +124,16 @@ const std::vector<knob>& knobs() {
        c.cycle_time_ms = s == "0" ? 0.0 : parse_positive("TROUPE_CYCLE_TIME", s);
      },
      [](const config& c) { return print_double(c.cycle_time_ms); }},
+    {"TROUPE_DYNAMIC_PROCESS_SETS", "HOROVOD_DYNAMIC_PROCESS_SETS", "dynamic-process-sets",
+     "1 allows adding and removing process sets after init",
+     [](config& c, const std::string& s) {
+       c.dynamic_process_sets = parse_switch("TROUPE_DYNAMIC_PROCESS_SETS", s);
+     },
+     [](const config& c) { return std::string(c.dynamic_process_sets ? "1" : "0"); }},
     {"TROUPE_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", "stall-check-disable",
      "1 turns the stall inspector off",
      [](config& c, const std::string& s) {
-       if (s != "0" && s != "1")
-         throw config_error("TROUPE_STALL_CHECK_DISABLE='" + s + "' is not 0 or 1");
-       c.stall_check = s == "0";
+       c.stall_check = !parse_switch("TROUPE_STALL_CHECK_DISABLE", s);
      },
      [](const config& c) { return std::string(c.stall_check ? "0" : "1"); }},
     {"TROUPE_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS",

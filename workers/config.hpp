@@ -42,6 +42,8 @@ struct config {
   /// Minimum milliseconds between two response lists of a process set; 0 =
   /// event-driven (a ready tensor goes out as soon as the backend is free).
   double cycle_time_ms = 0;
+  /// add_process_set / remove_process_set allowed after init.
+  bool dynamic_process_sets = false;
   bool stall_check = true;
   double stall_check_seconds = 60;
   double stall_shutdown_seconds = 0;

@@ -1,6 +1,7 @@
 #include "workers/runtime.hpp"
 
 #include <functional>
+#include <numeric>
 #include <optional>
 
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "metrics/http_server.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "metrics/registry.hpp"
+#include "workers/process_set_registry.hpp"
 #include "workers/supervisor.hpp"
 
 namespace troupe::workers {
@@ -78,7 +80,8 @@ struct runtime::impl {
   caf::actor_system_config caf_cfg;
   caf::actor_system system;
   caf::actor supervisor;
-  caf::actor negotiator;
+  caf::actor negotiator;  // the global set's
+  std::unique_ptr<process_set_registry> sets;
   // Last member: stops (and frees its port) first.
   std::unique_ptr<metrics::http_server> metrics_server;
 
@@ -154,7 +157,11 @@ struct runtime::impl {
   status start_group(clock::time_point deadline) {
     status result;
     caf::scoped_actor self{system};
-    self->request(supervisor, deadline - clock::now(), start_atom::value)
+    std::vector<int> everyone(static_cast<size_t>(id.size));
+    std::iota(everyone.begin(), everyone.end(), 0);
+    self
+      ->request(supervisor, deadline - clock::now(), start_atom::value, uint32_t{0}, everyone,
+                uint64_t{0})
       .receive(
         [&](status& s, caf::actor& neg) {
           result = std::move(s);
@@ -174,6 +181,7 @@ struct runtime::impl {
     self->request(supervisor, std::chrono::seconds(5), shutdown_atom::value)
       .receive([](bool) {}, [](caf::error&) {});
     self->send_exit(supervisor, caf::exit_reason::user_shutdown);
+    sets.reset();
     supervisor = nullptr;
     negotiator = nullptr;
   }
@@ -249,6 +257,9 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
         deadline);
     if (result.ok())
       result = m.start_group(deadline);
+    if (result.ok())
+      m.sets = std::make_unique<process_set_registry>(m.system, m.supervisor, m.negotiator,
+                                                      m.id, m.cfg);
   } catch (const std::exception& e) {
     result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
   }
@@ -266,7 +277,26 @@ const config& runtime::cfg() const {
 }
 
 void runtime::submit(actors::entry_batch batch) {
-  caf::anon_send(impl_->negotiator, submit_atom::value, std::move(batch));
+  auto negotiator = impl_->sets->negotiator(static_cast<int32_t>(batch.front()->process_set_id));
+  if (!negotiator) {
+    for (auto& e : batch)
+      e->handle->complete({status_code::invalid_argument,
+                           "Process set does not exist or has not been registered."});
+    return;
+  }
+  caf::anon_send(negotiator, submit_atom::value, std::move(batch));
+}
+
+const std::vector<int>* runtime::process_set_ranks(int32_t id) const {
+  return impl_->sets->ranks(id);
+}
+
+status runtime::add_process_set(const std::vector<int>& ranks, int32_t& id) {
+  return impl_->sets->add(ranks, id);
+}
+
+status runtime::remove_process_set(int32_t id) {
+  return impl_->sets->remove(id);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "actors/tensor_entry.hpp"
 #include "troupe/status.hpp"
@@ -31,8 +32,15 @@ public:
   const identity& id() const;
   const config& cfg() const;
 
-  /// Hands collectives to the global set's negotiator; never blocks.
+  /// Hands collectives to the negotiator of their process set (entries of
+  /// a batch share one); never blocks.
   void submit(actors::entry_batch batch);
+
+  /// Process sets (see process_set_registry): global ranks of set `id` or
+  /// null; registration and removal, collective over every rank.
+  const std::vector<int>* process_set_ranks(int32_t id) const;
+  status add_process_set(const std::vector<int>& ranks, int32_t& id);
+  status remove_process_set(int32_t id);
 
   /// Writes this rank's timeline to `path` (rank inserted before .json)
   /// from now on; needs TROUPE_TIMELINE set (DYNAMIC or a path).

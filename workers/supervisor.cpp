@@ -1,17 +1,15 @@
 #include "workers/supervisor.hpp"
 
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/atoms.hpp"
-#include "actors/negotiator.hpp"
 #include "actors/timeline.hpp"
-#include "backends/backend_actor.hpp"
-#include "backends/registry.hpp"
-#include "coordinator/coordinator_actor.hpp"
 #include "metrics/rank_metrics.hpp"
+#include "workers/process_set_group.hpp"
 
 namespace troupe::workers {
 
@@ -19,15 +17,8 @@ namespace {
 
 using namespace troupe::actors;
 
-constexpr uint32_t global_set = 0;
 // How long a leaving rank waits for peers to acknowledge its goodbye.
 constexpr auto bye_timeout = std::chrono::seconds(1);
-
-struct process_set_group {
-  caf::actor negotiator;
-  caf::actor coordinator;  // only on the set's lowest rank
-  caf::actor backend;
-};
 
 struct supervisor_state {
   supervisor_args args;
@@ -36,7 +27,7 @@ struct supervisor_state {
   std::vector<bool> left;
   int known_peers = 0;
   std::optional<caf::typed_response_promise<bool>> peers_waiter;
-  process_set_group group;
+  std::map<uint32_t, process_set_group> groups;  // by set id; this rank's sets
   caf::actor timeline;  // this rank's trace writer; null without TROUPE_TIMELINE
   std::optional<status> broken;
   static constexpr const char* name = "troupe.supervisor";
@@ -67,8 +58,9 @@ caf::result<status> start_timeline(supervisor_actor* self, const std::string& pa
                 timeline_path(path, st.args.id.rank))
     .then(
       [=](status& opened) mutable {
-        if (opened.ok() && self->state.group.negotiator)
-          self->send(self->state.group.negotiator, tracing_atom::value, true, mark_cycles);
+        if (opened.ok())
+          for (const auto& [id, g] : self->state.groups)
+            self->send(g.negotiator, tracing_atom::value, true, mark_cycles);
         rp.deliver(std::move(opened));
       },
       [=](caf::error& err) mutable {
@@ -82,8 +74,8 @@ status stop_timeline(supervisor_actor* self) {
   auto& st = self->state;
   if (!st.timeline)
     return no_dynamic_timeline;
-  if (st.group.negotiator)
-    self->send(st.group.negotiator, tracing_atom::value, false, false);
+  for (const auto& [id, g] : st.groups)
+    self->send(g.negotiator, tracing_atom::value, false, false);
   self->send(st.timeline, tl_stop_atom::value);
   return {};
 }
@@ -99,8 +91,8 @@ void abort_groups(supervisor_actor* self, status why) {
   else
     spdlog::error("troupe rank {}: {}", st.args.id.rank, why.message());
   st.broken = why;
-  if (st.group.negotiator)
-    self->send(st.group.negotiator, abort_atom::value, why);
+  for (const auto& [id, g] : st.groups)
+    self->send(g.negotiator, abort_atom::value, why);
 }
 
 std::optional<int> peer_rank(const supervisor_state& st, const caf::actor_addr& who) {
@@ -112,14 +104,13 @@ std::optional<int> peer_rank(const supervisor_state& st, const caf::actor_addr& 
 
 void on_down(supervisor_actor* self, const caf::down_msg& dm) {
   auto& st = self->state;
-  const auto& g = st.group;
-  if (dm.source == g.negotiator.address() || dm.source == g.coordinator.address() ||
-      dm.source == g.backend.address()) {
-    abort_groups(self, {status_code::internal,
-                        "an actor of the global process set stopped: " +
-                          self->system().render(dm.reason)});
-    return;
-  }
+  for (const auto& [id, g] : st.groups)
+    if (g.owns(dm.source)) {
+      abort_groups(self, {status_code::internal,
+                          fmt::format("an actor of process set {} stopped: {}", id,
+                                      self->system().render(dm.reason))});
+      return;
+    }
   auto r = peer_rank(st, dm.source);
   if (!r || st.left[static_cast<size_t>(*r)])
     return;
@@ -148,72 +139,62 @@ void on_hello(supervisor_actor* self, int32_t rank, const caf::actor& endpoint,
 
 // Forwards a peer's control message to the actor of its process set.
 template <class Atom>
-void route(supervisor_actor* self, const caf::actor& dest, const char* what, uint32_t set,
-           std::string bytes) {
-  if (set != global_set || !dest) {
-    spdlog::error("troupe rank {}: dropped a {} for process set {}, which has no {} here",
-                  self->state.args.id.rank, what, set,
-                  std::is_same_v<Atom, request_atom> ? "coordinator" : "negotiator");
+void route(supervisor_actor* self, uint32_t set, std::string bytes) {
+  constexpr bool request = std::is_same_v<Atom, request_atom>;
+  auto it = self->state.groups.find(set);
+  const caf::actor* dest = nullptr;
+  if (it != self->state.groups.end())
+    dest = request ? &it->second.coordinator : &it->second.negotiator;
+  if (!dest || !*dest) {
+    // A set removed a moment ago can still see late messages.
+    spdlog::warn("troupe rank {}: dropped a {} for process set {}, which has no {} here",
+                 self->state.args.id.rank, request ? "request" : "response", set,
+                 request ? "coordinator" : "negotiator");
     return;
   }
   self->state.args.metrics->mailbox_depth(metrics::actor_kind::supervisor,
                                           self->mailbox().size());
-  self->send(dest, Atom::value, set, std::move(bytes));
+  self->send(*dest, Atom::value, set, std::move(bytes));
 }
 
-// Builds the global set's group: the backend rendezvous blocks, so it runs
-// in the detached backend actor while this actor keeps serving messages.
-caf::result<status, caf::actor> start_group(supervisor_actor* self) {
+// The backend rendezvous blocks, so it runs in the detached backend actor
+// while this actor keeps serving messages. Starts this rank's part of process set `set_id` (global ranks `members`)
+// and answers once its backend has connected to the other members.
+caf::result<status, caf::actor> start_group(supervisor_actor* self, uint32_t set_id,
+                                            std::vector<int> members, uint64_t serial) {
   auto& st = self->state;
-  const auto& id = st.args.id;
-  backends::backend_context ctx;
-  ctx.rank = id.rank;
-  ctx.size = id.size;
-  ctx.advertise_host = id.hostname;
-  ctx.store = st.args.store;
-  ctx.store_prefix = id.job_id + "/set0/gloo/";
-  ctx.timeout = std::chrono::milliseconds(
-    static_cast<int64_t>(st.args.cfg.gloo_timeout_seconds * 1000));
-  std::unique_ptr<backends::backend> impl;
+  if (st.groups.count(set_id))
+    return {status{status_code::invalid_argument,
+                   fmt::format("process set {} is already running here", set_id)},
+            caf::actor{}};
+  group_spec spec;
+  spec.set_id = set_id;
+  spec.members = std::move(members);
+  spec.serial = serial;
+  spec.id = &st.args.id;
+  spec.cfg = &st.args.cfg;
+  spec.store = st.args.store;
+  spec.metrics = st.args.metrics;
+  spec.endpoints = &st.peers;
+  spec.timeline = st.timeline;
+  process_set_group g;
   try {
-    impl = backends::make_cpu_backend(ctx, st.args.cfg.cpu_operations);
+    g = spawn_group(self->system(), spec);
   } catch (const std::exception& e) {
     return {status{status_code::backend, e.what()}, caf::actor{}};
   }
-  auto counted = st.args.metrics->for_backend(impl->name());
-  st.group.backend = backends::spawn_backend_actor(self->system(), std::move(impl), id.rank,
-                                                   id.size, std::move(counted));
-  self->monitor(st.group.backend);
-  // Coordinator and negotiator exist before the backend is connected: a
-  // faster peer's first request may arrive while our rendezvous is still
-  // running, and the backend runs queued work only after (connect).
-  if (id.rank == 0) {
-    const auto& cfg = st.args.cfg;
-    coordinator::coordinator_options options;
-    options.stall = {cfg.stall_check, cfg.stall_check_seconds, cfg.stall_shutdown_seconds};
-    options.fusion_threshold = cfg.fusion_threshold;
-    options.cache_capacity = static_cast<size_t>(cfg.cache_capacity);
-    options.cycle_time =
-      std::chrono::microseconds(static_cast<int64_t>(cfg.cycle_time_ms * 1000));
-    st.group.coordinator =
-      coordinator::spawn_coordinator(self->system(), global_set, st.peers, options,
-                                     st.args.metrics);
-    self->monitor(st.group.coordinator);
-  }
-  const auto& timeline = st.args.cfg.timeline;
-  const bool tracing = !timeline.empty() && timeline != dynamic_timeline;
-  st.group.negotiator = spawn_negotiator(
-    self->system(), negotiator_args{global_set, id.rank, st.args.metrics, tracing}, st.peers[0],
-    st.group.coordinator, st.group.backend, st.timeline);
-  self->monitor(st.group.negotiator);
+  for (const auto* child : {&g.backend, &g.coordinator, &g.negotiator})
+    if (*child)
+      self->monitor(*child);
+  if (st.broken)
+    self->send(g.negotiator, abort_atom::value, *st.broken);
+  st.groups.emplace(set_id, g);
   auto rp = self->make_response_promise<status, caf::actor>();
   const auto deadline = std::chrono::milliseconds(
     static_cast<int64_t>(st.args.cfg.start_timeout_seconds * 1000));
-  self->request(st.group.backend, deadline, connect_atom::value)
+  self->request(g.backend, deadline, connect_atom::value)
     .then(
-      [=](status& connected) mutable {
-        rp.deliver(std::move(connected), self->state.group.negotiator);
-      },
+      [=](status& connected) mutable { rp.deliver(std::move(connected), g.negotiator); },
       [=](caf::error& err) mutable {
         rp.deliver(status{status_code::timeout,
                           "backend rendezvous did not complete: " +
@@ -221,6 +202,24 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self) {
                    caf::actor{});
       });
   return rp;
+}
+
+// Stops this rank's part of a removed set: what is pending there fails.
+void stop_group(supervisor_actor* self, uint32_t set_id) {
+  auto& st = self->state;
+  auto node = st.groups.extract(set_id);
+  if (node.empty())
+    return;
+  auto& g = node.mapped();
+  for (const auto* child : {&g.backend, &g.coordinator, &g.negotiator})
+    if (*child)
+      self->demonitor(*child);
+  self->send(g.negotiator, abort_atom::value,
+             status{status_code::shut_down, "Process set has been removed."});
+  self->send(g.negotiator, shutdown_atom::value);
+  for (const auto* child : {&g.coordinator, &g.backend})
+    if (*child)
+      self->send_exit(*child, caf::exit_reason::user_shutdown);
 }
 
 // A peer left. If it left because it lost another peer, that loss is the
@@ -247,14 +246,13 @@ caf::result<bool> leave(supervisor_actor* self) {
   // Peers learn why we leave: the first cause that broke the set.
   const auto cause = static_cast<int32_t>(st.broken->code());
   const auto cause_text = st.broken->message();
-  for (auto* child : {&st.group.negotiator, &st.group.coordinator, &st.group.backend})
-    if (*child)
-      self->demonitor(*child);
-  if (st.group.negotiator)
-    self->send(st.group.negotiator, shutdown_atom::value);
-  for (auto* child : {&st.group.coordinator, &st.group.backend, &st.timeline})
-    if (*child)
-      self->send_exit(*child, caf::exit_reason::user_shutdown);
+  std::vector<uint32_t> ids;
+  for (const auto& [id, g] : st.groups)
+    ids.push_back(id);
+  for (auto id : ids)
+    stop_group(self, id);
+  if (st.timeline)
+    self->send_exit(st.timeline, caf::exit_reason::user_shutdown);
   auto rp = self->make_response_promise<bool>();
   auto outstanding = std::make_shared<int>(0);
   auto finish = [=]() mutable {
@@ -304,12 +302,18 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
       st.peers_waiter = self->make_response_promise<bool>();
       return *st.peers_waiter;
     },
-    [=](start_atom) { return start_group(self); },
+    [=](start_atom, uint32_t set_id, std::vector<int>& members, uint64_t serial) {
+      return start_group(self, set_id, std::move(members), serial);
+    },
+    [=](stop_atom, uint32_t set_id) {
+      stop_group(self, set_id);
+      return true;
+    },
     [=](request_atom, uint32_t set, std::string& bytes) {
-      route<request_atom>(self, self->state.group.coordinator, "request", set, std::move(bytes));
+      route<request_atom>(self, set, std::move(bytes));
     },
     [=](response_atom, uint32_t set, std::string& bytes) {
-      route<response_atom>(self, self->state.group.negotiator, "response", set, std::move(bytes));
+      route<response_atom>(self, set, std::move(bytes));
     },
     [=](bye_atom, int32_t rank, int32_t cause, const std::string& cause_text) {
       on_bye(self, rank, static_cast<status_code>(cause), cause_text);

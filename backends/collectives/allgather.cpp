@@ -52,11 +52,7 @@ void run_fused_allgather(const run_context& ctx, const v1::Response& resp,
   // Own block first, then room for everyone's: one persistent buffer.
   char* buffer = scratch_buffers::at_least(ctx.scratch.fusion, mine + total + 1);
   ctx.span("MEMCPY_IN_FUSION_BUFFER", 'B');
-  size_t at = 0;
-  for (const auto& e : entries) {
-    std::memcpy(buffer + at, e->input.data, e->input.size_bytes());
-    at += e->input.size_bytes();
-  }
+  pack_inputs(entries, buffer);
   ctx.span("MEMCPY_IN_FUSION_BUFFER", 'E');
   o.input = buffer;
   o.output = buffer + mine;

@@ -11,6 +11,15 @@ void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::ten
                   e.input.dtype);
 }
 
+size_t pack_inputs(const std::vector<actors::tensor_entry_ptr>& entries, char* buffer) {
+  size_t at = 0;
+  for (const auto& e : entries) {
+    std::memcpy(buffer + at, e->input.data, e->input.size_bytes());
+    at += e->input.size_bytes();
+  }
+  return at;
+}
+
 void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
                          const std::vector<actors::tensor_entry_ptr>& entries) {
   size_t bytes = 0;
@@ -18,11 +27,7 @@ void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
     bytes += e->input.size_bytes();
   char* buffer = scratch_buffers::at_least(ctx.scratch.fusion, bytes);
   ctx.span("MEMCPY_IN_FUSION_BUFFER", 'B');
-  size_t at = 0;
-  for (const auto& e : entries) {
-    std::memcpy(buffer + at, e->input.data, e->input.size_bytes());
-    at += e->input.size_bytes();
-  }
+  pack_inputs(entries, buffer);
   ctx.span("MEMCPY_IN_FUSION_BUFFER", 'E');
   const auto dtype = entries.front()->input.dtype;
   const auto activity = backend_activity(ctx, resp.op());
@@ -30,7 +35,7 @@ void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
   reduce_in_place(ctx, resp, buffer, bytes / element_size(dtype), dtype);
   ctx.span(activity, 'E');
   ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'B');
-  at = 0;
+  size_t at = 0;
   for (const auto& e : entries) {
     std::memcpy(e->output.data, buffer + at, e->output.size_bytes());
     at += e->output.size_bytes();

@@ -74,7 +74,8 @@ std::vector<int> offsets_of(const std::vector<int>& counts, const char* what) {
 
 } // namespace
 
-mpi_backend::mpi_backend() : comm_(std::make_unique<communicator>()) {
+mpi_backend::mpi_backend(std::vector<int> world_ranks, int tag)
+  : comm_(std::make_unique<communicator>()), world_ranks_(std::move(world_ranks)), tag_(tag) {
 }
 
 mpi_backend::~mpi_backend() {
@@ -86,7 +87,18 @@ mpi_backend::~mpi_backend() {
 
 void mpi_backend::connect() {
   ensure_mpi_initialized();
-  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_->comm), "MPI_Comm_dup");
+  if (world_ranks_.empty()) {
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_->comm), "MPI_Comm_dup");
+  } else {
+    // Collective over the members only: other ranks need not take part.
+    MPI_Group world = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, static_cast<int>(world_ranks_.size()), world_ranks_.data(), &members);
+    const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, members, tag_, &comm_->comm);
+    MPI_Group_free(&members);
+    MPI_Group_free(&world);
+    check_mpi(rc, "MPI_Comm_create_group");
+  }
   MPI_Comm_set_errhandler(comm_->comm, MPI_ERRORS_RETURN);
 }
 

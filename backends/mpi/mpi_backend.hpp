@@ -1,17 +1,21 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "backends/backend.hpp"
 
 namespace troupe::backends {
 
-/// CPU collectives over MPI (Open MPI), on a duplicate of MPI_COMM_WORLD.
+/// CPU collectives over MPI (Open MPI), on a duplicate of MPI_COMM_WORLD or
+/// a communicator of a process set's ranks.
 /// Reductions run in place (MPI_IN_PLACE) on the caller's or the fusion
 /// buffer: no scratch buffer per call.
 class mpi_backend : public backend {
 public:
-  mpi_backend();
+  /// The communicator of `world_ranks` (empty = MPI_COMM_WORLD), created
+  /// at connect() with `tag` (unique among sets created concurrently).
+  mpi_backend(std::vector<int> world_ranks, int tag);
   ~mpi_backend() override;
 
   const char* name() const override {
@@ -30,6 +34,8 @@ private:
   // Holds the MPI_Comm, so mpi.h stays out of this header.
   struct communicator;
   std::unique_ptr<communicator> comm_;
+  std::vector<int> world_ranks_;
+  int tag_;
 };
 
 } // namespace troupe::backends

@@ -11,7 +11,10 @@
 namespace troupe::elastic::launcher {
 
 std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root) {
-  std::vector<std::string> cmd{"mpirun", "--tag-output", "--oversubscribe"};
+  // Not bound to one core (Open MPI's default for np <= 2): a rank's actor,
+  // network and backend threads would share it (Horovod passes the same).
+  std::vector<std::string> cmd{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
+                               "none"};
   if (as_root)
     cmd.emplace_back("--allow-run-as-root");
   cmd.insert(cmd.end(), {"-np", std::to_string(opts.np)});

@@ -13,7 +13,7 @@ TEST(mpirun_command, horovodrun_style_command_line) {
   opts.command = {"python3", "train.py", "-np", "7"};
   auto cmd = mpirun_command(opts, true);
   EXPECT_EQ(cmd, (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe",
-                                           "--allow-run-as-root", "-np", "4", "-H",
+                                           "--bind-to", "none", "--allow-run-as-root", "-np", "4", "-H",
                                            "localhost:2,127.0.0.1:2", "--timeout", "10",
                                            "python3", "train.py", "-np", "7"}));
 }
@@ -24,8 +24,8 @@ TEST(mpirun_command, not_root_and_hostfile) {
   opts.hostfile = "hosts.txt";
   opts.command = {"./prog"};
   auto cmd = mpirun_command(opts, false);
-  EXPECT_EQ(cmd, (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "-np",
-                                           "2", "--hostfile", "hosts.txt", "./prog"}));
+  EXPECT_EQ(cmd, (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe",
+                                           "--bind-to", "none", "-np", "2", "--hostfile", "hosts.txt", "./prog"}));
 }
 
 } // namespace

@@ -9,6 +9,9 @@
 //                               start_timeline(FILE) / stop_timeline() around
 //                               a grouped (fused) allreduce and an allgather;
 //                               without TROUPE_TIMELINE, start must fail
+//   collective_check process-sets
+//                               4 ranks, static sets [0, 2] and [1, 3],
+//                               dynamic sets, errors, add/remove leak check
 //   collective_check errors     every user error, message checked on every rank
 //   collective_check join       uneven work ending in join()
 //   collective_check stall      a withheld tensor, with small stall times
@@ -42,6 +45,7 @@
 
 #include "cache_checks.hpp"
 #include "checks.hpp"
+#include "process_set_checks.hpp"
 #include "error_checks.hpp"
 #include "troupe/troupe.hpp"
 
@@ -173,7 +177,8 @@ int timeline_dynamic(int rank, int size, const std::string& file) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "ops";
-  if (auto s = troupe::init(); !s.ok()) {
+  auto s = mode == "process-sets" ? troupe::init({{0, 2}, {1, 3}}) : troupe::init();
+  if (!s.ok()) {
     std::fprintf(stderr, "init failed: %s\n", s.message().c_str());
     return 1;
   }
@@ -199,6 +204,8 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_cache_checks(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000);
   else if (mode == "timeline-dynamic" && argc == 3)
     rc = timeline_dynamic(rank, size, argv[2]);
+  else if (mode == "process-sets")
+    rc = troupe::test::run_process_set_checks(rank, size);
   else if (mode == "errors")
     rc = troupe::test::run_error_checks(rank, size);
   else if (mode == "join")

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "troupe/status.hpp"
@@ -48,6 +49,12 @@ public:
   }
 
   void wait() const {
+    // A small collective often completes sooner than a sleeping thread can
+    // be woken on a loaded machine: yield for a moment before blocking.
+    // Long waits still sleep (no busy polling while the ranks compute).
+    const auto spin_until = std::chrono::steady_clock::now() + spin_before_blocking;
+    while (!done() && std::chrono::steady_clock::now() < spin_until)
+      std::this_thread::yield();
     std::unique_lock<std::mutex> guard{mtx_};
     cv_.wait(guard, [this] { return done_; });
   }
@@ -58,6 +65,8 @@ public:
   }
 
 private:
+  static constexpr std::chrono::microseconds spin_before_blocking{100};
+
   mutable std::mutex mtx_;
   mutable std::condition_variable cv_;
   bool done_ = false;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "troupe/handle.hpp"
+#include "troupe/process_set.hpp"
 #include "troupe/status.hpp"
 #include "troupe/types.hpp"
 
@@ -17,6 +18,10 @@ namespace troupe {
 /// Calling it when already initialized is harmless. Fails with a status
 /// naming the step that did not complete before the start timeout.
 status init();
+
+/// init(), then registers static process sets (global ranks each), in
+/// order, with ids 1, 2, ...; every rank must pass the same lists.
+status init(const std::vector<std::vector<int>>& process_sets);
 
 /// Stops the runtime; pending collectives fail with status_code::shut_down.
 /// init() may be called again afterwards.
@@ -50,7 +55,7 @@ int cross_size();
 /// number of ranks) follows Horovod's CPU algorithm.
 handle allreduce(const tensor& input, const tensor& output, const std::string& name,
                  reduce_op op = reduce_op::sum, double prescale_factor = 1.0,
-                 double postscale_factor = 1.0);
+                 double postscale_factor = 1.0, const process_set& set = {});
 
 /// Reduces (SUM or AVERAGE) `input` across ranks and leaves each rank a
 /// block of rows: with R rows and N ranks, ranks 0 .. R % N - 1 get
@@ -58,7 +63,7 @@ handle allreduce(const tensor& input, const tensor& output, const std::string& n
 /// handle::output() / handle::output_shape().
 handle reducescatter(const tensor& input, const std::string& name,
                      reduce_op op = reduce_op::sum, double prescale_factor = 1.0,
-                     double postscale_factor = 1.0);
+                     double postscale_factor = 1.0, const process_set& set = {});
 
 /// Sends rows of `input` to every rank: `splits[r]` rows to rank r, in
 /// order (empty = equal split, which needs rows % size == 0). Trailing
@@ -66,10 +71,10 @@ handle reducescatter(const tensor& input, const std::string& name,
 /// rank order, are in handle::output(); handle::received_splits() tells how
 /// many came from each rank.
 handle alltoall(const tensor& input, const std::string& name,
-                const std::vector<int64_t>& splits = {});
+                const std::vector<int64_t>& splits = {}, const process_set& set = {});
 
 /// Completes once every rank has called it.
-handle barrier();
+handle barrier(const process_set& set = {});
 
 /// This rank has no more collectives for now (uneven data): until every
 /// rank has joined, it contributes zeros to the others' allreduces (AVERAGE
@@ -77,7 +82,7 @@ handle barrier();
 /// reducescatter / barrier fail with Horovod's "not supported with Join"
 /// errors. Completes on every rank once all have joined; join_result()
 /// then gives the rank that joined last.
-handle join();
+handle join(const process_set& set = {});
 int join_result(const handle& join_handle);
 
 /// Grouped collectives: the members (named "<name>.<i>") are accepted or
@@ -87,21 +92,36 @@ std::vector<handle> grouped_allreduce(const std::vector<tensor>& inputs,
                                       const std::vector<tensor>& outputs,
                                       const std::string& name, reduce_op op = reduce_op::sum,
                                       double prescale_factor = 1.0,
-                                      double postscale_factor = 1.0);
+                                      double postscale_factor = 1.0,
+                                      const process_set& set = {});
 std::vector<handle> grouped_allgather(const std::vector<tensor>& inputs,
-                                      const std::string& name);
+                                      const std::string& name, const process_set& set = {});
 std::vector<handle> grouped_reducescatter(const std::vector<tensor>& inputs,
                                           const std::string& name,
                                           reduce_op op = reduce_op::sum,
                                           double prescale_factor = 1.0,
-                                          double postscale_factor = 1.0);
+                                          double postscale_factor = 1.0,
+                                          const process_set& set = {});
 
 /// Concatenates every rank's `input` along the first dimension, in rank
 /// order. The first dimension may differ per rank; the others must agree.
 /// The result is in handle::output() / handle::output_shape().
-handle allgather(const tensor& input, const std::string& name);
+handle allgather(const tensor& input, const std::string& name, const process_set& set = {});
 
-/// Copies `root_rank`'s tensor into `tensor` on every other rank.
-handle broadcast(const tensor& tensor, int root_rank, const std::string& name);
+/// Copies `root_rank`'s tensor into `tensor` on every other rank of the
+/// set; `root_rank` is a global rank.
+handle broadcast(const tensor& tensor, int root_rank, const std::string& name,
+                 const process_set& set = {});
+
+/// Process sets (Horovod's contract): every rank calls these in the same
+/// order, members or not; each call returns once every rank has done it.
+/// Needs TROUPE_DYNAMIC_PROCESS_SETS=1 (static sets: init(process_sets)).
+/// A new set takes the oldest freed id, else the next one. Collectives
+/// pending on a removed set fail.
+status add_process_set(const std::vector<int>& ranks, process_set& out);
+status remove_process_set(const process_set& set);
+
+/// Id 0, every rank.
+process_set global_process_set();
 
 } // namespace troupe

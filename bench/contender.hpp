@@ -1,0 +1,30 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace troupe::bench {
+
+/// One float32 buffer of a step, reduced in place.
+struct buffer_view {
+  float* data;
+  size_t count;
+  /// Collective name (Troupe negotiates by name; raw libraries ignore it).
+  std::string name;
+};
+
+/// Something that can allreduce: Troupe or a library it is compared with.
+class contender {
+public:
+  virtual ~contender() = default;
+  /// Label in the tables and JSON, e.g. "troupe-mpi", "raw-gloo".
+  virtual std::string label() const = 0;
+  /// In-place float32 sum of every buffer across all ranks; returns when all
+  /// are done. Each contender does what a straightforward user of it would:
+  /// Troupe submits everything and then waits, raw libraries call one
+  /// blocking allreduce after the other.
+  virtual void allreduce_all(const std::vector<buffer_view>& buffers) = 0;
+};
+
+} // namespace troupe::bench

@@ -1,0 +1,195 @@
+#include "process_set_checks.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "troupe/troupe.hpp"
+
+namespace troupe::test {
+
+namespace {
+
+int failures = 0;
+
+void expect(bool ok, int rank, const std::string& what) {
+  if (!ok) {
+    ++failures;
+    std::printf("rank %d: FAIL %s\n", rank, what.c_str());
+  }
+}
+
+void expect_error(const status& s, const std::string& text, int rank, const std::string& what) {
+  expect(!s.ok() && s.message().find(text) != std::string::npos, rank,
+         what + ": expected an error containing '" + text + "', got '" + s.message() + "'");
+}
+
+// Allreduce (sum) of each member's global rank on `set`, checked.
+handle rank_sum(const process_set& set, const std::string& name, float& x) {
+  x = static_cast<float>(troupe::rank());
+  return allreduce({&x, data_type::float32, {1}}, {&x, data_type::float32, {1}}, name,
+                   reduce_op::sum, 1.0, 1.0, set);
+}
+
+float members_sum(const process_set& set) {
+  float sum = 0;
+  for (auto r : set.ranks)
+    sum += static_cast<float>(r);
+  return sum;
+}
+
+// Threads and sockets of this process: what a removed set must give back.
+std::pair<int, int> threads_and_sockets() {
+  namespace fs = std::filesystem;
+  int threads = 0, sockets = 0;
+  for (const auto& t : fs::directory_iterator("/proc/self/task")) {
+    (void)t;
+    ++threads;
+  }
+  for (const auto& fd : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(fd.path(), ec).string().rfind("socket:", 0) == 0)
+      ++sockets;
+  }
+  return {threads, sockets};
+}
+
+void even_odd(int rank) {
+  // Horovod's process-set example: two concurrent allreduces, one per set.
+  process_set even{1, {0, 2}}, odd{2, {1, 3}};
+  const auto& mine = rank % 2 == 0 ? even : odd;
+  expect(mine.included() && mine.rank() == rank / 2 && mine.size() == 2, rank, "set identity");
+  expect(even.to_string() == "ProcessSet(process_set_id=1, ranks=[0, 2], mpi_comm=None)", rank,
+         "printed form: " + even.to_string());
+  std::vector<float> x(20);
+  std::vector<handle> hs;
+  for (int i = 0; i < 20; ++i)
+    hs.push_back(rank_sum(mine, "even_odd." + std::to_string(i), x[static_cast<size_t>(i)]));
+  for (int i = 0; i < 20; ++i)
+    expect(hs[static_cast<size_t>(i)].wait().ok() &&
+             x[static_cast<size_t>(i)] == members_sum(mine),
+           rank, "even/odd allreduce " + std::to_string(i));
+}
+
+void overlapping(int rank) {
+  process_set front;
+  auto s = add_process_set({2, 1, 0}, front);
+  expect(s.ok() && front.id == 3 && front.ranks == std::vector<int>{0, 1, 2}, rank,
+         "add [2, 1, 0] -> id 3: " + s.message());
+  process_set pair{rank % 2 == 0 ? 1 : 2, rank % 2 == 0 ? std::vector<int>{0, 2}
+                                                         : std::vector<int>{1, 3}};
+  float a = 0, b = 0;
+  handle ha, hb;
+  if (front.included())
+    ha = rank_sum(front, "overlap.front", a);
+  hb = rank_sum(pair, "overlap.pair", b);
+  if (front.included())
+    expect(ha.wait().ok() && a == 3, rank, "overlapping set [0, 1, 2]");
+  expect(hb.wait().ok() && b == members_sum(pair), rank, "overlapping even/odd set");
+  // Broadcast roots are global ranks.
+  float v = static_cast<float>(rank);
+  if (front.included())
+    expect(broadcast({&v, data_type::float32, {1}}, 2, "bcast.front", front).wait().ok() &&
+             v == 2,
+           rank, "broadcast from global rank 2 on [0, 1, 2]");
+  expect(remove_process_set(front).ok(), rank, "remove id 3");
+}
+
+void errors(int rank) {
+  float x = 1;
+  const tensor t{&x, data_type::float32, {1}};
+  process_set other{rank % 2 == 0 ? 2 : 1, rank % 2 == 0 ? std::vector<int>{1, 3}
+                                                          : std::vector<int>{0, 2}};
+  expect_error(allreduce(t, t, "foreign", reduce_op::sum, 1, 1, other).wait(),
+               "Allreduce: Rank " + std::to_string(rank) +
+                 " is not a member of the provided process set.",
+               rank, "non-member");
+  expect_error(allgather(t, "unknown", process_set{42, {0}}).wait(),
+               "Allgather: Process set provided does not exist, or has not been registered.",
+               rank, "unknown set");
+  process_set even{1, {0, 2}};
+  if (even.included())
+    expect_error(broadcast(t, 1, "bad-root", even).wait(),
+                 "broadcast received invalid root rank 1 for provided process set", rank,
+                 "root outside the set");
+  process_set ignored;
+  expect_error(add_process_set({0, 0, 1}, ignored), "duplicate rank: 0", rank, "duplicate");
+  expect_error(add_process_set({0, 9}, ignored), "invalid rank: 9", rank, "out of range");
+  expect_error(add_process_set({0, 2}, ignored), "already registered", rank, "existing set");
+  expect_error(add_process_set(rank == 0 ? std::vector<int>{0, 1} : std::vector<int>{0, 3},
+                               ignored),
+               "mismatching values on different ranks: rank 0 sent [0, 1], rank 1 sent [0, 3]",
+               rank, "mismatched registration");
+  expect_error(remove_process_set(global_process_set()), "cannot be removed", rank,
+               "remove global");
+  // Work pending on a set when it is removed fails instead of hanging.
+  process_set duo;
+  expect(add_process_set({0, 1}, duo).ok(), rank, "add [0, 1]");
+  handle orphan;
+  if (rank == 0)
+    orphan = rank_sum(duo, "orphan", x);  // rank 1 never submits it
+  expect(remove_process_set(duo).ok(), rank, "remove [0, 1]");
+  if (rank == 0)
+    expect_error(orphan.wait(), "Process set has been removed", rank, "pending on removal");
+  expect_error(allreduce(t, t, "after-removal", reduce_op::sum, 1, 1, duo).wait(),
+               "does not exist", rank, "op on a removed set");
+}
+
+// The counts once they stop changing: a removed set's backend thread and
+// sockets go away asynchronously.
+std::pair<int, int> settled_counts() {
+  auto last = threads_and_sockets();
+  for (int i = 0, same = 0; i < 50 && same < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto now = threads_and_sockets();
+    same = now == last ? same + 1 : 0;
+    last = now;
+  }
+  return last;
+}
+
+void add_remove_loop(int rank) {
+  // The first round creates what lives as long as the process (CAF, MPI).
+  process_set warm;
+  expect(add_process_set({1, 2}, warm).ok() && remove_process_set(warm).ok(), rank, "warm-up");
+  const auto before = settled_counts();
+  for (int i = 0; i < 100 && failures == 0; ++i) {
+    process_set s;
+    const std::vector<int> ranks = i % 2 ? std::vector<int>{1, 2} : std::vector<int>{0, 1, 3};
+    expect(add_process_set(ranks, s).ok(), rank, "add round " + std::to_string(i));
+    if (s.included()) {
+      float x = 0;
+      expect(rank_sum(s, "loop", x).wait().ok() && x == members_sum(s), rank,
+             "allreduce round " + std::to_string(i));
+    }
+    expect(remove_process_set(s).ok(), rank, "remove round " + std::to_string(i));
+  }
+  const auto after = settled_counts();
+  expect(after.first <= before.first && after.second <= before.second, rank,
+         "leak after 100 add/remove rounds: threads " + std::to_string(before.first) + " -> " +
+           std::to_string(after.first) + ", sockets " + std::to_string(before.second) +
+           " -> " + std::to_string(after.second));
+  std::printf("rank %d: threads %d -> %d, sockets %d -> %d over 100 add/remove rounds\n", rank,
+              before.first, after.first, before.second, after.second);
+}
+
+} // namespace
+
+int run_process_set_checks(int rank, int size) {
+  if (size != 4) {
+    std::printf("rank %d: FAIL process-sets needs 4 ranks\n", rank);
+    return 1;
+  }
+  even_odd(rank);
+  overlapping(rank);
+  errors(rank);
+  add_remove_loop(rank);
+  if (failures == 0)
+    std::printf("rank %d: PASS process sets\n", rank);
+  return failures == 0 ? 0 : 1;
+}
+
+} // namespace troupe::test

@@ -1,0 +1,66 @@
+#include "workers/process_set_group.hpp"
+
+#include <algorithm>
+
+#include <caf/all.hpp>
+
+#include "actors/negotiator.hpp"
+#include "backends/backend_actor.hpp"
+#include "backends/registry.hpp"
+#include "coordinator/coordinator_actor.hpp"
+#include "metrics/rank_metrics.hpp"
+
+namespace troupe::workers {
+
+bool process_set_group::owns(const caf::actor_addr& who) const {
+  return who == negotiator.address() || who == coordinator.address() ||
+         who == backend.address();
+}
+
+process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
+  const auto& cfg = *spec.cfg;
+  const auto& id = *spec.id;
+  const auto mine = std::find(spec.members.begin(), spec.members.end(), id.rank);
+  const int set_rank = static_cast<int>(mine - spec.members.begin());
+  const int set_size = static_cast<int>(spec.members.size());
+  backends::backend_context ctx;
+  ctx.rank = set_rank;
+  ctx.size = set_size;
+  if (spec.set_id != 0)
+    ctx.world_ranks = spec.members;
+  ctx.communicator_tag = static_cast<int>(spec.set_id);
+  ctx.advertise_host = id.hostname;
+  ctx.store = spec.store;
+  ctx.store_prefix = id.job_id + "/set" + std::to_string(spec.set_id) + "." +
+                     std::to_string(spec.serial) + "/gloo/";
+  ctx.timeout =
+    std::chrono::milliseconds(static_cast<int64_t>(cfg.gloo_timeout_seconds * 1000));
+  auto impl = backends::make_cpu_backend(ctx, cfg.cpu_operations);
+  process_set_group g;
+  auto counted = spec.metrics->for_backend(impl->name());
+  g.backend = backends::spawn_backend_actor(sys, std::move(impl), set_rank, set_size,
+                                            std::move(counted));
+  std::vector<caf::actor> member_endpoints;
+  for (auto r : spec.members)
+    member_endpoints.push_back((*spec.endpoints)[static_cast<size_t>(r)]);
+  // Coordinator and negotiator exist before the backend is connected: a
+  // faster peer's first request may arrive while our rendezvous is still
+  // running, and the backend runs queued work only after (connect).
+  if (set_rank == 0) {
+    coordinator::coordinator_options options;
+    options.stall = {cfg.stall_check, cfg.stall_check_seconds, cfg.stall_shutdown_seconds};
+    options.fusion_threshold = cfg.fusion_threshold;
+    options.cache_capacity = static_cast<size_t>(cfg.cache_capacity);
+    options.cycle_time =
+      std::chrono::microseconds(static_cast<int64_t>(cfg.cycle_time_ms * 1000));
+    g.coordinator = coordinator::spawn_coordinator(sys, spec.set_id, member_endpoints, options,
+                                                   spec.metrics);
+  }
+  const bool tracing = !cfg.timeline.empty() && cfg.timeline != dynamic_timeline;
+  g.negotiator = actors::spawn_negotiator(
+    sys, actors::negotiator_args{spec.set_id, set_rank, spec.metrics, tracing},
+    member_endpoints.front(), g.coordinator, g.backend, spec.timeline);
+  return g;
+}
+
+} // namespace troupe::workers

@@ -1,0 +1,50 @@
+#pragma once
+
+// Include only from .cpp files: CAF headers are expensive.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <caf/actor.hpp>
+
+#include "workers/identity.hpp"
+
+namespace troupe::elastic {
+class store_client;
+}
+namespace troupe::metrics {
+class rank_metrics;
+}
+
+namespace troupe::workers {
+
+/// The actors that run one process set on this rank.
+struct process_set_group {
+  caf::actor negotiator;
+  caf::actor coordinator;  // only on the set's lowest rank
+  caf::actor backend;
+
+  /// Whether `who` is one of them.
+  bool owns(const caf::actor_addr& who) const;
+};
+
+/// What a rank needs to start its part of a process set.
+struct group_spec {
+  uint32_t set_id = 0;
+  std::vector<int> members;  // global ranks, ascending; this rank among them
+  uint64_t serial = 0;       // registration number: fresh rendezvous keys
+  const identity* id = nullptr;
+  const config* cfg = nullptr;
+  std::shared_ptr<elastic::store_client> store;
+  std::shared_ptr<metrics::rank_metrics> metrics;
+  const std::vector<caf::actor>* endpoints = nullptr;  // every rank's supervisor
+  caf::actor timeline;  // may be null
+};
+
+/// Spawns the set's backend actor (not connected yet), its coordinator when
+/// this rank is the set's lowest, and its negotiator. Throws backend_error
+/// when the backend cannot be created.
+process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec);
+
+} // namespace troupe::workers
