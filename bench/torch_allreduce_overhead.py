@@ -3,7 +3,7 @@ made straight on the core module (the binding's floor). Compare the medians
 with the C++ API's 4-byte row of bench/allreduce_bench on the same backend:
 
     troupe-run -np 2 /usr/bin/python3 bench/torch_allreduce_overhead.py
-    troupe-run --gloo -np 2 build/bin/allreduce_bench
+    troupe-run --gloo -np 2 build/bin/allreduce_bench --json ar.json
 
 Rank 0 prints a markdown table (median / p90 in microseconds) and one JSON
 line per row. Variants alternate within each round so noise hits all alike.

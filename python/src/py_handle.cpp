@@ -1,9 +1,7 @@
 #include "python/src/py_handle.hpp"
 
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
-#include <thread>
 
 #include <pybind11/stl.h>
 
@@ -13,12 +11,6 @@
 namespace py = pybind11;
 
 namespace troupe::python {
-
-namespace {
-
-constexpr std::chrono::microseconds spin_before_blocking{100};
-
-} // namespace
 
 py_handle::py_handle(std::vector<handle> members, py::object keep_alive)
   : members_(std::move(members)), keep_alive_(std::move(keep_alive)) {
@@ -39,13 +31,6 @@ bool py_handle::poll() const {
 }
 
 void py_handle::wait() const {
-  // A small collective often completes within tens of microseconds, less
-  // than it takes to wake a sleeping thread on a loaded machine: yield for
-  // a short while before blocking. Long waits still sleep (no busy polling
-  // while the ranks compute).
-  const auto spin_until = std::chrono::steady_clock::now() + spin_before_blocking;
-  while (!poll() && std::chrono::steady_clock::now() < spin_until)
-    std::this_thread::yield();
   for (const auto& h : members_)
     h.wait();
 }
