@@ -17,6 +17,7 @@ packages=(
   # Python package (troupe, troupe.torch) and its tests, for /usr/bin/python3
   python3-dev pybind11-dev python3-numpy
   python3-torch python3-torchvision python3-pytest
+  python3-mpi4py  # process sets from MPI communicators
 )
 
 missing=()
