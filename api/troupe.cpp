@@ -162,6 +162,8 @@ status init() {
 }
 
 status init(const std::vector<std::vector<int>>& process_sets) {
+  if (is_initialized())
+    return {};  // harmless, as init(): the sets were registered the first time
   if (auto s = init(); !s.ok())
     return s;
   auto& cur = current();

@@ -39,6 +39,18 @@ _ZERO_GRAD_RACE = ('optimizer.zero_grad() was called after loss.backward() but b
                    'cause a race condition.')
 
 
+def _count_pass(optimizer, p):
+    """Counts one backward pass over `p` (a gradient hook fired); True when
+    its gradient is to be reduced now (backward_passes_per_step reached)."""
+    if p in optimizer._handles and optimizer._handles[p][0] is not None:
+        if optimizer._allreduce_delay[p] <= 0:
+            raise AssertionError(_TOO_MANY_PASSES)
+    assert not p.grad.requires_grad
+    assert optimizer._allreduce_delay[p] > 0
+    optimizer._allreduce_delay[p] -= 1
+    return optimizer._allreduce_delay[p] == 0
+
+
 def _named_parameters(param_groups, named_parameters):
     """The (name, parameter) list; default names follow Horovod's."""
     if named_parameters is None:
@@ -200,14 +212,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _make_hook(self, p):
         def hook(*ignore):
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(_TOO_MANY_PASSES)
-            assert not p.grad.requires_grad
-            assert self._allreduce_delay[p] > 0
             handle, ctx = None, None
-            self._allreduce_delay[p] -= 1
-            if self._allreduce_delay[p] == 0:
+            if _count_pass(self, p):
                 if self._groups is not None:
                     group = self._p_to_group[p]
                     self._group_counts[group] += 1
@@ -345,14 +351,8 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
 
     def _make_hook(self, p):
         def hook(*ignore):
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(_TOO_MANY_PASSES)
-            assert not p.grad.requires_grad
-            assert self._allreduce_delay[p] > 0
             handle, ctx = None, None
-            self._allreduce_delay[p] -= 1
-            if self._allreduce_delay[p] == 0:
+            if _count_pass(self, p):
                 handle, ctx = self._allreduce_grad_async(p)
             self._handles[p] = (handle, ctx)
         return hook
