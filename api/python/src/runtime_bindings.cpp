@@ -7,7 +7,7 @@
 #include <pybind11/stl.h>
 
 #include "backends/registry.hpp"
-#include "python/src/bindings.hpp"
+#include "api/python/src/bindings.hpp"
 #include "troupe/troupe.hpp"
 
 namespace py = pybind11;

@@ -1,7 +1,7 @@
 // troupe._core: the C++ API as seen from Python. Frameworks hand tensors over
 // as (data pointer, dtype code, shape), so the module needs no framework
 // headers; troupe.torch turns torch tensors into those triples.
-#include "python/src/bindings.hpp"
+#include "api/python/src/bindings.hpp"
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "Troupe runtime core (framework independent)";

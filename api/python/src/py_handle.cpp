@@ -1,11 +1,11 @@
-#include "python/src/py_handle.hpp"
+#include "api/python/src/py_handle.hpp"
 
 #include <cstring>
 #include <stdexcept>
 
 #include <pybind11/stl.h>
 
-#include "python/src/bindings.hpp"
+#include "api/python/src/bindings.hpp"
 #include "troupe/troupe.hpp"
 
 namespace py = pybind11;

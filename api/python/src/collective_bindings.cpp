@@ -8,8 +8,8 @@
 
 #include <pybind11/stl.h>
 
-#include "python/src/bindings.hpp"
-#include "python/src/py_handle.hpp"
+#include "api/python/src/bindings.hpp"
+#include "api/python/src/py_handle.hpp"
 #include "troupe/troupe.hpp"
 
 namespace py = pybind11;
