@@ -5,147 +5,19 @@ Tensors reach the runtime as (data pointer, dtype code, shape): a contiguous
 CPU tensor is read and written where it lies; a non-contiguous one goes
 through a contiguous copy (copied back for in-place ops). The objects owning
 that memory stay referenced by the core handle until the collective is over.
+Handles, names and codes are in troupe.torch.handles.
 """
-
-import itertools
-import warnings
 
 import torch
 
 from troupe import _core
 from troupe.common import basics as _basics
-from troupe.common.exceptions import status_error
 from troupe.common.process_sets import check_process_set, global_process_set
 from troupe.torch.compression import Compression
-
-# troupe::reduce_op numbering, which is Horovod's.
-Average = 0
-Sum = 1
-Adasum = 2
-Min = 3
-Max = 4
-Product = 5
-
-# troupe::data_type numbering (Horovod's). torch has no uint16 on CPU.
-_DTYPE_CODES = {
-    torch.uint8: 0,
-    torch.int8: 1,
-    torch.int16: 3,
-    torch.int32: 4,
-    torch.int64: 5,
-    torch.float16: 6,
-    torch.float32: 7,
-    torch.float64: 8,
-    torch.bool: 9,
-    torch.bfloat16: 10,
-}
-
-# Horovod handles are ints: int -> (core handle, finish(core handle) -> result).
-_handle_map = {}
-_handle_ids = itertools.count()
-# Unnamed ops are "<op>.noname.<n>" with a counter per op type, so ranks that
-# issue the same ops in the same order agree on the names.
-_noname_counters = {}
-
-
-def init(comm=None, process_sets=None):
-    """Starts the runtime (horovod.torch.init). Harmless when initialized."""
-    started = not _basics.is_initialized()
-    _basics.init(comm, process_sets)
-    if started:
-        _noname_counters.clear()
-
-
-def shutdown():
-    """Stops the runtime; pending operations fail, their handles are dropped."""
-    _basics.shutdown()
-    _handle_map.clear()
-    _noname_counters.clear()
-
-
-def _op_name(prefix, name):
-    if name is not None:
-        return '%s.%s' % (prefix, name)
-    n = _noname_counters.get(prefix, 0)
-    _noname_counters[prefix] = n + 1
-    return '%s.noname.%d' % (prefix, n)
-
-
-def _dtype_code(tensor):
-    if not isinstance(tensor, torch.Tensor):
-        raise ValueError('expected a torch.Tensor, got %s' % type(tensor).__name__)
-    if tensor.device.type != 'cpu':
-        raise ValueError('Troupe supports CPU tensors only; this tensor is on %s.' %
-                         tensor.device)
-    if tensor.layout != torch.strided:
-        raise ValueError('Tensor layout %s is not supported; use a dense tensor.' %
-                         tensor.layout)
-    code = _DTYPE_CODES.get(tensor.dtype)
-    if code is None:
-        raise ValueError('Tensor type %s is not supported.' % tensor.type())
-    return code
-
-
-def _nbytes(tensor):
-    return tensor.numel() * tensor.element_size()
-
-
-def _register(core_handle, finish):
-    # Arguments rejected before anything was sent fail at once, as Horovod's
-    # enqueue does.
-    if core_handle.poll():
-        code, message = core_handle.result()
-        if code:
-            raise status_error(code, message)
-    handle = next(_handle_ids)
-    _handle_map[handle] = (core_handle, finish)
-    return handle
-
-
-def _gathered(core_handle, member, dtype):
-    """A result whose shape is known only after negotiation, as a tensor."""
-    out = torch.empty(core_handle.output_shape(member), dtype=dtype)
-    core_handle.copy_output(member, out.data_ptr(), _nbytes(out))
-    return out
-
-
-def _copy_back(targets, sources):
-    for target, source in zip(targets, sources):
-        if source is not target:
-            target.copy_(source)
-
-
-def _resolve_op(op, average):
-    if op is not None and average is not None:
-        raise ValueError('The op parameter supersedes average. Please provide only one of them.')
-    if average is not None:
-        warnings.warn('Parameter `average` has been replaced with `op` and will be removed '
-                      'in v1.0', DeprecationWarning)
-        return Average if average else Sum
-    return Average if op is None else op
-
-
-def poll(handle):
-    """True once the operation behind `handle` has finished. Never blocks."""
-    entry = _handle_map.get(handle)
-    if entry is None:
-        raise ValueError('Handle %s was not created or has been cleared.' % handle)
-    return entry[0].poll()
-
-
-def synchronize(handle):
-    """Waits for `handle` and returns its result; raises HorovodInternalError
-    if the collective failed (ValueError for rejected arguments). Unknown
-    handles give None."""
-    entry = _handle_map.pop(handle, None)
-    if entry is None:
-        return None
-    core_handle, finish = entry
-    core_handle.wait()
-    code, message = core_handle.result()
-    if code:
-        raise status_error(code, message)
-    return finish(core_handle)
+# Horovod's scripts import these from mpi_ops too.
+from troupe.torch.handles import (  # noqa: F401
+    Adasum, Average, Max, Min, Product, Sum, _copy_back, _dtype_code, _gathered, _op_name,
+    _register, _resolve_op, _wait, init, poll, shutdown, synchronize)
 
 
 # ---------------------------------------------------------------- allreduce
@@ -617,14 +489,6 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=A
 
 
 # ---------------------------------------------------------------- barrier, join
-
-def _wait(core_handle):
-    core_handle.wait()
-    code, message = core_handle.result()
-    if code:
-        raise status_error(code, message)
-    return core_handle
-
 
 def barrier(process_set=global_process_set):
     """Returns once every rank has called barrier()."""
