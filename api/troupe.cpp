@@ -96,20 +96,20 @@ handle submit_one(api::prepared item, int32_t set_id) {
 // error that fails the collective (Horovod's texts).
 struct set_view {
   int32_t id = 0;
-  std::vector<int> ranks;  // global, ascending
+  int size = 0;
+  int root = -1;  // the set rank of the global rank resolve() was asked about
   status error;
-
-  int size() const {
-    return static_cast<int>(ranks.size());
-  }
-  // Index of global rank `r` in the set, -1 if not a member.
-  int index_of(int r) const {
-    auto it = std::find(ranks.begin(), ranks.end(), r);
-    return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
-  }
 };
 
-set_view resolve(const process_set& set, const char* op) {
+// Index of global rank `r` in ascending `ranks`, -1 if not a member.
+int index_of(const std::vector<int>& ranks, int r) {
+  auto it = std::lower_bound(ranks.begin(), ranks.end(), r);
+  return it == ranks.end() || *it != r ? -1 : static_cast<int>(it - ranks.begin());
+}
+
+// Reads what a collective needs of its set under the lock, copying nothing
+// per call: its size, and the set rank of `global_root` when given.
+set_view resolve(const process_set& set, const char* op, int global_root = -1) {
   set_view v;
   v.id = set.id;
   auto& cur = current();
@@ -125,9 +125,10 @@ set_view resolve(const process_set& set, const char* op) {
                                  "registered."};
     return v;
   }
-  v.ranks = *ranks;
+  v.size = static_cast<int>(ranks->size());
+  v.root = index_of(*ranks, global_root);
   const int me = cur.rt->id().rank;
-  if (v.index_of(me) < 0)
+  if (index_of(*ranks, me) < 0)
     v.error = {status_code::invalid_argument,
                std::string(op) + ": Rank " + std::to_string(me) +
                  " is not a member of the provided process set."};
@@ -236,7 +237,7 @@ handle allreduce(const tensor& input, const tensor& output, const std::string& n
   if (!v.error.ok())
     return failed(v.error);
   return submit_one(api::prepare_allreduce(input, output, name, op, prescale_factor,
-                                           postscale_factor, v.size()),
+                                           postscale_factor, v.size),
                     v.id);
 }
 
@@ -261,23 +262,23 @@ handle alltoall(const tensor& input, const std::string& name,
   auto v = resolve(set, "Alltoall");
   if (!v.error.ok())
     return failed(v.error);
-  return submit_one(api::prepare_alltoall(input, name, splits, v.size()), v.id);
+  return submit_one(api::prepare_alltoall(input, name, splits, v.size), v.id);
 }
 
 handle broadcast(const tensor& t, int root_rank, const std::string& name,
                  const process_set& set) {
-  auto v = resolve(set, "Broadcast");
+  // Roots are global ranks; the set's backend counts from its first member.
+  auto v = resolve(set, "Broadcast", root_rank);
   if (!v.error.ok())
     return failed(v.error);
-  // Roots are global ranks; the set's backend counts from its first member.
-  int root = v.index_of(root_rank);
+  int root = v.root;
   if (root < 0 && v.id != 0)
     return failed({status_code::invalid_argument,
                    "broadcast received invalid root rank " + std::to_string(root_rank) +
                      " for provided process set"});
   if (root < 0)
     root = root_rank;  // outside the job: prepare_broadcast names the range
-  return submit_one(api::prepare_broadcast(t, root, name, v.size()), v.id);
+  return submit_one(api::prepare_broadcast(t, root, name, v.size), v.id);
 }
 
 handle barrier(const process_set& set) {
@@ -317,7 +318,7 @@ std::vector<handle> grouped_allreduce(const std::vector<tensor>& inputs,
   std::vector<api::prepared> items;
   for (size_t i = 0; i < inputs.size(); ++i)
     items.push_back(api::prepare_allreduce(inputs[i], outputs[i], member_name(name, i), op,
-                                           prescale_factor, postscale_factor, v.size()));
+                                           prescale_factor, postscale_factor, v.size));
   return submit(std::move(items), v.id, name);
 }
 

@@ -6,6 +6,19 @@ namespace troupe::backends {
 
 namespace {
 
+// The IEEE-754 bits of a float and back (std::bit_cast before C++20).
+float float_of_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint32_t bits_of_float(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  return x;
+}
+
 float f16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
@@ -27,14 +40,11 @@ float f16_to_f32(uint16_t h) {
   } else {
     bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
   }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
+  return float_of_bits(bits);
 }
 
 uint16_t f32_to_f16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof x);
+  const uint32_t x = bits_of_float(f);
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
   const uint32_t abs = x & 0x7fffffffu;
   if (abs >= 0x7f800000u)  // inf or nan
@@ -61,15 +71,11 @@ uint16_t f32_to_f16(float f) {
 }
 
 float bf16_to_f32(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
+  return float_of_bits(static_cast<uint32_t>(h) << 16);
 }
 
 uint16_t f32_to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof x);
+  uint32_t x = bits_of_float(f);
   if ((x & 0x7fffffffu) > 0x7f800000u)
     return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
   x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even

@@ -80,7 +80,6 @@ struct runtime::impl {
   caf::actor_system_config caf_cfg;
   caf::actor_system system;
   caf::actor supervisor;
-  caf::actor negotiator;  // the global set's
   std::unique_ptr<process_set_registry> sets;
   // Last member: stops (and frees its port) first.
   std::unique_ptr<metrics::http_server> metrics_server;
@@ -154,7 +153,8 @@ struct runtime::impl {
     return result;
   }
 
-  status start_group(clock::time_point deadline) {
+  // Starts the global set; `negotiator` receives its negotiator.
+  status start_group(clock::time_point deadline, caf::actor& negotiator) {
     status result;
     caf::scoped_actor self{system};
     std::vector<int> everyone(static_cast<size_t>(id.size));
@@ -183,7 +183,6 @@ struct runtime::impl {
     self->send_exit(supervisor, caf::exit_reason::user_shutdown);
     sets.reset();
     supervisor = nullptr;
-    negotiator = nullptr;
   }
 };
 
@@ -255,11 +254,12 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
           return [all](int peer) { return all.at(static_cast<size_t>(peer)); };
         },
         deadline);
+    caf::actor global_negotiator;
     if (result.ok())
-      result = m.start_group(deadline);
+      result = m.start_group(deadline, global_negotiator);
     if (result.ok())
-      m.sets = std::make_unique<process_set_registry>(m.system, m.supervisor, m.negotiator,
-                                                      m.id, m.cfg);
+      m.sets = std::make_unique<process_set_registry>(m.system, m.supervisor,
+                                                      std::move(global_negotiator), m.id, m.cfg);
   } catch (const std::exception& e) {
     result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
   }

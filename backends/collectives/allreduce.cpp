@@ -11,13 +11,11 @@ void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::ten
                   e.input.dtype);
 }
 
-size_t pack_inputs(const std::vector<actors::tensor_entry_ptr>& entries, char* buffer) {
-  size_t at = 0;
+void pack_inputs(const std::vector<actors::tensor_entry_ptr>& entries, char* buffer) {
   for (const auto& e : entries) {
-    std::memcpy(buffer + at, e->input.data, e->input.size_bytes());
-    at += e->input.size_bytes();
+    std::memcpy(buffer, e->input.data, e->input.size_bytes());
+    buffer += e->input.size_bytes();
   }
-  return at;
 }
 
 void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,

@@ -30,8 +30,8 @@ struct scratch_buffers {
 };
 
 /// Copies every entry's input back to back into `buffer` (the fusion
-/// buffer); returns the bytes written.
-size_t pack_inputs(const std::vector<actors::tensor_entry_ptr>& entries, char* buffer);
+/// buffer).
+void pack_inputs(const std::vector<actors::tensor_entry_ptr>& entries, char* buffer);
 
 /// The local rank's place in the process set the backend serves.
 struct run_context {
