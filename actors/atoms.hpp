@@ -10,13 +10,15 @@
 
 namespace troupe::actors {
 
-// Framework thread -> supervisor -> negotiator.
+// Framework thread -> negotiator of the process set (runtime::submit).
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
 // Negotiator to itself: send the requests collected so far.
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
-// Negotiator -> coordinator (RequestList bytes), across processes.
+// Negotiator -> supervisor of the coordinator's rank -> coordinator
+// (RequestList bytes), across processes.
 using request_atom = caf::atom_constant<caf::atom("request")>;
-// Coordinator -> negotiators (ResponseList bytes), across processes.
+// Coordinator -> every member's supervisor -> negotiator (ResponseList
+// bytes), across processes.
 using response_atom = caf::atom_constant<caf::atom("response")>;
 // Negotiator -> backend, and the backend's completion reply.
 using execute_atom = caf::atom_constant<caf::atom("execute")>;
@@ -27,6 +29,9 @@ using connect_atom = caf::atom_constant<caf::atom("connect")>;
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using peers_atom = caf::atom_constant<caf::atom("peers")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
+// Process-set registry: register or remove a set (collective).
+using add_set_atom = caf::atom_constant<caf::atom("add_set")>;
+using remove_set_atom = caf::atom_constant<caf::atom("remove_set")>;
 // Supervisor: stop this rank's part of a removed process set.
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 // A peer leaves cleanly (shutdown) rather than being lost.
@@ -44,6 +49,14 @@ using tracing_atom = caf::atom_constant<caf::atom("tracing")>;
 using stall_atom = caf::atom_constant<caf::atom("stall")>;
 // Coordinator: the minimum cycle time (TROUPE_CYCLE_TIME) has elapsed.
 using cycle_atom = caf::atom_constant<caf::atom("cycle")>;
+// Coordinator: a pending tensor's deadline (Request.deadline_ms) is due.
+using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+// Coordinator: the list_stats of the lists executed since the last
+// settings change (what a tuner scores).
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+// Negotiator: send a settings change (troupe.v1.Tuning bytes) to the
+// coordinator with the next request list.
+using tune_atom = caf::atom_constant<caf::atom("tune")>;
 
 /// A set already aborted is aborted again only when a peer is lost after a
 /// clean goodbye: work still running may then never return.
@@ -58,3 +71,4 @@ inline bool abort_escalates(const status& current, const status& next) {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::entry_batch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::collective_work_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::status)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::list_stats)

@@ -32,6 +32,12 @@ public:
     ++lists_applied_;
   }
 
+  /// Forgets every id (the coordinator emptied its cache).
+  void clear() {
+    by_name_.clear();
+    by_id_.clear();
+  }
+
   /// The id to send instead of `request`, or 0 when it must go in full.
   uint32_t hit(const v1::Request& request) const;
 

@@ -10,6 +10,7 @@
 #include "actors/cache_view.hpp"
 #include "actors/timeline.hpp"
 #include "metrics/rank_metrics.hpp"
+#include "proto/op_properties.hpp"
 
 namespace troupe::actors {
 
@@ -43,8 +44,15 @@ struct negotiator_state {
   // Accepted but not yet sent to the coordinator (see flush_requests).
   std::vector<tensor_entry_ptr> outbox;
   bool flush_scheduled = false;
-  // Works still running per received response list, oldest first.
-  std::deque<size_t> list_remaining;
+  // Works still running per received response list, oldest first, with
+  // what the finished ones moved.
+  struct list_progress {
+    size_t remaining = 0;
+    list_stats moved;
+  };
+  std::deque<list_progress> lists_running;
+  // A settings change to send with the next request list.
+  std::optional<v1::Tuning> tuning;
   uint64_t next_work_id = 1;
   // join() was called: contribute zeros to allreduces this rank lacks.
   bool joined = false;
@@ -53,10 +61,6 @@ struct negotiator_state {
 };
 
 using negotiator_actor = caf::stateful_actor<negotiator_state>;
-
-std::string op_name(v1::OpType op) {
-  return v1::OpType_Name(op).substr(8);  // OP_TYPE_ALLREDUCE -> ALLREDUCE
-}
 
 // Timeline spans, Horovod's names: NEGOTIATE_<OP> from submission to the
 // coordinator's answer, then <OP> while the backend runs it.
@@ -67,7 +71,7 @@ void trace(negotiator_actor* self, const tensor_entry& e, const char* phase, v1:
   if (!self->state.tracing)
     return;
   self->send(self->state.timeline, timeline_atom::value, e.request.tensor_name(),
-             std::string(phase), (negotiation ? "NEGOTIATE_" : "") + op_name(op),
+             std::string(phase), (negotiation ? "NEGOTIATE_" : "") + std::string(properties(op).name),
              timeline_now_us());
 }
 
@@ -95,12 +99,14 @@ void observe_depths(negotiator_state& st, negotiator_actor* self) {
   st.metrics->mailbox_depth(metrics::actor_kind::negotiator, self->mailbox().size());
 }
 
-// Tells the co-located coordinator that one more response list is done here.
-void list_done(negotiator_state& st, negotiator_actor* self) {
+// Tells the co-located coordinator that one more response list is done
+// here, and what it moved.
+void list_done(negotiator_state& st, negotiator_actor* self, list_stats moved) {
   st.metrics->cycle();
   observe_depths(st, self);
+  moved.lists = 1;
   if (st.local_coordinator)
-    self->send(st.local_coordinator, executed_atom::value);
+    self->send(st.local_coordinator, executed_atom::value, moved);
 }
 
 // Fails every entry the backend is not running. Running ones are failed too
@@ -169,6 +175,10 @@ void flush_requests(negotiator_actor* self) {
   v1::RequestList list;
   list.set_process_set_id(st.set_id);
   list.set_lists_applied(st.cache.lists_applied());
+  if (st.tuning) {
+    *list.mutable_tuning() = std::move(*st.tuning);
+    st.tuning.reset();
+  }
   for (const auto& e : st.outbox) {
     auto it = st.table.find(e->request.tensor_name());
     if (it == st.table.end() || it->second != e)
@@ -184,7 +194,7 @@ void flush_requests(negotiator_actor* self) {
     }
   }
   st.outbox.clear();
-  if (list.requests_size() > 0)
+  if (list.requests_size() > 0 || list.has_tuning())
     self->send(st.coordinator_endpoint, request_atom::value, st.set_id,
                list.SerializeAsString());
 }
@@ -227,6 +237,8 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
   }
   if (st.tracing && st.mark_cycles)
     self->send(st.timeline, timeline_atom::value, std::string("CYCLE_START"), timeline_now_us());
+  if (list.tuning().has_cache_capacity())
+    st.cache.clear();  // the coordinator emptied its cache as of this list
   st.cache.apply(list, [&](const std::string& name) -> const v1::Request* {
     auto it = st.table.find(name);
     return it == st.table.end() ? nullptr : &it->second->request;
@@ -270,12 +282,12 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
     ++launched;
   }
   if (launched == 0)
-    list_done(st, self);
+    list_done(st, self, {});
   else
-    st.list_remaining.push_back(launched);
+    st.lists_running.push_back({launched, {}});
 }
 
-void on_executed(negotiator_actor* self, uint64_t id, status& result) {
+void on_executed(negotiator_actor* self, uint64_t id, status& result, const list_stats& moved) {
   auto& st = self->state;
   auto node = st.in_flight.extract(id);
   if (node.empty())
@@ -290,9 +302,15 @@ void on_executed(negotiator_actor* self, uint64_t id, status& result) {
     trace(self, *e, "E", node.mapped()->response.op(), false);
     complete(st, e, result);
   }
-  if (!st.list_remaining.empty() && --st.list_remaining.front() == 0) {
-    st.list_remaining.pop_front();
-    list_done(st, self);
+  if (st.lists_running.empty())
+    return;
+  auto& oldest = st.lists_running.front();
+  oldest.moved.bytes += moved.bytes;
+  oldest.moved.seconds += moved.seconds;
+  if (--oldest.remaining == 0) {
+    auto done = oldest.moved;
+    st.lists_running.pop_front();
+    list_done(st, self, done);
   }
 }
 
@@ -314,7 +332,25 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
     [=](response_atom, uint32_t, const std::string& bytes) {
       on_response_list(self, bytes);
     },
-    [=](executed_atom, uint64_t id, status& result) { on_executed(self, id, result); },
+    [=](executed_atom, uint64_t id, status& result, const list_stats& moved) {
+      on_executed(self, id, result, moved);
+    },
+    [=](tune_atom, const std::string& bytes) {
+      auto& st = self->state;
+      v1::Tuning change;
+      if (!change.ParseFromString(bytes)) {
+        spdlog::error("negotiator: dropped a malformed settings change ({} bytes)",
+                      bytes.size());
+        return;
+      }
+      if (!st.tuning)
+        st.tuning.emplace();
+      st.tuning->MergeFrom(change);
+      if (!st.flush_scheduled) {
+        st.flush_scheduled = true;
+        self->send(self, flush_atom::value);
+      }
+    },
     [=](tracing_atom, bool on, bool mark_cycles) {
       self->state.tracing = on && self->state.timeline;
       self->state.mark_cycles = mark_cycles;

@@ -52,4 +52,22 @@ struct collective_work {
 
 using collective_work_ptr = std::shared_ptr<collective_work>;
 
+/// What executed response lists moved: a tuner scores a setting by bytes
+/// per second.
+struct list_stats {
+  uint64_t lists = 0;
+  uint64_t bytes = 0;    // payload bytes on this rank (payload_bytes)
+  double seconds = 0;    // backend time
+};
+
+/// Bytes one collective moves on this rank: the gathered result for
+/// allgather, the input otherwise (nccl-tests' "size").
+inline uint64_t payload_bytes(const collective_work& work) {
+  uint64_t bytes = 0;
+  for (const auto& e : work.entries)
+    bytes += work.response.op() == v1::OP_TYPE_ALLGATHER ? e->handle->output.size()
+                                                         : e->input.size_bytes();
+  return bytes;
+}
+
 } // namespace troupe::actors

@@ -1,6 +1,8 @@
 // The free-function C++ API. The only process-level state is the handle to
 // this process's runtime (itself the root of all actor state), as a
-// Horovod-style init()/shutdown() API requires.
+// Horovod-style init()/shutdown() API requires. Its mutex guards only that
+// pointer: every call copies it and lets go, so no call holds a
+// process-wide lock while it waits for other ranks.
 #include "troupe/troupe.hpp"
 
 #include <algorithm>
@@ -16,7 +18,10 @@ namespace {
 
 struct process_runtime {
   std::mutex mtx;
-  std::unique_ptr<workers::runtime> rt;
+  std::shared_ptr<workers::runtime> rt;
+  // Serialises init() calls (bootstrap takes a while; rank() and friends
+  // keep answering from `rt` meanwhile).
+  std::mutex init_mtx;
   // Counts init() attempts that started a runtime, so that a re-init's
   // rendezvous keys never meet the previous run's (every rank re-inits the
   // same number of times).
@@ -26,6 +31,12 @@ struct process_runtime {
 process_runtime& current() {
   static process_runtime instance;
   return instance;
+}
+
+std::shared_ptr<workers::runtime> runtime_now() {
+  auto& cur = current();
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  return cur.rt;
 }
 
 const char* not_initialized = "Troupe has not been initialized; use troupe::init().";
@@ -55,9 +66,19 @@ actors::tensor_entry_ptr make_entry(api::submission sub) {
   return e;
 }
 
+// The process set a collective runs on, as this rank sees it, or the
+// error that fails the collective (Horovod's texts).
+struct set_view {
+  std::shared_ptr<workers::runtime> rt;
+  int32_t id = 0;
+  int size = 0;
+  int root = -1;  // the set rank of the global rank resolve() was asked about
+  status error;
+};
+
 // Submits one collective, or a group (`group` non-empty) that is accepted,
 // negotiated and run as a whole: one failed check fails every member.
-std::vector<handle> submit(std::vector<api::prepared> items, int32_t set_id,
+std::vector<handle> submit(std::vector<api::prepared> items, const set_view& set,
                            const std::string& group = "") {
   std::vector<handle> handles;
   for (const auto& item : items)
@@ -67,14 +88,10 @@ std::vector<handle> submit(std::vector<api::prepared> items, int32_t set_id,
                                             "group '" + group + "': " + item.error.message()};
       return std::vector<handle>(items.size(), failed(s));
     }
-  auto& cur = current();
-  std::lock_guard<std::mutex> guard{cur.mtx};
-  if (!cur.rt)
-    return std::vector<handle>(items.size(), failed({status_code::shut_down, not_initialized}));
   actors::entry_batch batch;
   for (auto& item : items) {
     auto e = make_entry(std::move(*item.sub));
-    e->process_set_id = static_cast<uint32_t>(set_id);
+    e->process_set_id = static_cast<uint32_t>(set.id);
     if (!group.empty()) {
       e->request.set_group_name(group);
       e->request.set_group_size(static_cast<int32_t>(items.size()));
@@ -82,55 +99,38 @@ std::vector<handle> submit(std::vector<api::prepared> items, int32_t set_id,
     handles.emplace_back(e->handle);
     batch.push_back(std::move(e));
   }
-  cur.rt->submit(std::move(batch));
+  set.rt->submit(std::move(batch));
   return handles;
 }
 
-handle submit_one(api::prepared item, int32_t set_id) {
+handle submit_one(api::prepared item, const set_view& set) {
   std::vector<api::prepared> items;
   items.push_back(std::move(item));
-  return submit(std::move(items), set_id).front();
+  return submit(std::move(items), set).front();
 }
 
-// The process set a collective runs on, as this rank sees it, or the
-// error that fails the collective (Horovod's texts).
-struct set_view {
-  int32_t id = 0;
-  int size = 0;
-  int root = -1;  // the set rank of the global rank resolve() was asked about
-  status error;
-};
-
-// Index of global rank `r` in ascending `ranks`, -1 if not a member.
-int index_of(const std::vector<int>& ranks, int r) {
-  auto it = std::lower_bound(ranks.begin(), ranks.end(), r);
-  return it == ranks.end() || *it != r ? -1 : static_cast<int>(it - ranks.begin());
-}
-
-// Reads what a collective needs of its set under the lock, copying nothing
-// per call: its size, and the set rank of `global_root` when given.
+// Reads what a collective needs of its set, copying nothing per call: its
+// size, and the set rank of `global_root` when given.
 set_view resolve(const process_set& set, const char* op, int global_root = -1) {
   set_view v;
   v.id = set.id;
-  auto& cur = current();
-  std::lock_guard<std::mutex> guard{cur.mtx};
-  if (!cur.rt) {
+  v.rt = runtime_now();
+  if (!v.rt) {
     v.error = {status_code::shut_down, not_initialized};
     return v;
   }
-  const auto* ranks = cur.rt->process_set_ranks(set.id);
-  if (!ranks) {
+  const auto found = v.rt->lookup(set.id, global_root);
+  if (!found.known) {
     v.error = {status_code::invalid_argument,
                std::string(op) + ": Process set provided does not exist, or has not been "
                                  "registered."};
     return v;
   }
-  v.size = static_cast<int>(ranks->size());
-  v.root = index_of(*ranks, global_root);
-  const int me = cur.rt->id().rank;
-  if (index_of(*ranks, me) < 0)
+  v.size = found.size;
+  v.root = found.root_index;
+  if (found.my_index < 0)
     v.error = {status_code::invalid_argument,
-               std::string(op) + ": Rank " + std::to_string(me) +
+               std::string(op) + ": Rank " + std::to_string(v.rt->id().rank) +
                  " is not a member of the provided process set."};
   return v;
 }
@@ -145,20 +145,21 @@ std::string member_name(const std::string& group, size_t i) {
 
 template <class F>
 int identity_field(F field) {
-  auto& cur = current();
-  std::lock_guard<std::mutex> guard{cur.mtx};
-  return cur.rt ? field(cur.rt->id()) : -1;
+  auto rt = runtime_now();
+  return rt ? field(rt->id()) : -1;
 }
 
 } // namespace
 
 status init() {
   auto& cur = current();
-  std::lock_guard<std::mutex> guard{cur.mtx};
-  if (cur.rt)
+  std::lock_guard<std::mutex> serial{cur.init_mtx};
+  if (runtime_now())
     return {};
   status result;
-  cur.rt = workers::runtime::start(result, cur.starts++);
+  std::shared_ptr<workers::runtime> rt = workers::runtime::start(result, cur.starts++);
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  cur.rt = std::move(rt);
   return result;
 }
 
@@ -167,48 +168,49 @@ status init(const std::vector<std::vector<int>>& process_sets) {
     return {};  // harmless, as init(): the sets were registered the first time
   if (auto s = init(); !s.ok())
     return s;
-  auto& cur = current();
-  std::lock_guard<std::mutex> guard{cur.mtx};
+  auto rt = runtime_now();
   for (const auto& ranks : process_sets) {
     int32_t id = 0;
-    if (auto s = cur.rt->add_process_set(ranks, id); !s.ok())
+    if (!rt)
+      return {status_code::shut_down, not_initialized};
+    if (auto s = rt->add_process_set(ranks, id); !s.ok())
       return s;
   }
   return {};
 }
 
 void shutdown() {
-  std::unique_ptr<workers::runtime> rt;
+  std::shared_ptr<workers::runtime> rt;
   {
     auto& cur = current();
     std::lock_guard<std::mutex> guard{cur.mtx};
     rt = std::move(cur.rt);
   }
-  rt.reset();  // outside the lock: stopping may take a moment
+  // Outside the lock: stopping takes a moment. Another thread still inside
+  // a call holds its own reference; that call fails and the last holder
+  // frees the runtime.
+  if (rt)
+    rt->stop();
 }
 
 status start_timeline(const std::string& path, bool mark_cycles) {
-  auto& cur = current();
-  std::lock_guard<std::mutex> guard{cur.mtx};
-  if (!cur.rt)
+  auto rt = runtime_now();
+  if (!rt)
     return {status_code::shut_down, not_initialized};
   if (path.empty())
     return {status_code::invalid_argument, "start_timeline needs a file name."};
-  return cur.rt->start_timeline(path, mark_cycles);
+  return rt->start_timeline(path, mark_cycles);
 }
 
 status stop_timeline() {
-  auto& cur = current();
-  std::lock_guard<std::mutex> guard{cur.mtx};
-  if (!cur.rt)
+  auto rt = runtime_now();
+  if (!rt)
     return {status_code::shut_down, not_initialized};
-  return cur.rt->stop_timeline();
+  return rt->stop_timeline();
 }
 
 bool is_initialized() {
-  auto& cur = current();
-  std::lock_guard<std::mutex> guard{cur.mtx};
-  return cur.rt != nullptr;
+  return runtime_now() != nullptr;
 }
 
 int rank() {
@@ -238,7 +240,7 @@ handle allreduce(const tensor& input, const tensor& output, const std::string& n
     return failed(v.error);
   return submit_one(api::prepare_allreduce(input, output, name, op, prescale_factor,
                                            postscale_factor, v.size),
-                    v.id);
+                    v);
 }
 
 handle reducescatter(const tensor& input, const std::string& name, reduce_op op,
@@ -247,14 +249,14 @@ handle reducescatter(const tensor& input, const std::string& name, reduce_op op,
   if (!v.error.ok())
     return failed(v.error);
   return submit_one(
-    api::prepare_reducescatter(input, name, op, prescale_factor, postscale_factor), v.id);
+    api::prepare_reducescatter(input, name, op, prescale_factor, postscale_factor), v);
 }
 
 handle allgather(const tensor& input, const std::string& name, const process_set& set) {
   auto v = resolve(set, "Allgather");
   if (!v.error.ok())
     return failed(v.error);
-  return submit_one(api::prepare_allgather(input, name), v.id);
+  return submit_one(api::prepare_allgather(input, name), v);
 }
 
 handle alltoall(const tensor& input, const std::string& name,
@@ -262,7 +264,7 @@ handle alltoall(const tensor& input, const std::string& name,
   auto v = resolve(set, "Alltoall");
   if (!v.error.ok())
     return failed(v.error);
-  return submit_one(api::prepare_alltoall(input, name, splits, v.size), v.id);
+  return submit_one(api::prepare_alltoall(input, name, splits, v.size), v);
 }
 
 handle broadcast(const tensor& t, int root_rank, const std::string& name,
@@ -278,21 +280,21 @@ handle broadcast(const tensor& t, int root_rank, const std::string& name,
                      " for provided process set"});
   if (root < 0)
     root = root_rank;  // outside the job: prepare_broadcast names the range
-  return submit_one(api::prepare_broadcast(t, root, name, v.size), v.id);
+  return submit_one(api::prepare_broadcast(t, root, name, v.size), v);
 }
 
 handle barrier(const process_set& set) {
   auto v = resolve(set, "Barrier");
   if (!v.error.ok())
     return failed(v.error);
-  return submit_one(api::prepare_barrier(), v.id);
+  return submit_one(api::prepare_barrier(), v);
 }
 
 handle join(const process_set& set) {
   auto v = resolve(set, "Join");
   if (!v.error.ok())
     return failed(v.error);
-  return submit_one(api::prepare_join(), v.id);
+  return submit_one(api::prepare_join(), v);
 }
 
 int join_result(const handle& h) {
@@ -319,7 +321,7 @@ std::vector<handle> grouped_allreduce(const std::vector<tensor>& inputs,
   for (size_t i = 0; i < inputs.size(); ++i)
     items.push_back(api::prepare_allreduce(inputs[i], outputs[i], member_name(name, i), op,
                                            prescale_factor, postscale_factor, v.size));
-  return submit(std::move(items), v.id, name);
+  return submit(std::move(items), v, name);
 }
 
 std::vector<handle> grouped_allgather(const std::vector<tensor>& inputs,
@@ -330,7 +332,7 @@ std::vector<handle> grouped_allgather(const std::vector<tensor>& inputs,
   std::vector<api::prepared> items;
   for (size_t i = 0; i < inputs.size(); ++i)
     items.push_back(api::prepare_allgather(inputs[i], member_name(name, i)));
-  return submit(std::move(items), v.id, name);
+  return submit(std::move(items), v, name);
 }
 
 std::vector<handle> grouped_reducescatter(const std::vector<tensor>& inputs,
@@ -344,32 +346,29 @@ std::vector<handle> grouped_reducescatter(const std::vector<tensor>& inputs,
   for (size_t i = 0; i < inputs.size(); ++i)
     items.push_back(api::prepare_reducescatter(inputs[i], member_name(name, i), op,
                                                prescale_factor, postscale_factor));
-  return submit(std::move(items), v.id, name);
+  return submit(std::move(items), v, name);
 }
 
 process_set global_process_set() {
   process_set all;
-  auto& cur = current();
-  std::lock_guard<std::mutex> guard{cur.mtx};
-  if (cur.rt)
-    all.ranks = *cur.rt->process_set_ranks(0);
+  if (auto rt = runtime_now())
+    all.ranks = rt->process_set_ranks(0);
   return all;
 }
 
-// Runs a dynamic process-set change (`verb`: adding / removing) under the
-// API lock, if the runtime allows them.
+// Runs a dynamic process-set change (`verb`: adding / removing), if the
+// runtime allows them. No lock is held while the ranks agree.
 template <class F>
 status change_process_sets(const char* verb, F change) {
-  auto& cur = current();
-  std::lock_guard<std::mutex> guard{cur.mtx};
-  if (!cur.rt)
+  auto rt = runtime_now();
+  if (!rt)
     return {status_code::shut_down, not_initialized};
-  if (!cur.rt->cfg().dynamic_process_sets)
+  if (!rt->cfg().dynamic_process_sets)
     return {status_code::invalid_argument,
             std::string("Set TROUPE_DYNAMIC_PROCESS_SETS=1 (or HOROVOD_DYNAMIC_PROCESS_SETS=1) "
                         "to allow ") +
               verb + " process sets after Troupe initialization."};
-  return change(*cur.rt);
+  return change(*rt);
 }
 
 status add_process_set(const std::vector<int>& ranks, process_set& out) {
@@ -377,9 +376,16 @@ status add_process_set(const std::vector<int>& ranks, process_set& out) {
     int32_t id = 0;
     auto s = rt.add_process_set(ranks, id);
     if (s.ok())
-      out = process_set{id, *rt.process_set_ranks(id)};
+      out = process_set{id, rt.process_set_ranks(id)};
     return s;
   });
+}
+
+status tune(const tuning& change, const process_set& set) {
+  auto rt = runtime_now();
+  if (!rt)
+    return {status_code::shut_down, not_initialized};
+  return rt->tune(set.id, change);
 }
 
 status remove_process_set(const process_set& set) {

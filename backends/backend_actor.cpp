@@ -40,12 +40,12 @@ caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
       const auto start = std::chrono::steady_clock::now();
       auto result =
         execute({*st.impl, st.set_rank, st.set_size, st.scratch, work->trace}, *work);
-      st.metrics->executed(
-        *work, result,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-        self->mailbox().size());
+      const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      st.metrics->executed(*work, result, seconds, self->mailbox().size());
+      const list_stats moved{0, result.ok() ? payload_bytes(*work) : 0, seconds};
       self->send(caf::actor_cast<caf::actor>(self->current_sender()),
-                 executed_atom::value, work->id, std::move(result));
+                 executed_atom::value, work->id, std::move(result), moved);
     },
   };
 }

@@ -11,6 +11,7 @@
 #include "coordinator/message_table.hpp"
 #include "coordinator/response_cache.hpp"
 #include "metrics/rank_metrics.hpp"
+#include "proto/op_properties.hpp"
 
 namespace troupe::coordinator {
 
@@ -24,8 +25,7 @@ struct coordinator_state {
   std::unique_ptr<message_table> table;
   std::unique_ptr<stall_inspector> stalls;
   std::unique_ptr<response_cache> cache;
-  // Errors decided outside readiness (stalled tensors), sent with the next list.
-  std::vector<v1::Response> urgent;
+  int32_t set_size = 0;
   int64_t fusion_threshold = 0;
   // Response lists sent but not yet executed on this rank.
   int in_flight = 0;
@@ -33,6 +33,14 @@ struct coordinator_state {
   std::chrono::microseconds cycle_time{0};
   std::chrono::steady_clock::time_point last_emit;
   bool cycle_timer_set = false;
+  // When the pending deadline check fires (none scheduled: nullopt), and
+  // its token: only the latest scheduled check acts.
+  std::optional<message_table::clock::time_point> deadline_timer;
+  uint64_t deadline_token = 0;
+  // Settings changes received, applied before the next list.
+  std::optional<v1::Tuning> tuning;
+  // What the lists executed here moved since the settings last changed.
+  list_stats sample;
   std::shared_ptr<metrics::rank_metrics> metrics;
   static constexpr const char* name = "troupe.coordinator";
 };
@@ -40,17 +48,28 @@ struct coordinator_state {
 using coordinator_actor = caf::stateful_actor<coordinator_state>;
 
 bool cacheable(const v1::Response& resp, const message_table::requests& by_rank) {
-  switch (resp.op()) {
-    case v1::OP_TYPE_ALLREDUCE:
-    case v1::OP_TYPE_ALLGATHER:
-    case v1::OP_TYPE_ALLTOALL:
-    case v1::OP_TYPE_BROADCAST:
-    case v1::OP_TYPE_REDUCESCATTER:
-      // A joined rank has no request of its own to send as a cache hit.
-      return std::all_of(by_rank.begin(), by_rank.end(),
-                         [](const auto& r) { return r.has_value(); });
-    default: return false;
-  }
+  // A joined rank has no request of its own to send as a cache hit.
+  return properties(resp.op()).cacheable &&
+         std::all_of(by_rank.begin(), by_rank.end(), [](const auto& r) { return r.has_value(); });
+}
+
+
+// Applies the waiting settings change as of list `seq` and records it in
+// the list, so members switch at the same boundary. A new cache capacity
+// empties the cache (members empty theirs before applying the list's ids).
+void apply_tuning(coordinator_state& st, v1::ResponseList& list, uint64_t seq) {
+  if (!st.tuning)
+    return;
+  auto& t = *st.tuning;
+  if (t.has_fusion_threshold())
+    st.fusion_threshold = std::max<int64_t>(t.fusion_threshold(), 0);
+  if (t.has_cycle_time_us())
+    st.cycle_time = std::chrono::microseconds(std::max<int64_t>(t.cycle_time_us(), 0));
+  if (t.has_cache_capacity())
+    st.cache->reset(static_cast<size_t>(std::max<int64_t>(t.cache_capacity(), 0)), seq);
+  *list.mutable_tuning() = std::move(t);
+  st.tuning.reset();
+  st.sample = {};
 }
 
 // Records the list's outcome in the cache exactly as every member will when
@@ -91,15 +110,15 @@ bool cycle_elapsed(coordinator_actor* self) {
 
 void try_emit(coordinator_actor* self) {
   auto& st = self->state;
-  if (st.in_flight > 0 || (!st.table->has_ready() && st.urgent.empty()) ||
+  if (st.in_flight > 0 || (!st.table->has_ready() && !st.table->has_failed() && !st.tuning) ||
       !cycle_elapsed(self))
     return;
   const auto seq = ++st.lists_emitted;
   v1::ResponseList list;
   list.set_process_set_id(st.set_id);
-  for (auto& resp : st.urgent)
+  apply_tuning(st, list, seq);
+  for (auto& resp : st.table->take_failed())
     *list.add_responses() = std::move(resp);
-  st.urgent.clear();
   std::vector<v1::Response> ready;
   std::unordered_map<std::string, message_table::requests> requests;
   while (st.table->has_ready()) {
@@ -125,6 +144,30 @@ void try_emit(coordinator_actor* self) {
   st.last_emit = std::chrono::steady_clock::now();
 }
 
+// Wakes the coordinator at the earliest deadline of a pending tensor.
+void schedule_deadline_check(coordinator_actor* self) {
+  auto& st = self->state;
+  auto next = st.table->next_deadline();
+  if (!next || (st.deadline_timer && *st.deadline_timer <= *next))
+    return;
+  st.deadline_timer = next;
+  const auto wait = std::max(*next - message_table::clock::now(),
+                             message_table::clock::duration::zero());
+  self->delayed_send(self, wait, deadline_atom::value, ++st.deadline_token);
+}
+
+void check_deadlines(coordinator_actor* self, uint64_t token) {
+  auto& st = self->state;
+  if (token != st.deadline_token)
+    return;  // superseded by an earlier deadline's check
+  const auto now = message_table::clock::now();
+  st.deadline_timer.reset();
+  for (const auto& why : st.table->expire(now))
+    spdlog::error("coordinator of set {}: {}", st.set_id, why);
+  schedule_deadline_check(self);
+  try_emit(self);
+}
+
 void on_requests(coordinator_actor* self, const std::string& bytes) {
   auto& st = self->state;
   v1::RequestList list;
@@ -132,6 +175,11 @@ void on_requests(coordinator_actor* self, const std::string& bytes) {
     spdlog::error("coordinator of set {}: dropped a malformed request list ({} bytes)",
                   st.set_id, bytes.size());
     return;
+  }
+  if (list.has_tuning()) {
+    if (!st.tuning)
+      st.tuning.emplace();
+    st.tuning->MergeFrom(list.tuning());
   }
   for (const auto& req : list.requests()) {
     std::optional<v1::Request> cached;
@@ -150,6 +198,7 @@ void on_requests(coordinator_actor* self, const std::string& bytes) {
   if (list.requests_size() > 0)
     st.cache->member_progress(list.requests(0).request_rank(), list.lists_applied());
   st.metrics->mailbox_depth(metrics::actor_kind::coordinator, self->mailbox().size());
+  schedule_deadline_check(self);
   try_emit(self);
 }
 
@@ -168,7 +217,7 @@ void check_stalls(coordinator_actor* self) {
       "(TROUPE_STALL_SHUTDOWN_TIME_SECONDS). Shutting it down.",
       name, ranks);
     spdlog::error("{}", why);
-    st.urgent.push_back(st.table->abandon(name, v1::ERROR_CODE_TIMEOUT, why));
+    st.table->abandon(name, v1::ERROR_CODE_TIMEOUT, why);
   }
   try_emit(self);
   self->delayed_send(self, st.stalls->interval(), stall_atom::value);
@@ -181,6 +230,7 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
   const auto set_size = static_cast<int32_t>(members.size());
   st.metrics = std::move(metrics);
   st.set_id = set_id;
+  st.set_size = set_size;
   st.fusion_threshold = options.fusion_threshold;
   st.cycle_time = options.cycle_time;
   st.table = std::make_unique<message_table>(set_size);
@@ -196,10 +246,16 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
       try_emit(self);
     },
     [=](request_atom, uint32_t, const std::string& bytes) { on_requests(self, bytes); },
-    [=](executed_atom) {
-      --self->state.in_flight;
+    [=](deadline_atom, uint64_t token) { check_deadlines(self, token); },
+    [=](executed_atom, const list_stats& done) {
+      auto& st = self->state;
+      --st.in_flight;
+      st.sample.lists += done.lists;
+      st.sample.bytes += done.bytes;
+      st.sample.seconds += done.seconds;
       try_emit(self);
     },
+    [=](stats_atom) { return self->state.sample; },
   };
 }
 

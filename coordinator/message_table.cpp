@@ -1,9 +1,11 @@
 #include "coordinator/message_table.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "proto/op_properties.hpp"
 #include "troupe/types.hpp"
 
 namespace troupe::coordinator {
@@ -15,8 +17,11 @@ std::string shape_text(const v1::Request& r) {
 }
 
 std::string op_text(v1::OpType op) {
-  // OP_TYPE_ALLREDUCE -> ALLREDUCE, Horovod's spelling.
-  return v1::OpType_Name(op).substr(8);
+  return properties(op).name;
+}
+
+const char* device_text(v1::DeviceKind kind) {
+  return kind == v1::DEVICE_KIND_CUDA ? "GPU" : "CPU";
 }
 
 std::string dtype_text(v1::DataType d) {
@@ -73,21 +78,6 @@ v1::Response error_response(const std::string& name, const std::string& text) {
 
 } // namespace
 
-// Horovod's texts for collectives that need every rank.
-std::optional<std::string> join_conflict(v1::OpType op) {
-  switch (op) {
-    case v1::OP_TYPE_ALLGATHER:
-      return "Allgather is not supported with Join at this time. Specify sparse_to_dense=True "
-             "if using DistributedOptimizer";
-    case v1::OP_TYPE_ALLTOALL: return "Alltoall is not supported with Join at this time.";
-    case v1::OP_TYPE_REDUCESCATTER:
-      return "Reducescatter is not supported with Join at this time.";
-    case v1::OP_TYPE_BROADCAST: return "Broadcast is not supported with Join at this time.";
-    case v1::OP_TYPE_BARRIER: return "Barrier is not supported with Join at this time.";
-    default: return std::nullopt;
-  }
-}
-
 v1::Response make_response(const std::string& name,
                            const std::vector<std::optional<v1::Request>>& by_rank) {
   const auto& first = **std::find_if(by_rank.begin(), by_rank.end(),
@@ -110,11 +100,18 @@ v1::Response make_response(const std::string& name,
   const auto op = first.op();
   const bool someone_joined = std::any_of(by_rank.begin(), by_rank.end(),
                                           [](const auto& r) { return !r.has_value(); });
-  if (someone_joined)
-    if (auto conflict = join_conflict(op))
-      return error_response(name, *conflict);
-  const bool reduces = op == v1::OP_TYPE_ALLREDUCE || op == v1::OP_TYPE_REDUCESCATTER;
-  const bool gathers = op == v1::OP_TYPE_ALLGATHER || op == v1::OP_TYPE_ALLTOALL;
+  const auto& props = properties(op);
+  if (someone_joined && props.join_conflict)
+    return error_response(name, props.join_conflict);
+  if (auto diff = disagreement(by_rank, [](const auto& r) {
+        return std::string(device_text(r.device_kind()));
+      }))
+    return error_response(
+      name, fmt::format("Mismatched {} CPU/GPU device selection: One rank specified device "
+                        "CPU, but another rank specified device GPU (tensor '{}': {}).",
+                        op_text(op), name, *diff));
+  const bool reduces = props.reduces;
+  const bool gathers = props.gathers;
   if (reduces) {
     if (auto e = mismatch("reduction operations",
                           [](const auto& r) { return reduce_text(r.reduce_op()); }))
@@ -122,7 +119,7 @@ v1::Response make_response(const std::string& name,
     if (auto e = mismatch("prescale and/or postscale factors", scale_text))
       return *e;
   }
-  if (reduces || op == v1::OP_TYPE_BROADCAST) {
+  if (props.same_shape) {
     if (auto e = mismatch("tensor shapes", shape_text))
       return *e;
   }
@@ -164,6 +161,7 @@ v1::Response make_response(const std::string& name,
   resp.set_reduce_op(first.reduce_op());
   resp.set_prescale_factor(first.prescale_factor());
   resp.set_postscale_factor(first.postscale_factor());
+  resp.set_device_kind(first.device_kind());
   if (op == v1::OP_TYPE_ALLGATHER) {
     for (const auto& r : by_rank)
       resp.add_tensor_sizes(r->shape(0));
@@ -185,18 +183,22 @@ std::optional<std::string> message_table::add(const v1::Request& request) {
                        request.tensor_name(), rank, set_size_);
   if (request.op() == v1::OP_TYPE_JOIN)
     return join(rank);
+  if (answer_late(request))
+    return std::nullopt;
   auto [it, inserted] = entries_.try_emplace(request.tensor_name());
   auto& e = it->second;
   if (inserted) {
     e.by_rank.resize(static_cast<size_t>(set_size_));
     e.first_seen = clock::now();
+    e.group = request.group_size() > 1 ? request.group_name() : std::string();
+    if (request.deadline_ms() > 0)
+      e.deadline = e.first_seen + std::chrono::milliseconds(request.deadline_ms());
   }
   auto& slot = e.by_rank[static_cast<size_t>(rank)];
   if (slot)
     return fmt::format("rank {} requested '{}' twice before it completed", rank,
                        request.tensor_name());
   slot = request;
-  ++e.count;
   if (is_ready(e))
     release(request.tensor_name(), e);
   return std::nullopt;
@@ -207,6 +209,14 @@ bool message_table::is_ready(const entry& e) const {
     if (!e.by_rank[r] && !joined_[r])
       return false;
   return true;
+}
+
+std::vector<int32_t> message_table::missing(const entry& e) const {
+  std::vector<int32_t> out;
+  for (size_t r = 0; r < e.by_rank.size(); ++r)
+    if (!e.by_rank[r] && !joined_[r])
+      out.push_back(static_cast<int32_t>(r));
+  return out;
 }
 
 std::optional<std::string> message_table::join(int32_t rank) {
@@ -271,12 +281,98 @@ v1::Response message_table::pop_ready(requests* by_rank) {
   return resp;
 }
 
-v1::Response message_table::abandon(const std::string& name, v1::ErrorCode code,
-                                    const std::string& why) {
-  entries_.erase(name);
+void message_table::fail_entry(const std::string& name, v1::ErrorCode code,
+                               const std::string& why) {
+  auto node = entries_.extract(name);
   auto resp = error_response(name, why);
   resp.mutable_error()->set_code(code);
-  return resp;
+  tombstone t{resp, std::vector<bool>(static_cast<size_t>(set_size_), false)};
+  bool owed = false;
+  for (auto r : missing(node.mapped()))
+    owed = t.owed[static_cast<size_t>(r)] = true;
+  failed_.push_back(std::move(resp));
+  if (!owed || tombstones_.count(name))
+    return;
+  constexpr size_t max_tombstones = 1024;
+  if (tombstone_order_.size() == max_tombstones) {
+    tombstones_.erase(tombstone_order_.front());
+    tombstone_order_.pop_front();
+  }
+  tombstones_.emplace(name, std::move(t));
+  tombstone_order_.push_back(name);
+}
+
+bool message_table::answer_late(const v1::Request& request) {
+  auto it = tombstones_.find(request.tensor_name());
+  if (it == tombstones_.end())
+    return false;
+  auto& t = it->second;
+  auto owed = t.owed.begin() + request.request_rank();
+  if (!*owed)
+    return false;  // a new round of a name that failed before
+  *owed = false;
+  failed_.push_back(t.error);
+  if (std::none_of(t.owed.begin(), t.owed.end(), [](bool b) { return b; })) {
+    tombstone_order_.erase(
+      std::find(tombstone_order_.begin(), tombstone_order_.end(), it->first));
+    tombstones_.erase(it);
+  }
+  return true;
+}
+
+void message_table::abandon(const std::string& name, v1::ErrorCode code,
+                            const std::string& why) {
+  auto it = entries_.find(name);
+  if (it == entries_.end())
+    return;
+  const auto group = it->second.group;
+  fail_entry(name, code, why);
+  if (group.empty())
+    return;
+  std::vector<std::string> siblings;
+  for (const auto& [other, e] : entries_)
+    if (e.group == group)
+      siblings.push_back(other);
+  for (const auto& other : siblings)
+    fail_entry(other, code,
+               fmt::format("Tensor '{}' of group '{}' cannot run: its group member '{}' "
+                           "failed: {}",
+                           other, group, name, why));
+  waiting_groups_.erase(group);
+}
+
+std::vector<v1::Response> message_table::take_failed() {
+  return std::exchange(failed_, {});
+}
+
+std::optional<message_table::clock::time_point> message_table::next_deadline() const {
+  std::optional<clock::time_point> out;
+  for (const auto& [name, e] : entries_)
+    if (e.deadline && !e.released && (!out || *e.deadline < *out))
+      out = e.deadline;
+  return out;
+}
+
+std::vector<std::string> message_table::expire(clock::time_point now) {
+  std::vector<std::pair<std::string, std::string>> late;
+  for (const auto& [name, e] : entries_) {
+    if (!e.deadline || e.released || *e.deadline > now)
+      continue;
+    const auto waited = std::chrono::duration<double>(*e.deadline - e.first_seen).count();
+    std::string ranks;
+    for (auto r : missing(e))
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    late.emplace_back(name,
+                      fmt::format("Collective '{}' timed out: rank(s) {} of the process set "
+                                  "did not submit it within {} s of the first submission.",
+                                  name, ranks, waited));
+  }
+  std::vector<std::string> out;
+  for (auto& [name, why] : late) {
+    abandon(name, v1::ERROR_CODE_TIMEOUT, why);
+    out.push_back(std::move(why));
+  }
+  return out;
 }
 
 size_t message_table::pending() const {
@@ -287,14 +383,24 @@ size_t message_table::pending() const {
 std::vector<std::pair<std::string, std::vector<int32_t>>>
 message_table::missing_ranks(clock::time_point older_than) const {
   std::vector<std::pair<std::string, std::vector<int32_t>>> out;
+  std::unordered_map<std::string, std::vector<int32_t>> group_missing;
+  for (const auto& [name, e] : entries_)
+    if (!e.released && !e.group.empty()) {
+      auto& m = group_missing[e.group];
+      for (auto r : missing(e))
+        if (std::find(m.begin(), m.end(), r) == m.end())
+          m.push_back(r);
+    }
   for (const auto& [name, e] : entries_) {
-    if (e.released || e.first_seen >= older_than)
+    if (e.first_seen >= older_than)
       continue;
-    std::vector<int32_t> missing;
-    for (int32_t r = 0; r < set_size_; ++r)
-      if (!e.by_rank[static_cast<size_t>(r)])
-        missing.push_back(r);
-    out.emplace_back(name, std::move(missing));
+    if (!e.released)
+      out.emplace_back(name, missing(e));
+    else if (!e.group.empty() && waiting_groups_.count(e.group)) {
+      auto m = group_missing[e.group];
+      std::sort(m.begin(), m.end());
+      out.emplace_back(name, std::move(m));
+    }
   }
   return out;
 }

@@ -45,25 +45,56 @@ public:
   /// Tensors some but not all members requested.
   size_t pending() const;
 
-  /// Drops a pending tensor and returns the ERROR response that fails it on
-  /// the ranks that submitted it (the stall inspector's shutdown).
-  v1::Response abandon(const std::string& name, v1::ErrorCode code, const std::string& why);
+  /// Fails a pending tensor on the ranks that submitted it (the stall
+  /// inspector's shutdown, a missed deadline): an ERROR response goes to
+  /// failed(). A grouped tensor takes its whole group with it, since the
+  /// group can no longer run whole. The ranks that never asked still owe a
+  /// request for it; when one arrives, it fails at once with the same error
+  /// instead of waiting for ranks that have given up. No-op for a name
+  /// that is not pending.
+  void abandon(const std::string& name, v1::ErrorCode code, const std::string& why);
+
+  /// ERROR responses decided outside readiness (abandon, a late request
+  /// for an abandoned tensor), oldest first; the coordinator sends them
+  /// with its next response list.
+  bool has_failed() const {
+    return !failed_.empty();
+  }
+  std::vector<v1::Response> take_failed();
+
+  /// Earliest deadline (Request.deadline_ms) of a pending tensor.
+  std::optional<clock::time_point> next_deadline() const;
+
+  /// Abandons every pending tensor whose deadline has passed by `now`,
+  /// naming the ranks that did not ask for it in time; returns the errors.
+  std::vector<std::string> expire(clock::time_point now);
 
   /// For each pending tensor requested before `older_than`, the set ranks
-  /// that have not requested it yet.
+  /// that have not requested it yet. A grouped tensor that is ready but
+  /// waits for the rest of its group is listed too, with the ranks its
+  /// group still waits for.
   std::vector<std::pair<std::string, std::vector<int32_t>>>
   missing_ranks(clock::time_point older_than) const;
 
 private:
   struct entry {
     std::vector<std::optional<v1::Request>> by_rank;  // empty for joined ranks
-    int32_t count = 0;
     bool released = false;
     clock::time_point first_seen;
+    std::optional<clock::time_point> deadline;
+    std::string group;  // empty when not grouped
+  };
+
+  // An abandoned tensor: its error, and which ranks still owe a request.
+  struct tombstone {
+    v1::Response error;
+    std::vector<bool> owed;
   };
 
   // Every rank that has not joined asked for it.
   bool is_ready(const entry& e) const;
+  // Set ranks that have neither asked for it nor joined.
+  std::vector<int32_t> missing(const entry& e) const;
 
   // Marks a tensor as ready, or holds it until the rest of its group is
   // ready too.
@@ -73,6 +104,12 @@ private:
   // last rank joins, a JOIN response is ready.
   std::optional<std::string> join(int32_t rank);
 
+  // Drops one entry, queues its error, remembers who still owes it.
+  void fail_entry(const std::string& name, v1::ErrorCode code, const std::string& why);
+
+  // Answers a request for an abandoned tensor; false if it is not one.
+  bool answer_late(const v1::Request& request);
+
   int32_t set_size_;
   std::unordered_map<std::string, entry> entries_;
   std::deque<std::string> ready_;
@@ -81,6 +118,10 @@ private:
   std::vector<bool> joined_;
   int32_t joined_count_ = 0;
   int32_t last_joined_ = -1;
+  std::vector<v1::Response> failed_;
+  // Bounded: a rank that died owes its requests forever.
+  std::unordered_map<std::string, tombstone> tombstones_;
+  std::deque<std::string> tombstone_order_;
 };
 
 /// Checks that all members' requests agree and builds the response.

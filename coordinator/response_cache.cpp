@@ -98,6 +98,12 @@ void response_cache::member_progress(int32_t rank, uint64_t lists_applied) {
                  retired_.end());
 }
 
+void response_cache::reset(size_t capacity, uint64_t list_seq) {
+  while (!lru_.empty())
+    retire(lru_.begin(), list_seq, false);
+  capacity_ = capacity;
+}
+
 bool response_cache::take_first_eviction() {
   if (!evicted_ || eviction_reported_)
     return false;

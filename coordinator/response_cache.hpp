@@ -55,6 +55,11 @@ public:
   /// refer to any more are released.
   void member_progress(int32_t rank, uint64_t lists_applied);
 
+  /// Empties the cache as of list `list_seq` and gives it `capacity`
+  /// entries from then on (0 = off). Members that have not applied that
+  /// list yet still resolve their ids against the old entries.
+  void reset(size_t capacity, uint64_t list_seq);
+
   /// True once, at the first eviction (Horovod prints a warning then).
   bool take_first_eviction();
 

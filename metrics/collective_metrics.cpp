@@ -25,16 +25,6 @@ std::string op_label(v1::OpType op) {
   return name;
 }
 
-// Bytes one collective moves on this rank: the gathered result for
-// allgather, the input otherwise (nccl-tests' "size").
-uint64_t payload_bytes(const actors::collective_work& work) {
-  uint64_t bytes = 0;
-  for (const auto& e : work.entries)
-    bytes += work.response.op() == v1::OP_TYPE_ALLGATHER ? e->handle->output.size()
-                                                         : e->input.size_bytes();
-  return bytes;
-}
-
 } // namespace
 
 collective_families::collective_families(registry& reg)

@@ -21,7 +21,8 @@ struct config {
   double heartbeat_timeout_seconds = 5.0;
   /// Upper bound of one Gloo operation; also bounds rendezvous inside Gloo.
   double gloo_timeout_seconds = 30.0;
-  /// Deadline for bootstrap: store connection, endpoint exchange, Gloo mesh.
+  /// Deadline for bootstrap (store connection, endpoint exchange, Gloo
+  /// mesh) and for each step of a process-set registration.
   double start_timeout_seconds = 30.0;
   /// Threads of the CAF scheduler (actors only; backends run on their own).
   int scheduler_threads = 2;
@@ -30,8 +31,6 @@ struct config {
   /// CPU backend: "gloo", "mpi", or "" = gloo under troupe-run, mpi under
   /// mpirun.
   std::string cpu_operations;
-  /// Stall inspector (Horovod's defaults): warn after this long, fail the
-  /// stalled tensors after the shutdown time (0 = never).
   /// Chrome-trace timeline, one file per rank ("t.json" -> "t.<rank>.json");
   /// empty = none; "DYNAMIC" = only between start_timeline / stop_timeline.
   std::string timeline;
@@ -44,6 +43,8 @@ struct config {
   double cycle_time_ms = 0;
   /// add_process_set / remove_process_set allowed after init.
   bool dynamic_process_sets = false;
+  /// Stall inspector (Horovod's defaults): warn after this long, fail the
+  /// stalled tensors after the shutdown time (0 = never).
   bool stall_check = true;
   double stall_check_seconds = 60;
   double stall_shutdown_seconds = 0;

@@ -10,15 +10,7 @@ namespace troupe::workers {
 namespace {
 
 using namespace troupe::actors;
-
-tensor_entry_ptr internal_entry(v1::OpType op, const std::string& name) {
-  auto e = std::make_shared<tensor_entry>();
-  e->request.set_op(op);
-  e->request.set_tensor_name(name);
-  e->request.set_dtype(v1::DATA_TYPE_INT32);
-  e->handle = std::make_shared<detail::handle_state>();
-  return e;
-}
+using std::chrono::milliseconds;
 
 // "rank 0 sent [0, 2], rank 1 sent [1, 3]" when the ranks disagree.
 std::string disagreement(const std::vector<std::vector<int32_t>>& all) {
@@ -29,34 +21,59 @@ std::string disagreement(const std::vector<std::vector<int32_t>>& all) {
   return out;
 }
 
-} // namespace
+struct registry_state {
+  caf::actor supervisor;
+  identity id;
+  config cfg;
+  std::shared_ptr<process_set_snapshots> published;
+  uint64_t serial = 0;  // calls so far: the same on every rank
+  static constexpr const char* name = "troupe.process_set_registry";
+};
 
-process_set_registry::process_set_registry(caf::actor_system& sys, caf::actor supervisor,
-                                           caf::actor global_negotiator, const identity& id,
-                                           const config& cfg)
-  : sys_(sys), supervisor_(std::move(supervisor)), id_(id), cfg_(cfg), table_(id.size) {
-  negotiators_.emplace(0, std::move(global_negotiator));
+using registry_actor = caf::stateful_actor<registry_state>;
+
+milliseconds deadline(const registry_state& st) {
+  return milliseconds(static_cast<int64_t>(st.cfg.start_timeout_seconds * 1000));
 }
 
-caf::actor process_set_registry::negotiator(int32_t id) const {
-  auto it = negotiators_.find(id);
-  return it == negotiators_.end() ? caf::actor{} : it->second;
+// Runs one internal collective on the global set and waits for it. The
+// coordinator fails it on every rank once the deadline has passed; the
+// local wait is only a backstop should the coordinator's rank vanish
+// without the supervisor noticing.
+status run_internal(registry_actor* self, const tensor_entry_ptr& e) {
+  auto& st = self->state;
+  e->request.set_deadline_ms(deadline(st).count());
+  e->handle = std::make_shared<detail::handle_state>();
+  handle h{e->handle};
+  caf::anon_send(st.published->load()->negotiators.at(0), submit_atom::value, entry_batch{e});
+  auto s = h.wait_for(2 * deadline(st) + std::chrono::seconds(5));
+  if (s.code() == status_code::timeout && !h.poll())
+    return {status_code::timeout, "'" + e->request.tensor_name() +
+                                    "' got no answer from the global set's coordinator"};
+  return s;
 }
 
-status process_set_registry::gather(const std::string& name, std::vector<int32_t> values,
-                                    std::vector<std::vector<int32_t>>& all) {
+tensor_entry_ptr internal_entry(v1::OpType op, const std::string& name) {
+  auto e = std::make_shared<tensor_entry>();
+  e->request.set_op(op);
+  e->request.set_tensor_name(name);
+  e->request.set_dtype(v1::DATA_TYPE_INT32);
+  return e;
+}
+
+// An allgather of `values` (the same count on every rank): every rank's
+// values, in rank order.
+status gather(registry_actor* self, const std::string& name, std::vector<int32_t> values,
+              std::vector<std::vector<int32_t>>& all) {
   auto e = internal_entry(v1::OP_TYPE_ALLGATHER, name);
   e->request.add_shape(static_cast<int64_t>(values.size()));
   e->input = tensor{values.data(), data_type::int32, {static_cast<int64_t>(values.size())}};
   e->output = e->input;
-  auto state = e->handle;
-  caf::anon_send(negotiators_.at(0), submit_atom::value, entry_batch{e});
-  handle h{state};
-  if (auto s = h.wait(); !s.ok())
+  if (auto s = run_internal(self, e); !s.ok())
     return s;
-  // Every rank sent as many values (see add): equal rows, in rank order.
-  std::vector<int32_t> flat(h.output().size() / sizeof(int32_t));
-  std::memcpy(flat.data(), h.output().data(), h.output().size());
+  const auto& out = e->handle->output;
+  std::vector<int32_t> flat(out.size() / sizeof(int32_t));
+  std::memcpy(flat.data(), out.data(), out.size());
   all.clear();
   const auto width = static_cast<std::ptrdiff_t>(values.size());
   for (auto at = flat.begin(); at + width <= flat.end(); at += width)
@@ -64,25 +81,45 @@ status process_set_registry::gather(const std::string& name, std::vector<int32_t
   return {};
 }
 
-status process_set_registry::barrier(const std::string& name) {
-  auto e = internal_entry(v1::OP_TYPE_BARRIER, name);
-  handle h{e->handle};
-  caf::anon_send(negotiators_.at(0), submit_atom::value, entry_batch{e});
-  return h.wait();
+status barrier(registry_actor* self, const std::string& name) {
+  return run_internal(self, internal_entry(v1::OP_TYPE_BARRIER, name));
 }
 
-status process_set_registry::add(const std::vector<int>& ranks, int32_t& id) {
-  const auto serial = ++serial_;
+// Starts this rank's part of set `id`; the negotiator goes into `next`.
+status start_set(registry_actor* self, int32_t id, const std::vector<int>& members,
+                 uint64_t serial, process_set_snapshot& next) {
+  auto& st = self->state;
+  status started;
+  caf::scoped_actor asker{self->system()};
+  asker
+    ->request(st.supervisor, deadline(st), start_atom::value, static_cast<uint32_t>(id), members,
+              serial)
+    .receive(
+      [&](status& s, caf::actor& negotiator) {
+        started = std::move(s);
+        if (started.ok())
+          next.negotiators[id] = std::move(negotiator);
+      },
+      [&](caf::error& err) {
+        started = {status_code::timeout, "process set " + std::to_string(id) +
+                                           " did not start: " + self->system().render(err)};
+      });
+  return started;
+}
+
+status add(registry_actor* self, const std::vector<int>& ranks, int32_t& id) {
+  auto& st = self->state;
+  const auto tag = std::to_string(++st.serial);
+  const auto world = st.id.size;
   std::vector<std::vector<int32_t>> all;
-  const auto tag = std::to_string(serial);
   // Fixed width on every rank (count, ranks, padding), whatever it asked.
-  std::vector<int32_t> mine(static_cast<size_t>(id_.size) + 1, -1);
-  const bool too_many = ranks.size() > static_cast<size_t>(id_.size);
+  std::vector<int32_t> mine(static_cast<size_t>(world) + 1, -1);
+  const bool too_many = ranks.size() > static_cast<size_t>(world);
   mine[0] = too_many ? -1 : static_cast<int32_t>(ranks.size());
   for (size_t i = 0; i < ranks.size() && !too_many; ++i)
     mine[i + 1] = ranks[i];
-  if (auto s = gather("troupe.process_set.add." + tag, std::move(mine), all); !s.ok())
-    return s;
+  if (auto s = gather(self, "troupe.process_set.add." + tag, std::move(mine), all); !s.ok())
+    return {s.code(), "add_process_set: " + s.message()};
   for (auto& row : all) {
     const auto n = static_cast<std::ptrdiff_t>(std::max(row.front(), 0));
     row = std::vector<int32_t>(row.begin() + 1, row.begin() + 1 + n);
@@ -94,53 +131,76 @@ status process_set_registry::add(const std::vector<int>& ranks, int32_t& id) {
   if (too_many)
     return {status_code::invalid_argument,
             "Tried to register process set with more ranks than the job has."};
-  if (auto s = table_.validate(ranks); !s.ok())
+  auto next = std::make_shared<process_set_snapshot>(*st.published->load());
+  if (auto s = next->table.validate(ranks); !s.ok())
     return s;
-  id = table_.add(ranks);
-  const auto& members = *table_.ranks(id);
+  id = next->table.add(ranks);
+  const auto& members = *next->table.ranks(id);
   status started;
-  if (std::binary_search(members.begin(), members.end(), id_.rank)) {
-    caf::scoped_actor self{sys_};
-    const auto deadline = std::chrono::milliseconds(
-      static_cast<int64_t>(cfg_.start_timeout_seconds * 1000));
-    self
-      ->request(supervisor_, deadline, start_atom::value, static_cast<uint32_t>(id), members,
-                serial)
-      .receive(
-        [&](status& s, caf::actor& negotiator) {
-          started = std::move(s);
-          if (started.ok())
-            negotiators_[id] = std::move(negotiator);
-        },
-        [&](caf::error& err) {
-          started = {status_code::timeout,
-                     "process set " + std::to_string(id) + " did not start: " + sys_.render(err)};
-        });
-  }
+  if (std::binary_search(members.begin(), members.end(), st.id.rank))
+    started = start_set(self, id, members, st.serial, *next);
+  // Published before the barrier: once any rank returns, every member
+  // accepts collectives on the set.
+  st.published->store(std::move(next));
   // Every rank waits here, also one whose start failed: the others would
-  // otherwise wait for it forever.
-  auto registered = barrier("troupe.process_set.added." + tag);
-  return started.ok() ? registered : started;
+  // otherwise wait for it until the deadline.
+  auto registered = barrier(self, "troupe.process_set.added." + tag);
+  if (!started.ok())
+    return started;
+  return registered.ok() ? registered
+                         : status{registered.code(), "add_process_set: " + registered.message()};
 }
 
-status process_set_registry::remove(int32_t id) {
-  const auto serial = ++serial_;
+status remove(registry_actor* self, int32_t id) {
+  auto& st = self->state;
+  const auto tag = std::to_string(++st.serial);
   std::vector<std::vector<int32_t>> all;
-  const auto tag = std::to_string(serial);
-  if (auto s = gather("troupe.process_set.remove." + tag, {id}, all); !s.ok())
-    return s;
+  if (auto s = gather(self, "troupe.process_set.remove." + tag, {id}, all); !s.ok())
+    return {s.code(), "remove_process_set: " + s.message()};
   if (std::adjacent_find(all.begin(), all.end(), std::not_equal_to<>()) != all.end())
     return {status_code::invalid_argument,
             "Attempted to remove different process sets on different ranks: " +
               disagreement(all) + "."};
   if (id == 0)
     return {status_code::invalid_argument, "The global process set (id 0) cannot be removed."};
-  if (!table_.remove(id))
+  auto next = std::make_shared<process_set_snapshot>(*st.published->load());
+  if (!next->table.remove(id))
     return {status_code::invalid_argument,
             "Process set does not exist or has not been registered."};
-  if (negotiators_.erase(id) > 0)
-    caf::anon_send(supervisor_, stop_atom::value, static_cast<uint32_t>(id));
-  return barrier("troupe.process_set.removed." + tag);
+  if (next->negotiators.erase(id) > 0)
+    caf::anon_send(st.supervisor, stop_atom::value, static_cast<uint32_t>(id));
+  st.published->store(std::move(next));
+  auto removed = barrier(self, "troupe.process_set.removed." + tag);
+  return removed.ok() ? removed
+                      : status{removed.code(), "remove_process_set: " + removed.message()};
+}
+
+caf::behavior registry(registry_actor* self, caf::actor supervisor, identity id, config cfg,
+                       std::shared_ptr<process_set_snapshots> published) {
+  auto& st = self->state;
+  st.supervisor = std::move(supervisor);
+  st.id = std::move(id);
+  st.cfg = std::move(cfg);
+  st.published = std::move(published);
+  return {
+    [=](add_set_atom, const std::vector<int>& ranks) {
+      int32_t set_id = -1;
+      auto s = add(self, ranks, set_id);
+      return caf::make_message(std::move(s), set_id);
+    },
+    [=](remove_set_atom, int32_t set_id) {
+      return caf::make_message(remove(self, set_id), set_id);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_process_set_registry(caf::actor_system& sys, caf::actor supervisor,
+                                      const identity& id, const config& cfg,
+                                      std::shared_ptr<process_set_snapshots> published) {
+  return sys.spawn<caf::detached>(registry, std::move(supervisor), id, cfg,
+                                  std::move(published));
 }
 
 } // namespace troupe::workers

@@ -2,13 +2,14 @@
 
 // Include only from .cpp files: CAF headers are expensive.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include <caf/actor.hpp>
 
-#include "troupe/status.hpp"
 #include "workers/config.hpp"
 #include "workers/identity.hpp"
 #include "workers/process_set_table.hpp"
@@ -19,48 +20,48 @@ class actor_system;
 
 namespace troupe::workers {
 
-/// Registers and removes process sets with the other ranks, and knows the
-/// negotiator of every set this rank belongs to. Both operations are
-/// collective over the global set, called by every rank in the same order
-/// (Horovod's contract): an allgather of the arguments checks that the
-/// ranks agree, then members start (or stop) their part of the set, and a
-/// global barrier returns the call everywhere only once every rank is done,
-/// so a member's first collective on a new set finds the set everywhere.
-/// Not thread-safe: the API serialises calls.
-class process_set_registry {
+/// What any thread may read about the registered process sets. Never
+/// changed once published: the registry publishes a new one per change.
+struct process_set_snapshot {
+  explicit process_set_snapshot(int world_size) : table(world_size) {
+  }
+  process_set_table table;
+  /// The negotiator of every set this rank is a member of.
+  std::map<int32_t, caf::actor> negotiators;
+};
+
+/// Where the registry publishes its snapshots; readers never block it.
+class process_set_snapshots {
 public:
-  process_set_registry(caf::actor_system& sys, caf::actor supervisor,
-                       caf::actor global_negotiator, const identity& id, const config& cfg);
-
-  /// The negotiator of set `id`, or a null handle when this rank is not a
-  /// member or the set is unknown.
-  caf::actor negotiator(int32_t id) const;
-
-  /// Global ranks of set `id` (ascending), or null when unknown.
-  const std::vector<int>* ranks(int32_t id) const {
-    return table_.ranks(id);
+  std::shared_ptr<const process_set_snapshot> load() const {
+    return std::atomic_load(&current_);
+  }
+  void store(std::shared_ptr<const process_set_snapshot> next) {
+    std::atomic_store(&current_, std::move(next));
   }
 
-  /// Registers a set of global `ranks`; `id` receives its id.
-  status add(const std::vector<int>& ranks, int32_t& id);
-
-  /// Removes set `id`: collectives pending on it fail.
-  status remove(int32_t id);
-
 private:
-  // Runs an allgather of `values` on the global set and returns every
-  // rank's values, or the error.
-  status gather(const std::string& name, std::vector<int32_t> values,
-                std::vector<std::vector<int32_t>>& all);
-  status barrier(const std::string& name);
-
-  caf::actor_system& sys_;
-  caf::actor supervisor_;
-  const identity& id_;
-  const config& cfg_;
-  process_set_table table_;
-  std::map<int32_t, caf::actor> negotiators_;
-  uint64_t serial_ = 0;  // calls so far: the same on every rank
+  std::shared_ptr<const process_set_snapshot> current_;
 };
+
+/// Spawns the process-set registry of this rank: a detached actor, since
+/// registration waits for collectives on the global set. It serialises the
+/// calls of all threads in its mailbox; no API lock is held meanwhile.
+///
+/// (add_set, ranks) -> (status, id) and (remove_set, id) -> (status, id) are
+/// collective over the global set, called by every rank in the same order
+/// (Horovod's contract): an allgather of the arguments checks that the
+/// ranks agree, members start (or stop) their part of the set, and a
+/// global barrier returns the call everywhere once every rank is done, so
+/// a member's first collective on a new set finds the set everywhere. The
+/// allgather and barrier carry a deadline (TROUPE_START_TIMEOUT): a rank
+/// that never makes the call fails it on every rank with an error naming
+/// that rank, and its own late call fails the same way.
+///
+/// `published` holds the global set (and its negotiator) when spawned;
+/// the registry publishes every change there.
+caf::actor spawn_process_set_registry(caf::actor_system& sys, caf::actor supervisor,
+                                      const identity& id, const config& cfg,
+                                      std::shared_ptr<process_set_snapshots> published);
 
 } // namespace troupe::workers

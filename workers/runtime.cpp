@@ -1,6 +1,8 @@
 #include "workers/runtime.hpp"
 
+#include <algorithm>
 #include <functional>
+#include <mutex>
 #include <numeric>
 #include <optional>
 
@@ -80,7 +82,8 @@ struct runtime::impl {
   caf::actor_system_config caf_cfg;
   caf::actor_system system;
   caf::actor supervisor;
-  std::unique_ptr<process_set_registry> sets;
+  caf::actor registry_actor;
+  std::shared_ptr<process_set_snapshots> sets = std::make_shared<process_set_snapshots>();
   // Last member: stops (and frees its port) first.
   std::unique_ptr<metrics::http_server> metrics_server;
 
@@ -174,22 +177,41 @@ struct runtime::impl {
     return result;
   }
 
+  // The negotiator of set `id` on this rank, from the latest snapshot;
+  // null when this rank is not a member.
+  caf::actor negotiator_of(int32_t id) const {
+    auto now = sets->load();
+    if (!now)
+      return {};
+    auto it = now->negotiators.find(id);
+    return it == now->negotiators.end() ? caf::actor{} : it->second;
+  }
+
+  // Once: the supervisor's goodbye fails what is pending, which returns a
+  // registry call in progress; then the registry may exit.
   void stop() {
+    std::lock_guard<std::mutex> guard{stop_mtx};
     if (!supervisor)
       return;
     caf::scoped_actor self{system};
     self->request(supervisor, std::chrono::seconds(5), shutdown_atom::value)
       .receive([](bool) {}, [](caf::error&) {});
     self->send_exit(supervisor, caf::exit_reason::user_shutdown);
-    sets.reset();
+    if (registry_actor)
+      self->send_exit(registry_actor, caf::exit_reason::user_shutdown);
     supervisor = nullptr;
   }
+  std::mutex stop_mtx;
 };
 
 runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {
 }
 
 runtime::~runtime() {
+  impl_->stop();
+}
+
+void runtime::stop() {
   impl_->stop();
 }
 
@@ -257,9 +279,12 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
     caf::actor global_negotiator;
     if (result.ok())
       result = m.start_group(deadline, global_negotiator);
-    if (result.ok())
-      m.sets = std::make_unique<process_set_registry>(m.system, m.supervisor,
-                                                      std::move(global_negotiator), m.id, m.cfg);
+    if (result.ok()) {
+      auto first = std::make_shared<process_set_snapshot>(id.size);
+      first->negotiators.emplace(0, std::move(global_negotiator));
+      m.sets->store(std::move(first));
+      m.registry_actor = spawn_process_set_registry(m.system, m.supervisor, m.id, m.cfg, m.sets);
+    }
   } catch (const std::exception& e) {
     result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
   }
@@ -277,7 +302,7 @@ const config& runtime::cfg() const {
 }
 
 void runtime::submit(actors::entry_batch batch) {
-  auto negotiator = impl_->sets->negotiator(static_cast<int32_t>(batch.front()->process_set_id));
+  auto negotiator = impl_->negotiator_of(static_cast<int32_t>(batch.front()->process_set_id));
   if (!negotiator) {
     for (auto& e : batch)
       e->handle->complete({status_code::invalid_argument,
@@ -287,16 +312,83 @@ void runtime::submit(actors::entry_batch batch) {
   caf::anon_send(negotiator, submit_atom::value, std::move(batch));
 }
 
-const std::vector<int>* runtime::process_set_ranks(int32_t id) const {
-  return impl_->sets->ranks(id);
+runtime::set_lookup runtime::lookup(int32_t id, int global_root) const {
+  set_lookup out;
+  auto sets = impl_->sets->load();
+  const auto* ranks = sets ? sets->table.ranks(id) : nullptr;
+  if (!ranks)
+    return out;
+  auto index_of = [ranks](int r) {
+    auto it = std::lower_bound(ranks->begin(), ranks->end(), r);
+    return it == ranks->end() || *it != r ? -1 : static_cast<int>(it - ranks->begin());
+  };
+  out.known = true;
+  out.size = static_cast<int>(ranks->size());
+  out.my_index = index_of(impl_->id.rank);
+  out.root_index = index_of(global_root);
+  return out;
 }
 
+std::vector<int> runtime::process_set_ranks(int32_t id) const {
+  auto sets = impl_->sets->load();
+  const auto* ranks = sets ? sets->table.ranks(id) : nullptr;
+  return ranks ? *ranks : std::vector<int>{};
+}
+
+namespace {
+
+// Waits for the registry's answer. Its own deadlines (one per collective
+// step) come first; this only bounds a registry that stopped answering.
+template <class... Ts>
+status ask_registry(const runtime& rt, caf::actor_system& system, const caf::actor& registry,
+                    int32_t* id, Ts&&... xs) {
+  status result;
+  const auto backstop = std::chrono::duration_cast<std::chrono::milliseconds>(
+    std::chrono::duration<double>(4 * rt.cfg().start_timeout_seconds + 10));
+  caf::scoped_actor self{system};
+  self->request(registry, backstop, std::forward<Ts>(xs)...)
+    .receive([&](status& s, int32_t set_id) {
+               result = std::move(s);
+               if (id)
+                 *id = set_id;
+             },
+             [&](caf::error& err) {
+               result = {status_code::timeout,
+                         "the process-set registry did not answer: " + system.render(err)};
+             });
+  return result;
+}
+
+} // namespace
+
 status runtime::add_process_set(const std::vector<int>& ranks, int32_t& id) {
-  return impl_->sets->add(ranks, id);
+  return ask_registry(*this, impl_->system, impl_->registry_actor, &id, add_set_atom::value,
+                      ranks);
 }
 
 status runtime::remove_process_set(int32_t id) {
-  return impl_->sets->remove(id);
+  return ask_registry(*this, impl_->system, impl_->registry_actor, nullptr,
+                      remove_set_atom::value, id);
+}
+
+status runtime::tune(int32_t id, const tuning& change) {
+  auto negotiator = impl_->negotiator_of(id);
+  if (!negotiator)
+    return {status_code::invalid_argument,
+            "tune: this rank is not a member of process set " + std::to_string(id) + "."};
+  if (change.fusion_threshold_bytes.value_or(0) < 0 || change.cycle_time_ms.value_or(0) < 0 ||
+      change.cache_capacity.value_or(0) < 0)
+    return {status_code::invalid_argument,
+            "tune: fusion threshold, cycle time and cache capacity cannot be negative."};
+  v1::Tuning t;
+  if (change.fusion_threshold_bytes)
+    t.set_fusion_threshold(*change.fusion_threshold_bytes);
+  if (change.cycle_time_ms)
+    t.set_cycle_time_us(static_cast<int64_t>(*change.cycle_time_ms * 1000));
+  if (change.cache_capacity)
+    t.set_cache_capacity(*change.cache_capacity);
+  caf::anon_send(negotiator, tune_atom::value, t.SerializeAsString());
+  return {};
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include "actors/tensor_entry.hpp"
 #include "troupe/status.hpp"
+#include "troupe/tuning.hpp"
 #include "workers/config.hpp"
 #include "workers/identity.hpp"
 
@@ -22,25 +23,47 @@ public:
   /// of one start are kept apart from those of the previous ones.
   static std::unique_ptr<runtime> start(status& result, int generation);
 
-  /// Leaves the job: peers are told, pending collectives fail with
-  /// status_code::shut_down.
+  /// Stops the runtime (stop()).
   ~runtime();
 
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
 
+  /// Leaves the job: peers are told, pending collectives (and a process-set
+  /// call in progress) fail with status_code::shut_down. Idempotent.
+  void stop();
+
   const identity& id() const;
   const config& cfg() const;
 
   /// Hands collectives to the negotiator of their process set (entries of
-  /// a batch share one); never blocks.
+  /// a batch share one); the calling thread never waits.
   void submit(actors::entry_batch batch);
 
-  /// Process sets (see process_set_registry): global ranks of set `id` or
-  /// null; registration and removal, collective over every rank.
-  const std::vector<int>* process_set_ranks(int32_t id) const;
+  /// What a collective needs of process set `id`, read from the registry's
+  /// latest snapshot without a lock or a copy of its ranks.
+  struct set_lookup {
+    bool known = false;
+    int size = 0;
+    int my_index = -1;    // this rank's index in the set, -1: not a member
+    int root_index = -1;  // `global_root`'s index, -1: not a member
+  };
+  set_lookup lookup(int32_t id, int global_root = -1) const;
+
+  /// Global ranks of set `id` (ascending); empty when unknown.
+  std::vector<int> process_set_ranks(int32_t id) const;
+
+  /// Registration and removal, collective over every rank (see
+  /// process_set_registry.hpp): a message to the registry actor. The caller
+  /// waits for the answer, bounded by the registry's deadlines, holding no
+  /// lock, so other threads' calls go on meanwhile.
   status add_process_set(const std::vector<int>& ranks, int32_t& id);
   status remove_process_set(int32_t id);
+
+  /// Changes settings of process set `id` (this rank must be a member):
+  /// one message to the set's coordinator, which applies it before its next
+  /// response list, on every member at that list.
+  status tune(int32_t id, const tuning& change);
 
   /// Writes this rank's timeline to `path` (rank inserted before .json)
   /// from now on; needs TROUPE_TIMELINE set (DYNAMIC or a path).

@@ -81,8 +81,6 @@ status stop_timeline(supervisor_actor* self) {
   return {};
 }
 
-// The global set cannot make progress any more: fail what is pending and
-// everything submitted from now on.
 // `rank` left or was lost: the sets it belongs to (the global one always)
 // cannot complete their collectives; sets without it keep running. No
 // rank: every set (this rank leaves). Negotiators ignore repeated aborts.
@@ -164,9 +162,10 @@ void route(supervisor_actor* self, uint32_t set, std::string bytes) {
   self->send(*dest, Atom::value, set, std::move(bytes));
 }
 
-// The backend rendezvous blocks, so it runs in the detached backend actor
-// while this actor keeps serving messages. Starts this rank's part of process set `set_id` (global ranks `members`)
-// and answers once its backend has connected to the other members.
+// Starts this rank's part of process set `set_id` (global ranks `members`)
+// and answers once its backend has connected to the other members. The
+// rendezvous blocks, so it runs in the detached backend actor while this
+// actor keeps serving messages.
 caf::result<status, caf::actor> start_group(supervisor_actor* self, uint32_t set_id,
                                             std::vector<int> members, uint64_t serial) {
   auto& st = self->state;

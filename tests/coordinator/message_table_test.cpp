@@ -227,3 +227,97 @@ TEST(message_table, allgather_with_joined_ranks_is_horovods_error) {
 
 } // namespace
 } // namespace troupe::coordinator
+
+namespace troupe::coordinator {
+namespace {
+
+v1::Request with_deadline(v1::Request r, int64_t ms) {
+  r.set_deadline_ms(ms);
+  return r;
+}
+
+v1::Request grouped(v1::Request r, const std::string& group, int size) {
+  r.set_group_name(group);
+  r.set_group_size(size);
+  return r;
+}
+
+TEST(message_table, missed_deadline_fails_everywhere_naming_the_late_rank) {
+  message_table t{3};
+  t.add(with_deadline(request(0, "set.add.1", v1::OP_TYPE_ALLGATHER), 5000));
+  t.add(with_deadline(request(1, "set.add.1", v1::OP_TYPE_ALLGATHER), 5000));
+  ASSERT_TRUE(t.next_deadline());
+  const auto due = *t.next_deadline();
+  EXPECT_TRUE(t.expire(due - std::chrono::milliseconds(1)).empty());
+  auto errors = t.expire(due);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("'set.add.1'"), std::string::npos);
+  EXPECT_NE(errors[0].find("rank(s) 2 "), std::string::npos);
+  EXPECT_NE(errors[0].find("within 5 s"), std::string::npos);
+  auto failed = t.take_failed();
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].error().code(), v1::ERROR_CODE_TIMEOUT);
+  EXPECT_EQ(t.pending(), 0u);
+  EXPECT_FALSE(t.next_deadline());
+  // The late rank's request fails at once, with the same text, and is not
+  // left waiting for ranks that gave up.
+  t.add(with_deadline(request(2, "set.add.1", v1::OP_TYPE_ALLGATHER), 5000));
+  EXPECT_EQ(t.pending(), 0u);
+  auto late = t.take_failed();
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0].error().message(), failed[0].error().message());
+  // Owed once: a new round of the same name negotiates normally.
+  for (int r = 0; r < 3; ++r)
+    t.add(request(r, "set.add.1", v1::OP_TYPE_ALLGATHER));
+  EXPECT_TRUE(t.has_ready());
+  EXPECT_FALSE(t.has_failed());
+}
+
+TEST(message_table, abandoning_a_group_member_fails_the_whole_group) {
+  message_table t{2};
+  // Rank 0's group has a and b, rank 1's has a and c: a is ready but waits
+  // for its group, which can never complete.
+  t.add(grouped(request(0, "a"), "g", 2));
+  t.add(grouped(request(0, "b"), "g", 2));
+  t.add(grouped(request(1, "a"), "g", 2));
+  t.add(grouped(request(1, "c"), "g", 2));
+  EXPECT_FALSE(t.has_ready());
+  // The stall check sees the released member too, with the ranks its group
+  // waits for.
+  auto missing = t.missing_ranks(message_table::clock::now() + std::chrono::seconds(1));
+  std::sort(missing.begin(), missing.end());
+  ASSERT_EQ(missing.size(), 3u);
+  EXPECT_EQ(missing[0].first, "a");
+  EXPECT_EQ(missing[0].second, (std::vector<int32_t>{0, 1}));
+  t.abandon("b", v1::ERROR_CODE_TIMEOUT, "stalled");
+  auto failed = t.take_failed();
+  std::vector<std::string> names;
+  for (const auto& f : failed)
+    names.push_back(f.tensor_names(0));
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(t.pending(), 0u);
+  EXPECT_TRUE(t.missing_ranks(message_table::clock::now() + std::chrono::hours(1)).empty());
+  // The group name is free again.
+  t.add(grouped(request(0, "a"), "g", 1));
+  t.add(grouped(request(1, "a"), "g", 1));
+  EXPECT_TRUE(t.has_ready());
+}
+
+TEST(message_table, cpu_gpu_mix_is_horovods_device_error) {
+  message_table t{2};
+  auto gpu = request(1, "x");
+  gpu.set_device_kind(v1::DEVICE_KIND_CUDA);
+  t.add(request(0, "x"));
+  t.add(gpu);
+  auto resp = t.pop_ready();
+  ASSERT_EQ(resp.op(), v1::OP_TYPE_ERROR);
+  EXPECT_NE(resp.error().message().find(
+              "Mismatched ALLREDUCE CPU/GPU device selection: One rank specified device CPU, "
+              "but another rank specified device GPU"),
+            std::string::npos);
+  EXPECT_NE(resp.error().message().find("rank 0 sent CPU, rank 1 sent GPU"), std::string::npos);
+}
+
+} // namespace
+} // namespace troupe::coordinator

@@ -126,3 +126,31 @@ TEST(response_cache, lagging_members_resolve_to_what_they_meant_capacity_3) {
 
 } // namespace
 } // namespace troupe::coordinator
+
+namespace troupe::coordinator {
+namespace {
+
+TEST(response_cache, reset_empties_it_but_lagging_members_still_resolve) {
+  response_cache cache(4, 2);
+  cache.put("a", both("a", 4), 1);
+  cache.put("b", both("b", 4), 1);
+  cache.reset(1, 2);  // list 2 carries the new capacity
+  EXPECT_EQ(cache.size(), 0u);
+  // A member that had applied list 1 only still means "a".
+  EXPECT_EQ(cache.resolve(1, 0, 1)->tensor_name(), "a");
+  EXPECT_FALSE(cache.resolve(1, 0, 2));
+  // New ids from list 2 on; capacity 1 evicts.
+  const auto id = cache.put("c", both("c", 4), 2);
+  EXPECT_EQ(cache.resolve(id, 1, 2)->tensor_name(), "c");
+  cache.put("d", both("d", 4), 3);
+  EXPECT_EQ(cache.size(), 1u);
+  cache.reset(0, 4);
+  EXPECT_FALSE(cache.enabled());
+  EXPECT_EQ(cache.put("e", both("e", 4), 4), 0u);
+  cache.reset(8, 5);
+  EXPECT_TRUE(cache.enabled());
+  EXPECT_NE(cache.put("e", both("e", 4), 5), 0u);
+}
+
+} // namespace
+} // namespace troupe::coordinator

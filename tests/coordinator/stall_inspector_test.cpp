@@ -38,8 +38,11 @@ TEST(stall_inspector, lists_tensors_past_the_shutdown_time) {
   ASSERT_EQ(verdict.to_fail.size(), 1u);
   EXPECT_EQ(verdict.to_fail[0].first, "x");
   EXPECT_EQ(verdict.to_fail[0].second, std::vector<int32_t>{1});
-  auto resp = table.abandon("x", v1::ERROR_CODE_TIMEOUT, "stalled");
-  EXPECT_EQ(resp.op(), v1::OP_TYPE_ERROR);
+  table.abandon("x", v1::ERROR_CODE_TIMEOUT, "stalled");
+  auto failed = table.take_failed();
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].op(), v1::OP_TYPE_ERROR);
+  EXPECT_EQ(failed[0].error().code(), v1::ERROR_CODE_TIMEOUT);
   EXPECT_EQ(table.pending(), 0u);
 }
 

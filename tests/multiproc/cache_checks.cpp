@@ -69,6 +69,49 @@ void add_allreduce(std::vector<job>& out, int rank, int size, int step, int slot
                  }});
 }
 
+// Floating-point allreduce of integral values (exact in any order of
+// summation), whose dtype alternates between float32 and float64.
+void add_float_allreduce(std::vector<job>& out, int rank, int size, int step) {
+  const std::string name = "grad.float";
+  const auto n = static_cast<size_t>(1 + step % 5);
+  auto value = [=](int r, size_t i) { return static_cast<double>(r * 7 + step % 97 + i); };
+  auto make = [&](auto zero, data_type dtype) {
+    using T = decltype(zero);
+    auto buf = std::make_shared<std::vector<T>>(n);
+    for (size_t i = 0; i < n; ++i)
+      (*buf)[i] = static_cast<T>(value(rank, i));
+    const tensor t{buf->data(), dtype, {static_cast<int64_t>(n)}};
+    out.push_back({name, [=] { return allreduce(t, t, name); }, [=](const handle&) {
+                     std::vector<T> want(n, 0);
+                     for (int r = 0; r < size; ++r)
+                       for (size_t i = 0; i < n; ++i)
+                         want[i] += static_cast<T>(value(r, i));
+                     return expect_equal(name, *buf, want);
+                   }});
+  };
+  if (step % 2 == 0)
+    make(float{}, data_type::float32);
+  else
+    make(double{}, data_type::float64);
+}
+
+// The settings one rank changes at `step` (a multiple of 10): fusion off,
+// tiny and large; cycle time on and off; cache off, tiny and large.
+tuning tuning_at(int step) {
+  const int k = step / 10;
+  const int64_t fusion[] = {0, 48, 1 << 20, 128 << 20};
+  const double cycle[] = {0, 0.2, 0, 1};
+  const int64_t cache[] = {1024, 1, 0, 2, 3};
+  tuning t;
+  if (k % 2 == 0)
+    t.fusion_threshold_bytes = fusion[k % 4];
+  if (k % 3 == 0)
+    t.cycle_time_ms = cycle[k % 4];
+  if (k % 5 != 1)
+    t.cache_capacity = cache[k % 5];
+  return t;
+}
+
 // Allgather whose per-rank row count changes with the step.
 void add_allgather(std::vector<job>& out, int rank, int size, int step) {
   auto rows_of = [=](int r) { return 1 + (r + step / 11) % 2; };
@@ -106,7 +149,7 @@ void add_broadcast(std::vector<job>& out, int rank, int size, int step) {
 
 } // namespace
 
-int run_cache_checks(int rank, int size, int steps) {
+int run_cache_checks(int rank, int size, int steps, bool tune) {
   std::mt19937 gen(99 + static_cast<unsigned>(rank));
   int failures = 0;
   for (int step = 0; step < steps && failures == 0; ++step) {
@@ -118,7 +161,15 @@ int run_cache_checks(int rank, int size, int steps) {
     add_broadcast(jobs, rank, size, step);
     if (step % 100 == 0)  // a name seen once: churns an LRU of small capacity
       add_allreduce(jobs, rank, size, step, 1000 + step, 1, false);
+    if (tune)
+      add_float_allreduce(jobs, rank, size, step);
     std::shuffle(jobs.begin(), jobs.end(), gen);
+    if (tune && step % 10 == 0 && (step / 10) % size == rank) {
+      if (auto s = troupe::tune(tuning_at(step)); !s.ok()) {
+        std::printf("rank %d: FAIL tune at step %d: %s\n", rank, step, s.message().c_str());
+        return 1;
+      }
+    }
     std::vector<handle> handles;
     for (auto& j : jobs)
       handles.push_back(j.submit());
@@ -133,7 +184,8 @@ int run_cache_checks(int rank, int size, int steps) {
     }
   }
   if (failures == 0)
-    std::printf("rank %d: PASS %d cached steps\n", rank, steps);
+    std::printf("rank %d: PASS %d cached steps%s\n", rank, steps,
+                tune ? ", settings changed every 10 steps" : "");
   return failures == 0 ? 0 : 1;
 }
 

@@ -5,6 +5,14 @@
 //   collective_check many N     N small allreduces in flight at once
 //   collective_check cache N    N training steps whose tensors change shape,
 //                               dtype and root now and then (response cache)
+//   collective_check tune N     the same, with float allreduces, while ranks
+//                               take turns changing the settings (tune())
+//                               every 10 steps
+//   collective_check late-set S the last rank calls add_process_set S seconds
+//                               after the others; they keep calling rank()
+//                               meanwhile (must stay fast); past
+//                               TROUPE_START_TIMEOUT the call must fail on
+//                               every rank naming the late rank
 //   collective_check timeline-dynamic FILE
 //                               start_timeline(FILE) / stop_timeline() around
 //                               a grouped (fused) allreduce and an allgather;
@@ -200,8 +208,11 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_checks(
       troupe::test::many_small(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000), rank,
       "small allreduces in flight");
-  else if (mode == "cache")
-    rc = troupe::test::run_cache_checks(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000);
+  else if (mode == "cache" || mode == "tune")
+    rc = troupe::test::run_cache_checks(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000,
+                                        mode == "tune");
+  else if (mode == "late-set" && argc == 3)
+    rc = troupe::test::run_late_set_check(rank, size, std::atof(argv[2]));
   else if (mode == "timeline-dynamic" && argc == 3)
     rc = timeline_dynamic(rank, size, argv[2]);
   else if (mode == "process-sets")

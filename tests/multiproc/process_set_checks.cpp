@@ -1,7 +1,9 @@
 #include "process_set_checks.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -177,6 +179,67 @@ void add_remove_loop(int rank) {
 }
 
 } // namespace
+
+int run_late_set_check(int rank, int size, double lateness) {
+  using clock = std::chrono::steady_clock;
+  const char* timeout_env = std::getenv("TROUPE_START_TIMEOUT");
+  const double deadline = timeout_env ? std::atof(timeout_env) : 30.0;
+  const bool expect_failure = lateness > deadline;
+  const int late = size - 1;
+  // Another thread keeps asking for this rank's identity all along.
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> slowest_us{0};
+  std::thread asker([&] {
+    while (!stop) {
+      const auto t0 = clock::now();
+      const bool answered = troupe::rank() == rank && troupe::size() == size &&
+                            troupe::is_initialized();
+      const auto us =
+        std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t0).count();
+      if (!answered)
+        slowest_us = INT64_MAX;
+      else if (us > slowest_us)
+        slowest_us = us;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  if (rank == late)
+    std::this_thread::sleep_for(std::chrono::duration<double>(lateness));
+  const auto t0 = clock::now();
+  process_set set;
+  const auto s = add_process_set({0, 1}, set);
+  const double took = std::chrono::duration<double>(clock::now() - t0).count();
+  stop = true;
+  asker.join();
+  std::printf("rank %d: add_process_set after %.1f s: %s; slowest rank() meanwhile %.3f ms\n",
+              rank, took, s.ok() ? "ok" : s.message().c_str(),
+              static_cast<double>(slowest_us) / 1000);
+  expect(slowest_us < 10000, rank, "rank()/size()/is_initialized() took " +
+                                     std::to_string(slowest_us.load()) + " us while waiting");
+  if (expect_failure) {
+    expect_error(s, "rank(s) " + std::to_string(late) + " ", rank, "late add_process_set");
+    expect(rank == late || took < deadline + 3, rank,
+           "the waiting ranks fail at the deadline, took " + std::to_string(took) + " s");
+  } else {
+    expect(s.ok(), rank, "add_process_set with a late rank: " + s.message());
+    if (rank != late)
+      expect(took >= lateness - 1, rank, "returned before the late rank called");
+    if (s.ok())
+      expect(remove_process_set(set).ok(), rank, "remove after the late add");
+  }
+  // The runtime keeps serving, and the ranks still agree on registrations.
+  float x = 0;
+  auto h = rank_sum(process_set{}, "after.late", x);
+  expect(h.wait().ok() && x == static_cast<float>(size * (size - 1) / 2), rank,
+         "allreduce after the late registration");
+  process_set again;
+  expect(add_process_set({0, 1}, again).ok() && remove_process_set(again).ok(), rank,
+         "add/remove after the late registration");
+  if (failures == 0)
+    std::printf("rank %d: PASS late add_process_set (%s)\n", rank,
+                expect_failure ? "failed everywhere" : "succeeded");
+  return failures == 0 ? 0 : 1;
+}
 
 int run_process_set_checks(int rank, int size) {
   if (size != 4) {

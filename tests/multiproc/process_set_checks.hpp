@@ -9,4 +9,13 @@ namespace troupe::test {
 /// Returns the process exit code.
 int run_process_set_checks(int rank, int size);
 
+/// The last rank calls add_process_set([0, 1]) `lateness` seconds after the
+/// others (TROUPE_DYNAMIC_PROCESS_SETS=1). Meanwhile a second thread on
+/// every waiting rank calls rank(), size() and is_initialized() in a loop;
+/// each must answer in under 10 ms. Within TROUPE_START_TIMEOUT the call
+/// succeeds everywhere; past it, it fails on every rank (the late one
+/// too) naming the late rank. Either way a checked allreduce and one more
+/// add/remove round work afterwards. Returns the process exit code.
+int run_late_set_check(int rank, int size, double lateness);
+
 } // namespace troupe::test

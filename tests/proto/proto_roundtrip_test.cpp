@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include "proto/op_properties.hpp"
 #include "troupe/v1/control.pb.h"
 
 namespace troupe::v1 {
 namespace {
+
+using troupe::properties;
 
 TEST(proto, request_list_round_trip) {
   RequestList list;
@@ -46,7 +49,7 @@ TEST(proto, response_list_round_trip_with_error) {
   bad->add_tensor_names("w");
   bad->mutable_error()->set_code(ERROR_CODE_MISMATCH);
   bad->mutable_error()->set_message("Mismatched data types");
-  bad->mutable_error()->add_ranks(1);
+  list.mutable_tuning()->set_cache_capacity(0);
 
   ResponseList back;
   ASSERT_TRUE(back.ParseFromString(list.SerializeAsString()));
@@ -54,7 +57,26 @@ TEST(proto, response_list_round_trip_with_error) {
   EXPECT_EQ(back.responses(0).tensor_sizes(1), 4);
   EXPECT_EQ(back.responses(1).op(), OP_TYPE_ERROR);
   EXPECT_EQ(back.responses(1).error().code(), ERROR_CODE_MISMATCH);
-  EXPECT_EQ(back.responses(1).error().ranks(0), 1);
+  EXPECT_EQ(back.responses(1).error().message(), "Mismatched data types");
+  // A tuning field set to 0 is still a change (proto3 optional).
+  ASSERT_TRUE(back.tuning().has_cache_capacity());
+  EXPECT_EQ(back.tuning().cache_capacity(), 0);
+  EXPECT_FALSE(back.tuning().has_fusion_threshold());
+}
+
+TEST(proto, every_op_has_one_row_of_properties) {
+  EXPECT_STREQ(properties(OP_TYPE_ALLREDUCE).name, "ALLREDUCE");
+  EXPECT_STREQ(properties(OP_TYPE_REDUCESCATTER).label, "reducescatter");
+  EXPECT_TRUE(properties(OP_TYPE_ALLGATHER).gathers);
+  EXPECT_FALSE(properties(OP_TYPE_BARRIER).cacheable);
+  EXPECT_FALSE(properties(OP_TYPE_JOIN).executed);
+  EXPECT_EQ(properties(OP_TYPE_ALLREDUCE).join_conflict, nullptr);
+  EXPECT_NE(properties(OP_TYPE_BROADCAST).join_conflict, nullptr);
+  // The reserved number and values beyond the enum allow nothing.
+  for (int op : {4, 42, -1}) {
+    const auto& row = properties(static_cast<OpType>(op));
+    EXPECT_FALSE(row.executed || row.cacheable || row.reduces || row.gathers);
+  }
 }
 
 TEST(proto, garbage_does_not_parse_as_a_request_list) {

@@ -46,6 +46,19 @@ def gathered_rows(r):
     return r + 1  # rank r contributes r + 1 rows
 
 
+def test_grouped_allreduce_without_grad_builds_no_autograd_node():
+    xs = [rank_tensor(hvd.rank(), shape, torch.float64) for shape in [(2,), (3,)]]
+    ys = hvd.grouped_allreduce(xs, op=hvd.Sum)
+    assert all(y.grad_fn is None and not y.requires_grad for y in ys)
+    for x, y in zip(xs, ys):
+        expected = torch.stack([rank_tensor(r, x.shape, torch.float64)
+                                for r in range(hvd.size())]).sum(0)
+        assert torch.allclose(y, expected)
+    # With a gradient wanted, the node is there.
+    with_grad = hvd.grouped_allreduce([leaf((2,))], op=hvd.Sum)
+    assert with_grad[0].grad_fn is not None
+
+
 def test_allgather_grad():
     me, n = hvd.rank(), hvd.size()
     x = leaf((gathered_rows(me), 2))

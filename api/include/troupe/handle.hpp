@@ -92,8 +92,11 @@ public:
     return state_->done();
   }
 
-  /// Blocks until completion and returns the outcome. The runtime bounds
-  /// every collective (heartbeats, backend timeouts), so this returns.
+  /// Blocks until completion and returns the outcome. A lost or frozen peer
+  /// fails it (heartbeats, backend timeouts), but a collective that a live
+  /// member never submits waits for that member, until the stall shutdown
+  /// time (TROUPE_STALL_SHUTDOWN_TIME_SECONDS, off by default) fails it:
+  /// use wait_for() to bound the wait.
   status wait() const {
     state_->wait();
     return state_->result();

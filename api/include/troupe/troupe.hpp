@@ -8,6 +8,7 @@
 
 #include "troupe/handle.hpp"
 #include "troupe/process_set.hpp"
+#include "troupe/tuning.hpp"
 #include "troupe/status.hpp"
 #include "troupe/types.hpp"
 
@@ -117,11 +118,21 @@ handle broadcast(const tensor& tensor, int root_rank, const std::string& name,
 /// order, members or not; each call returns once every rank has done it.
 /// Needs TROUPE_DYNAMIC_PROCESS_SETS=1 (static sets: init(process_sets)).
 /// A new set takes the oldest freed id, else the next one. Collectives
-/// pending on a removed set fail.
+/// pending on a removed set fail. A rank that does not make the same call
+/// within TROUPE_START_TIMEOUT of the first fails it on every rank (its own
+/// late call included), with an error naming it. Other threads' calls
+/// (rank(), collectives, shutdown()) do not wait behind these.
 status add_process_set(const std::vector<int>& ranks, process_set& out);
 status remove_process_set(const process_set& set);
 
 /// Id 0, every rank.
 process_set global_process_set();
+
+/// Changes settings of `set` (fusion threshold, cycle time, cache capacity)
+/// while the job runs; this rank must be a member. Any member may call it
+/// alone: the change goes to the set's coordinator, which applies it before
+/// its next response list, so every member switches at the same point. The
+/// call returns once the change is on its way.
+status tune(const tuning& change, const process_set& set = {});
 
 } // namespace troupe

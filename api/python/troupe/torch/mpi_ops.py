@@ -166,8 +166,13 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
     """Reduces a list of tensors as one group; returns the list of results.
     Differentiable."""
     compressed, ctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
-    reduced = HorovodGroupedAllreduce.apply(average, name, op, prescale_factor,
-                                            postscale_factor, process_set, *compressed)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in compressed):
+        reduced = HorovodGroupedAllreduce.apply(average, name, op, prescale_factor,
+                                                postscale_factor, process_set, *compressed)
+    else:  # nothing to differentiate: no autograd node, as allreduce
+        reduced = synchronize(grouped_allreduce_async(compressed, average, name, op,
+                                                      prescale_factor, postscale_factor,
+                                                      process_set))
     return [compression.decompress(t, c) for t, c in zip(reduced, ctxs)]
 
 

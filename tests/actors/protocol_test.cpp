@@ -1,0 +1,255 @@
+// Negotiator and coordinator driven message by message with CAF's
+// deterministic test scheduler: what each sends, and when.
+#include <gtest/gtest.h>
+
+#include <caf/all.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/negotiator.hpp"
+#include "coordinator/coordinator_actor.hpp"
+#include "metrics/rank_metrics.hpp"
+#include "metrics/registry.hpp"
+
+namespace troupe::actors {
+namespace {
+
+using caf::scheduler::test_coordinator;
+
+caf::actor_system_config& testing_config(caf::actor_system_config& cfg) {
+  cfg.set("scheduler.policy", caf::atom("testing"));
+  cfg.set("logger.file-verbosity", caf::atom("quiet"));
+  return cfg;
+}
+
+// What a fake peer received: control-plane bytes, completions, works.
+struct inbox {
+  std::vector<std::string> requests;   // RequestList bytes
+  std::vector<std::string> responses;  // ResponseList bytes
+  std::vector<list_stats> executed;
+  std::vector<collective_work_ptr> works;
+};
+
+// Stands in for a rank's supervisor (and for the co-located coordinator):
+// records everything. A fake backend answers each work with `moved` bytes.
+caf::behavior recorder(caf::event_based_actor* self, inbox* box, uint64_t moved) {
+  return {
+    [=](request_atom, uint32_t, const std::string& bytes) { box->requests.push_back(bytes); },
+    [=](response_atom, uint32_t, const std::string& bytes) { box->responses.push_back(bytes); },
+    [=](executed_atom, const list_stats& s) { box->executed.push_back(s); },
+    [=](execute_atom, const collective_work_ptr& w) {
+      box->works.push_back(w);
+      self->send(caf::actor_cast<caf::actor>(self->current_sender()), executed_atom::value,
+                 w->id, status{}, list_stats{0, moved, 0.25});
+    },
+  };
+}
+
+class actor_protocol : public ::testing::Test {
+protected:
+  actor_protocol()
+    : sys_(testing_config(cfg_)),
+      sched_(dynamic_cast<test_coordinator&>(sys_.scheduler())),
+      metrics_(std::make_shared<metrics::rank_metrics>(std::make_shared<metrics::registry>(),
+                                                       metrics::rank_position{0, 2, 0}, "gloo")) {
+  }
+
+  ~actor_protocol() override {
+    for (auto& a : spawned_)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    sched_.run();
+  }
+
+  caf::actor fake(inbox& box, uint64_t moved = 0) {
+    spawned_.push_back(sys_.spawn(recorder, &box, moved));
+    return spawned_.back();
+  }
+
+  caf::actor coordinator(std::vector<caf::actor> members, coordinator::coordinator_options o) {
+    o.stall.enabled = false;
+    spawned_.push_back(coordinator::spawn_coordinator(sys_, 0, std::move(members), o, metrics_));
+    return spawned_.back();
+  }
+
+  caf::actor negotiator(const caf::actor& endpoint, const caf::actor& local_coordinator,
+                        const caf::actor& backend) {
+    spawned_.push_back(spawn_negotiator(sys_, negotiator_args{0, 0, metrics_, false}, endpoint,
+                                        local_coordinator, backend, caf::actor{}));
+    return spawned_.back();
+  }
+
+  caf::actor_system_config cfg_;
+  caf::actor_system sys_;
+  test_coordinator& sched_;
+  std::shared_ptr<metrics::rank_metrics> metrics_;
+  std::vector<caf::actor> spawned_;
+};
+
+v1::Request request(int rank, const std::string& name, int64_t length = 4) {
+  v1::Request r;
+  r.set_request_rank(rank);
+  r.set_tensor_name(name);
+  r.set_op(v1::OP_TYPE_ALLREDUCE);
+  r.set_dtype(v1::DATA_TYPE_FLOAT32);
+  r.set_reduce_op(v1::REDUCE_OP_SUM);
+  r.set_prescale_factor(1);
+  r.set_postscale_factor(1);
+  r.add_shape(length);
+  return r;
+}
+
+std::string request_list(std::vector<v1::Request> requests,
+                         std::optional<v1::Tuning> tuning = std::nullopt) {
+  v1::RequestList list;
+  for (auto& r : requests)
+    *list.add_requests() = std::move(r);
+  if (tuning)
+    *list.mutable_tuning() = *tuning;
+  return list.SerializeAsString();
+}
+
+v1::ResponseList parsed(const std::string& bytes) {
+  v1::ResponseList list;
+  EXPECT_TRUE(list.ParseFromString(bytes));
+  return list;
+}
+
+TEST_F(actor_protocol, coordinator_switches_fusion_at_a_list_boundary_and_reports_its_sample) {
+  inbox rank0, rank1;
+  auto coord = coordinator({fake(rank0), fake(rank1)}, {{}, 0, 4, {}});
+  // List 1: "a" alone; no fusion configured.
+  caf::anon_send(coord, request_atom::value, 0u, request_list({request(0, "a")}));
+  caf::anon_send(coord, request_atom::value, 0u, request_list({request(1, "a")}));
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 1u);
+  EXPECT_FALSE(parsed(rank0.responses[0]).has_tuning());
+  // While list 1 runs, b and c become ready and rank 1 asks for fusion.
+  v1::Tuning fuse;
+  fuse.set_fusion_threshold(1 << 20);
+  caf::anon_send(coord, request_atom::value, 0u,
+                 request_list({request(0, "b"), request(0, "c")}));
+  caf::anon_send(coord, request_atom::value, 0u,
+                 request_list({request(1, "b"), request(1, "c")}, fuse));
+  sched_.run();
+  EXPECT_EQ(rank0.responses.size(), 1u);  // nothing new before list 1 has run here
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 1000, 0.5});
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 2u);
+  ASSERT_EQ(rank1.responses, rank0.responses);  // every member gets the same list
+  auto list2 = parsed(rank0.responses[1]);
+  ASSERT_TRUE(list2.tuning().has_fusion_threshold());
+  EXPECT_EQ(list2.tuning().fusion_threshold(), 1 << 20);
+  ASSERT_EQ(list2.responses_size(), 1);  // b and c fused under the new threshold
+  EXPECT_EQ(list2.responses(0).tensor_names_size(), 2);
+  // The sample restarts at the change: only list 2's numbers count.
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 64, 0.25});
+  list_stats sample;
+  auto probe = sys_.spawn([&](caf::event_based_actor* self) {
+    self->request(coord, caf::infinite, stats_atom::value).then([&](const list_stats& s) {
+      sample = s;
+    });
+  });
+  sched_.run();
+  EXPECT_EQ(sample.lists, 1u);
+  EXPECT_EQ(sample.bytes, 64u);
+  EXPECT_DOUBLE_EQ(sample.seconds, 0.25);
+  caf::anon_send_exit(probe, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(actor_protocol, coordinator_fails_a_missed_deadline_on_every_member) {
+  inbox rank0, rank1;
+  auto coord = coordinator({fake(rank0), fake(rank1)}, {{}, 0, 4, {}});
+  auto late = request(0, "troupe.process_set.add.1");
+  late.set_deadline_ms(20);
+  caf::anon_send(coord, request_atom::value, 0u, request_list({late}));
+  sched_.run();
+  EXPECT_TRUE(rank0.responses.empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  sched_.trigger_timeouts();
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 1u);
+  auto list = parsed(rank1.responses[0]);
+  ASSERT_EQ(list.responses_size(), 1);
+  EXPECT_EQ(list.responses(0).op(), v1::OP_TYPE_ERROR);
+  EXPECT_EQ(list.responses(0).error().code(), v1::ERROR_CODE_TIMEOUT);
+  EXPECT_NE(list.responses(0).error().message().find("rank(s) 1 "), std::string::npos);
+}
+
+TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning) {
+  inbox endpoint, local, backend;
+  auto neg = negotiator(fake(endpoint), fake(local), fake(backend, 16));
+  std::vector<float> x(4, 1.0f);
+  auto e = std::make_shared<tensor_entry>();
+  e->request = request(0, "x");
+  e->input = e->output = tensor{x.data(), data_type::float32, {4}};
+  e->handle = std::make_shared<detail::handle_state>();
+  caf::anon_send(neg, submit_atom::value, entry_batch{e});
+  sched_.run();
+  ASSERT_EQ(endpoint.requests.size(), 1u);
+  v1::RequestList sent;
+  ASSERT_TRUE(sent.ParseFromString(endpoint.requests[0]));
+  ASSERT_EQ(sent.requests_size(), 1);
+  EXPECT_EQ(sent.requests(0).tensor_name(), "x");
+  // A settings change travels alone when nothing else is pending.
+  v1::Tuning t;
+  t.set_cycle_time_us(500);
+  caf::anon_send(neg, tune_atom::value, t.SerializeAsString());
+  sched_.run();
+  ASSERT_EQ(endpoint.requests.size(), 2u);
+  ASSERT_TRUE(sent.ParseFromString(endpoint.requests[1]));
+  EXPECT_EQ(sent.requests_size(), 0);
+  EXPECT_EQ(sent.tuning().cycle_time_us(), 500);
+  // The coordinator's answer runs on the backend; the handle completes and
+  // the co-located coordinator learns what the list moved.
+  v1::ResponseList list;
+  auto* resp = list.add_responses();
+  resp->set_op(v1::OP_TYPE_ALLREDUCE);
+  resp->add_tensor_names("x");
+  resp->add_cache_ids(3);
+  caf::anon_send(neg, response_atom::value, 0u, list.SerializeAsString());
+  sched_.run();
+  ASSERT_EQ(backend.works.size(), 1u);
+  EXPECT_TRUE(e->handle->done());
+  EXPECT_TRUE(e->handle->result().ok());
+  ASSERT_EQ(local.executed.size(), 1u);
+  EXPECT_EQ(local.executed[0].lists, 1u);
+  EXPECT_EQ(local.executed[0].bytes, 16u);
+  // Cached now: the same request goes as its id ...
+  auto again = [&] {
+    auto e2 = std::make_shared<tensor_entry>(*e);
+    e2->handle = std::make_shared<detail::handle_state>();
+    caf::anon_send(neg, submit_atom::value, entry_batch{e2});
+    sched_.run();
+    v1::RequestList l;
+    EXPECT_TRUE(l.ParseFromString(endpoint.requests.back()));
+    return l.requests(0).cache_id();
+  };
+  EXPECT_EQ(again(), 3u);
+  // ... until a list announces a new cache capacity: then in full.
+  v1::ResponseList resize;
+  resize.mutable_tuning()->set_cache_capacity(8);
+  auto* done = resize.add_responses();
+  *done = *resp;
+  done->clear_cache_ids();
+  done->add_cache_ids(0);
+  caf::anon_send(neg, response_atom::value, 0u, resize.SerializeAsString());
+  sched_.run();
+  EXPECT_EQ(again(), 0u);
+}
+
+TEST_F(actor_protocol, negotiator_abort_fails_pending_handles) {
+  inbox endpoint, backend;
+  auto neg = negotiator(fake(endpoint), caf::actor{}, fake(backend));
+  std::vector<float> x(1);
+  auto e = std::make_shared<tensor_entry>();
+  e->request = request(0, "y", 1);
+  e->input = e->output = tensor{x.data(), data_type::float32, {1}};
+  e->handle = std::make_shared<detail::handle_state>();
+  caf::anon_send(neg, submit_atom::value, entry_batch{e});
+  caf::anon_send(neg, abort_atom::value, status{status_code::peer_lost, "rank 1 was lost"});
+  sched_.run();
+  ASSERT_TRUE(e->handle->done());
+  EXPECT_EQ(e->handle->result().code(), status_code::peer_lost);
+}
+
+} // namespace
+} // namespace troupe::actors
