@@ -46,7 +46,8 @@ frame_writer& frame_writer::bytes(std::string_view v) {
   return *this;
 }
 
-frame_writer& frame_writer::optional_bytes(const std::optional<std::string>& v) {
+frame_writer&
+frame_writer::optional_bytes(const std::optional<std::string>& v) {
   flag(v.has_value());
   return v ? bytes(*v) : *this;
 }

@@ -308,7 +308,8 @@ void store_server::impl::handle_list(connection& c,
   auto first = data.lower_bound(prefix);
   auto last = first;
   uint32_t count = 0;
-  while (last != data.end() && last->first.compare(0, prefix.size(), prefix) == 0) {
+  while (last != data.end()
+         && last->first.compare(0, prefix.size(), prefix) == 0) {
     ++last;
     ++count;
   }
@@ -347,7 +348,8 @@ void store_server::impl::handle_lease(connection& c, proto::request& req) {
   c.out += reply(proto::status::ok);
 }
 
-entries::iterator store_server::impl::write(const std::string& key, std::string value) {
+entries::iterator store_server::impl::write(const std::string& key,
+                                            std::string value) {
   auto it = data.try_emplace(key).first;
   it->second.value = std::move(value);
   store_changed = true;
