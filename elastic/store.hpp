@@ -93,13 +93,13 @@ private:
                       std::chrono::milliseconds deadline,
                       const std::string& what);
 
-  /// request(), then `read(status, fields)` decodes the reply. A refusal
-  /// by the server, a status `read` rejects (protocol_error) or a malformed
-  /// reply becomes a store_error naming `what`. Defined in store_client.cpp,
-  /// the only user.
-  template <class Read>
-  auto call(const std::string& frame, const std::string& what, Read read,
-            std::chrono::milliseconds deadline);
+  /// Sends `encode(fields...)`, then `read(status, reply)` decodes the
+  /// reply. A request too large to encode, a refusal by the server, a
+  /// status `read` rejects (protocol_error) or a malformed reply becomes a
+  /// store_error naming `what`. Defined in store_client.cpp, the only user.
+  template <class Read, class Encode, class... Fields>
+  auto call(const std::string& what, std::chrono::milliseconds deadline,
+            Read read, Encode encode, const Fields&... fields);
 
   /// "host:port" of the store, for error messages.
   std::string where() const;

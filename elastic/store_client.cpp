@@ -146,10 +146,15 @@ std::string store_client::request(const std::string& frame,
   }
 }
 
-template <class Read>
-auto store_client::call(const std::string& frame, const std::string& what,
-                        Read read, milliseconds deadline) {
-  auto body = request(frame, deadline, what);
+template <class Read, class Encode, class... Fields>
+auto store_client::call(const std::string& what, milliseconds deadline,
+                        Read read, Encode encode, const Fields&... fields) {
+  std::string body;
+  try {
+    body = request(encode(fields...), deadline, what);
+  } catch (const proto::protocol_error& e) {
+    throw failure(what, e.what()); // a field over the frame limit
+  }
   std::string why;
   try {
     proto::frame_reader in{body};
@@ -168,35 +173,35 @@ auto store_client::call(const std::string& frame, const std::string& what,
 }
 
 void store_client::set(const std::string& key, const std::string& value) {
-  call(proto::encode_set(key, value), "set '" + key + "'", ok_reply,
-       call_deadline);
+  call("set '" + key + "'", call_deadline, ok_reply, proto::encode_set, key,
+       value);
 }
 
 std::optional<std::string> store_client::get(const std::string& key) {
   return call(
-    proto::encode_get(key), "get '" + key + "'",
+    "get '" + key + "'", call_deadline,
     [](proto::status st,
        proto::frame_reader& in) -> std::optional<std::string> {
       if (!present(st))
         return std::nullopt;
       return in.bytes();
     },
-    call_deadline);
+    proto::encode_get, key);
 }
 
 int64_t store_client::add(const std::string& key, int64_t delta) {
   return call(
-    proto::encode_add(key, delta), "add '" + key + "'",
+    "add '" + key + "'", call_deadline,
     [](proto::status st, proto::frame_reader& in) {
       expect_ok(st);
       return in.i64();
     },
-    call_deadline);
+    proto::encode_add, key, delta);
 }
 
 bool store_client::remove(const std::string& key) {
-  return call(proto::encode_remove(key), "remove '" + key + "'", presence_reply,
-              call_deadline);
+  return call("remove '" + key + "'", call_deadline, presence_reply,
+              proto::encode_remove, key);
 }
 
 compare_set_result
@@ -204,8 +209,7 @@ store_client::compare_set(const std::string& key,
                           const std::optional<std::string>& expected,
                           const std::string& desired) {
   return call(
-    proto::encode_compare_set(key, expected, desired),
-    "compare_set '" + key + "'",
+    "compare_set '" + key + "'", call_deadline,
     [](proto::status st, proto::frame_reader& in) {
       expect_ok(st);
       compare_set_result result;
@@ -213,12 +217,12 @@ store_client::compare_set(const std::string& key,
       result.current = in.optional_bytes();
       return result;
     },
-    call_deadline);
+    proto::encode_compare_set, key, expected, desired);
 }
 
 std::vector<std::string> store_client::list(const std::string& prefix) {
   return call(
-    proto::encode_list(prefix, false), "list '" + prefix + "'",
+    "list '" + prefix + "'", call_deadline,
     [](proto::status st, proto::frame_reader& in) {
       expect_ok(st);
       // No reserve(): the count is untrusted until the keys are really there.
@@ -227,13 +231,13 @@ std::vector<std::string> store_client::list(const std::string& prefix) {
         keys.push_back(in.bytes());
       return keys;
     },
-    call_deadline);
+    proto::encode_list, prefix, false);
 }
 
 std::map<std::string, std::string>
 store_client::list_values(const std::string& prefix) {
   return call(
-    proto::encode_list(prefix, true), "list '" + prefix + "'",
+    "list '" + prefix + "'", call_deadline,
     [](proto::status st, proto::frame_reader& in) {
       expect_ok(st);
       std::map<std::string, std::string> entries;
@@ -243,18 +247,18 @@ store_client::list_values(const std::string& prefix) {
       }
       return entries;
     },
-    call_deadline);
+    proto::encode_list, prefix, true);
 }
 
 void store_client::set_with_lease(const std::string& key,
                                   const std::string& value, milliseconds ttl) {
-  call(proto::encode_set_with_lease(key, value, ttl.count()),
-       "set_with_lease '" + key + "'", ok_reply, call_deadline);
+  call("set_with_lease '" + key + "'", call_deadline, ok_reply,
+       proto::encode_set_with_lease, key, value, ttl.count());
 }
 
 bool store_client::renew(const std::string& key, milliseconds ttl) {
-  return call(proto::encode_renew(key, ttl.count()), "renew '" + key + "'",
-              presence_reply, call_deadline);
+  return call("renew '" + key + "'", call_deadline, presence_reply,
+              proto::encode_renew, key, ttl.count());
 }
 
 bool store_client::wait(const std::vector<std::string>& keys,
@@ -262,13 +266,13 @@ bool store_client::wait(const std::vector<std::string>& keys,
   timeout = std::clamp(timeout, milliseconds{0},
                        milliseconds{proto::max_timeout_ms});
   return call(
-    proto::encode_wait(keys, timeout.count()), "wait for " + quote_keys(keys),
+    "wait for " + quote_keys(keys), timeout + wait_margin,
     [](proto::status st, proto::frame_reader&) {
       if (st != proto::status::timed_out)
         expect_ok(st);
       return st == proto::status::ok;
     },
-    timeout + wait_margin);
+    proto::encode_wait, keys, timeout.count());
 }
 
 std::string store_client::wait_get(const std::string& key,
