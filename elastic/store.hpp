@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,8 +20,18 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// Client of the launcher's rendezvous store (set / get / add / wait).
-/// Thread-safe: calls are serialised over one TCP connection.
+/// Outcome of store_client::compare_set.
+struct compare_set_result {
+  bool swapped = false;
+  /// The value stored after the call (the desired one when swapped), or
+  /// nothing when the key is absent; a caller that lost retries from it.
+  std::optional<std::string> current;
+};
+
+/// Client of the launcher's rendezvous store. Keys and values are arbitrary
+/// bytes; a key may carry a lease, after which it disappears unless renewed.
+/// `set` makes a key permanent, `add` and `compare_set` keep its lease (as
+/// Redis does). Thread-safe: calls are serialised over one TCP connection.
 class store_client {
 public:
   /// Connects, retrying until `connect_timeout` has passed.
@@ -41,7 +52,32 @@ public:
   /// the new value.
   int64_t add(const std::string& key, int64_t delta);
 
-  /// Blocks until every key exists; false when `timeout` passed first.
+  /// Deletes the key; false when it was absent.
+  bool remove(const std::string& key);
+
+  /// Atomically stores `desired` if the key holds `expected` (nothing =
+  /// the key is absent, so this creates it).
+  compare_set_result compare_set(const std::string& key,
+                                 const std::optional<std::string>& expected,
+                                 const std::string& desired);
+
+  /// Keys starting with `prefix`, sorted.
+  std::vector<std::string> list(const std::string& prefix);
+
+  /// Keys starting with `prefix` with their values, sorted by key.
+  std::map<std::string, std::string> list_values(const std::string& prefix);
+
+  /// Stores the key with a lease: it disappears `ttl` from now unless
+  /// renewed. `ttl` must lie in (0, 30 days].
+  void set_with_lease(const std::string& key, const std::string& value,
+                      std::chrono::milliseconds ttl);
+
+  /// Makes the key expire `ttl` from now (a permanent key gets a lease);
+  /// false when it is absent, e.g. its lease already ran out.
+  bool renew(const std::string& key, std::chrono::milliseconds ttl);
+
+  /// Blocks until every key exists at once (an expired key is absent);
+  /// false when `timeout` passed first.
   bool wait(const std::vector<std::string>& keys,
             std::chrono::milliseconds timeout);
 
@@ -56,6 +92,14 @@ private:
   std::string request(const std::string& frame,
                       std::chrono::milliseconds deadline,
                       const std::string& what);
+
+  /// Sends `encode(fields...)`, then `read(status, reply)` decodes the
+  /// reply. A request too large to encode, a refusal by the server, a
+  /// status `read` rejects (protocol_error) or a malformed reply becomes a
+  /// store_error naming `what`. Defined in store_client.cpp, the only user.
+  template <class Read, class Encode, class... Fields>
+  auto call(const std::string& what, std::chrono::milliseconds deadline,
+            Read read, Encode encode, const Fields&... fields);
 
   /// "host:port" of the store, for error messages.
   std::string where() const;

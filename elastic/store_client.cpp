@@ -48,6 +48,31 @@ proto::status status_of(proto::frame_reader& in) {
   return static_cast<proto::status>(st);
 }
 
+// A status that the op does not use makes the reply malformed.
+void expect_ok(proto::status st) {
+  if (st != proto::status::ok)
+    throw proto::protocol_error("unexpected status "
+                                + std::to_string(static_cast<int>(st)));
+}
+
+// For ops whose answer is whether the key is there.
+bool present(proto::status st) {
+  if (st == proto::status::missing)
+    return false;
+  expect_ok(st);
+  return true;
+}
+
+// Readers of replies that carry nothing but their status.
+bool ok_reply(proto::status st, proto::frame_reader&) {
+  expect_ok(st);
+  return true;
+}
+
+bool presence_reply(proto::status st, proto::frame_reader&) {
+  return present(st);
+}
+
 } // namespace
 
 store_client::store_client(std::string host, uint16_t port,
@@ -121,71 +146,133 @@ std::string store_client::request(const std::string& frame,
   }
 }
 
-void store_client::set(const std::string& key, const std::string& value) {
-  auto what = "set '" + key + "'";
-  auto body = request(proto::encode_set(key, value), call_deadline, what);
-  std::string why = "unexpected status";
+template <class Read, class Encode, class... Fields>
+auto store_client::call(const std::string& what, milliseconds deadline,
+                        Read read, Encode encode, const Fields&... fields) {
+  std::string body;
+  try {
+    body = request(encode(fields...), deadline, what);
+  } catch (const proto::protocol_error& e) {
+    throw failure(what, e.what()); // a field over the frame limit
+  }
+  std::string why;
   try {
     proto::frame_reader in{body};
-    if (status_of(in) == proto::status::ok)
-      return;
+    auto st = status_of(in);
+    if (st == proto::status::error) {
+      why = in.bytes(); // the server's reason, e.g. a non-integer value
+    } else {
+      auto result = read(st, in);
+      in.expect_end();
+      return result;
+    }
   } catch (const proto::protocol_error& e) {
     why = e.what();
   }
   throw failure(what, why);
+}
+
+void store_client::set(const std::string& key, const std::string& value) {
+  call("set '" + key + "'", call_deadline, ok_reply, proto::encode_set, key,
+       value);
 }
 
 std::optional<std::string> store_client::get(const std::string& key) {
-  auto what = "get '" + key + "'";
-  auto body = request(proto::encode_get(key), call_deadline, what);
-  std::string why = "unexpected status";
-  try {
-    proto::frame_reader in{body};
-    auto st = status_of(in);
-    if (st == proto::status::ok)
+  return call(
+    "get '" + key + "'", call_deadline,
+    [](proto::status st,
+       proto::frame_reader& in) -> std::optional<std::string> {
+      if (!present(st))
+        return std::nullopt;
       return in.bytes();
-    if (st == proto::status::missing)
-      return std::nullopt;
-  } catch (const proto::protocol_error& e) {
-    why = e.what();
-  }
-  throw failure(what, why);
+    },
+    proto::encode_get, key);
 }
 
 int64_t store_client::add(const std::string& key, int64_t delta) {
-  auto what = "add '" + key + "'";
-  auto body = request(proto::encode_add(key, delta), call_deadline, what);
-  std::string why = "unexpected status";
-  try {
-    proto::frame_reader in{body};
-    auto st = status_of(in);
-    if (st == proto::status::ok)
+  return call(
+    "add '" + key + "'", call_deadline,
+    [](proto::status st, proto::frame_reader& in) {
+      expect_ok(st);
       return in.i64();
-    if (st == proto::status::error)
-      why = in.bytes(); // the server's reason, e.g. a non-integer value
-  } catch (const proto::protocol_error& e) {
-    why = e.what();
-  }
-  throw failure(what, why);
+    },
+    proto::encode_add, key, delta);
+}
+
+bool store_client::remove(const std::string& key) {
+  return call("remove '" + key + "'", call_deadline, presence_reply,
+              proto::encode_remove, key);
+}
+
+compare_set_result
+store_client::compare_set(const std::string& key,
+                          const std::optional<std::string>& expected,
+                          const std::string& desired) {
+  return call(
+    "compare_set '" + key + "'", call_deadline,
+    [](proto::status st, proto::frame_reader& in) {
+      expect_ok(st);
+      compare_set_result result;
+      result.swapped = in.flag();
+      result.current = in.optional_bytes();
+      return result;
+    },
+    proto::encode_compare_set, key, expected, desired);
+}
+
+std::vector<std::string> store_client::list(const std::string& prefix) {
+  return call(
+    "list '" + prefix + "'", call_deadline,
+    [](proto::status st, proto::frame_reader& in) {
+      expect_ok(st);
+      // No reserve(): the count is untrusted until the keys are really there.
+      std::vector<std::string> keys;
+      for (auto n = in.u32(); n > 0; --n)
+        keys.push_back(in.bytes());
+      return keys;
+    },
+    proto::encode_list, prefix, false);
+}
+
+std::map<std::string, std::string>
+store_client::list_values(const std::string& prefix) {
+  return call(
+    "list '" + prefix + "'", call_deadline,
+    [](proto::status st, proto::frame_reader& in) {
+      expect_ok(st);
+      std::map<std::string, std::string> entries;
+      for (auto n = in.u32(); n > 0; --n) {
+        auto key = in.bytes();
+        entries.emplace(std::move(key), in.bytes());
+      }
+      return entries;
+    },
+    proto::encode_list, prefix, true);
+}
+
+void store_client::set_with_lease(const std::string& key,
+                                  const std::string& value, milliseconds ttl) {
+  call("set_with_lease '" + key + "'", call_deadline, ok_reply,
+       proto::encode_set_with_lease, key, value, ttl.count());
+}
+
+bool store_client::renew(const std::string& key, milliseconds ttl) {
+  return call("renew '" + key + "'", call_deadline, presence_reply,
+              proto::encode_renew, key, ttl.count());
 }
 
 bool store_client::wait(const std::vector<std::string>& keys,
                         milliseconds timeout) {
-  auto what = "wait for " + quote_keys(keys);
   timeout = std::clamp(timeout, milliseconds{0},
                        milliseconds{proto::max_timeout_ms});
-  auto body = request(proto::encode_wait(keys, timeout.count()),
-                      timeout + wait_margin, what);
-  std::string why = "unexpected status";
-  try {
-    proto::frame_reader in{body};
-    auto st = status_of(in);
-    if (st == proto::status::ok || st == proto::status::timed_out)
+  return call(
+    "wait for " + quote_keys(keys), timeout + wait_margin,
+    [](proto::status st, proto::frame_reader&) {
+      if (st != proto::status::timed_out)
+        expect_ok(st);
       return st == proto::status::ok;
-  } catch (const proto::protocol_error& e) {
-    why = e.what();
-  }
-  throw failure(what, why);
+    },
+    proto::encode_wait, keys, timeout.count());
 }
 
 std::string store_client::wait_get(const std::string& key,

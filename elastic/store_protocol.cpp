@@ -33,6 +33,10 @@ frame_writer& frame_writer::i64(int64_t v) {
   return *this;
 }
 
+frame_writer& frame_writer::flag(bool v) {
+  return u8(v ? 1 : 0);
+}
+
 frame_writer& frame_writer::bytes(std::string_view v) {
   if (v.size() > max_body_size)
     throw protocol_error("field of " + std::to_string(v.size())
@@ -40,6 +44,12 @@ frame_writer& frame_writer::bytes(std::string_view v) {
   u32(static_cast<uint32_t>(v.size()));
   body_.append(v);
   return *this;
+}
+
+frame_writer&
+frame_writer::optional_bytes(const std::optional<std::string>& v) {
+  flag(v.has_value());
+  return v ? bytes(*v) : *this;
 }
 
 std::string frame_writer::finish() const {
@@ -73,9 +83,22 @@ int64_t frame_reader::i64() {
   return static_cast<int64_t>(load_be(take(8)));
 }
 
+bool frame_reader::flag() {
+  auto v = u8();
+  if (v > 1)
+    throw protocol_error("flag byte " + std::to_string(v) + " is not 0 or 1");
+  return v == 1;
+}
+
 std::string frame_reader::bytes() {
   auto n = u32();
   return std::string(take(n));
+}
+
+std::optional<std::string> frame_reader::optional_bytes() {
+  if (!flag())
+    return std::nullopt;
+  return bytes();
 }
 
 void frame_reader::expect_end() const {
@@ -108,6 +131,7 @@ request decode_request(std::string_view body) {
       req.value = in.bytes();
       break;
     case op::get:
+    case op::remove:
       req.key = in.bytes();
       break;
     case op::add:
@@ -122,6 +146,24 @@ request decode_request(std::string_view body) {
       req.timeout_ms = in.i64();
       break;
     }
+    case op::compare_set:
+      req.key = in.bytes();
+      req.expected = in.optional_bytes();
+      req.value = in.bytes();
+      break;
+    case op::list:
+      req.key = in.bytes();
+      req.with_values = in.flag();
+      break;
+    case op::set_with_lease:
+      req.key = in.bytes();
+      req.value = in.bytes();
+      req.ttl_ms = in.i64();
+      break;
+    case op::renew:
+      req.key = in.bytes();
+      req.ttl_ms = in.i64();
+      break;
     default:
       throw protocol_error("unknown op " + std::to_string(kind));
   }
@@ -130,34 +172,62 @@ request decode_request(std::string_view body) {
   return req;
 }
 
+namespace {
+
+frame_writer begin(op kind) {
+  frame_writer out;
+  out.u8(static_cast<uint8_t>(kind));
+  return out;
+}
+
+} // namespace
+
 std::string encode_set(std::string_view key, std::string_view value) {
-  return frame_writer{}
-    .u8(static_cast<uint8_t>(op::set))
-    .bytes(key)
-    .bytes(value)
-    .finish();
+  return begin(op::set).bytes(key).bytes(value).finish();
 }
 
 std::string encode_get(std::string_view key) {
-  return frame_writer{}.u8(static_cast<uint8_t>(op::get)).bytes(key).finish();
+  return begin(op::get).bytes(key).finish();
 }
 
 std::string encode_add(std::string_view key, int64_t delta) {
-  return frame_writer{}
-    .u8(static_cast<uint8_t>(op::add))
-    .bytes(key)
-    .i64(delta)
-    .finish();
+  return begin(op::add).bytes(key).i64(delta).finish();
 }
 
 std::string encode_wait(const std::vector<std::string>& keys,
                         int64_t timeout_ms) {
-  frame_writer out;
-  out.u8(static_cast<uint8_t>(op::wait))
-    .u32(static_cast<uint32_t>(keys.size()));
+  auto out = begin(op::wait);
+  out.u32(static_cast<uint32_t>(keys.size()));
   for (const auto& key : keys)
     out.bytes(key);
   return out.i64(timeout_ms).finish();
+}
+
+std::string encode_remove(std::string_view key) {
+  return begin(op::remove).bytes(key).finish();
+}
+
+std::string encode_compare_set(std::string_view key,
+                               const std::optional<std::string>& expected,
+                               std::string_view desired) {
+  return begin(op::compare_set)
+    .bytes(key)
+    .optional_bytes(expected)
+    .bytes(desired)
+    .finish();
+}
+
+std::string encode_list(std::string_view prefix, bool with_values) {
+  return begin(op::list).bytes(prefix).flag(with_values).finish();
+}
+
+std::string encode_set_with_lease(std::string_view key, std::string_view value,
+                                  int64_t ttl_ms) {
+  return begin(op::set_with_lease).bytes(key).bytes(value).i64(ttl_ms).finish();
+}
+
+std::string encode_renew(std::string_view key, int64_t ttl_ms) {
+  return begin(op::renew).bytes(key).i64(ttl_ms).finish();
 }
 
 } // namespace troupe::elastic::protocol

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,14 +12,23 @@
 // Wire format of the rendezvous store. Every message is a frame: a 4-byte
 // big-endian body length followed by the body. A request body starts with an
 // op byte, a reply body with a status byte; strings are a 4-byte big-endian
-// length plus raw bytes, integers are 8-byte big-endian two's complement.
+// length plus raw bytes, integers are 8-byte big-endian two's complement, a
+// flag is one byte 0 or 1, and an optional string is a flag plus, when set,
+// the string. Any op may instead be answered with error + message.
 namespace troupe::elastic::protocol {
 
 enum class op : uint8_t {
-  set = 1,  // key, value                 -> ok
-  get = 2,  // key                        -> ok + value | missing
-  add = 3,  // key, delta                 -> ok + new value | error + message
-  wait = 4, // key count, keys, timeout ms -> ok | timed_out
+  set = 1,            // key, value                -> ok
+  get = 2,            // key                       -> ok + value | missing
+  add = 3,            // key, delta                -> ok + new value
+  wait = 4,           // key count, keys, timeout ms -> ok | timed_out
+  remove = 5,         // key                       -> ok | missing
+  compare_set = 6,    // key, optional expected, desired
+                      //   -> ok + swapped flag + optional current value
+  list = 7,           // prefix, with-values flag
+                      //   -> ok + count + count * (key [, value]), sorted
+  set_with_lease = 8, // key, value, ttl ms        -> ok
+  renew = 9,          // key, ttl ms               -> ok | missing
 };
 
 enum class status : uint8_t {
@@ -48,7 +58,9 @@ public:
   frame_writer& u8(uint8_t v);
   frame_writer& u32(uint32_t v);
   frame_writer& i64(int64_t v);
+  frame_writer& flag(bool v);
   frame_writer& bytes(std::string_view v);
+  frame_writer& optional_bytes(const std::optional<std::string>& v);
 
   /// The finished frame: length header plus body.
   std::string finish() const;
@@ -67,7 +79,9 @@ public:
   uint8_t u8();
   uint32_t u32();
   int64_t i64();
+  bool flag();
   std::string bytes();
+  std::optional<std::string> optional_bytes();
 
   /// Throws when bytes are left over: a frame must be consumed exactly.
   void expect_end() const;
@@ -89,11 +103,14 @@ size_t frame_size(std::string_view buf);
 /// A decoded request; only the fields of its op are meaningful.
 struct request {
   op kind = op::get;
-  std::string key;
-  std::string value;
+  std::string key;   // list: the prefix
+  std::string value; // compare_set: the desired value
   int64_t delta = 0;
+  std::optional<std::string> expected; // compare_set; nothing = key absent
   std::vector<std::string> keys;
   int64_t timeout_ms = 0;
+  int64_t ttl_ms = 0;
+  bool with_values = false;
 };
 
 /// Decodes a request body; throws protocol_error on anything malformed.
@@ -104,5 +121,13 @@ std::string encode_get(std::string_view key);
 std::string encode_add(std::string_view key, int64_t delta);
 std::string encode_wait(const std::vector<std::string>& keys,
                         int64_t timeout_ms);
+std::string encode_remove(std::string_view key);
+std::string encode_compare_set(std::string_view key,
+                               const std::optional<std::string>& expected,
+                               std::string_view desired);
+std::string encode_list(std::string_view prefix, bool with_values);
+std::string encode_set_with_lease(std::string_view key, std::string_view value,
+                                  int64_t ttl_ms);
+std::string encode_renew(std::string_view key, int64_t ttl_ms);
 
 } // namespace troupe::elastic::protocol

@@ -9,9 +9,9 @@
 #include <map>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <set>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <unordered_map>
 
 namespace troupe::elastic {
 
@@ -38,22 +38,26 @@ struct connection {
   bool closed = false;
 };
 
+// A stored value; a leased one disappears at `expires` unless renewed.
+struct entry {
+  std::string value;
+  std::optional<clock::time_point> expires;
+};
+
+using entries = std::map<std::string, entry>;
+
+proto::frame_writer begin_reply(proto::status st) {
+  proto::frame_writer out;
+  out.u8(static_cast<uint8_t>(st));
+  return out;
+}
+
 std::string reply(proto::status st) {
-  return proto::frame_writer{}.u8(static_cast<uint8_t>(st)).finish();
+  return begin_reply(st).finish();
 }
 
 std::string reply(proto::status st, std::string_view payload) {
-  return proto::frame_writer{}
-    .u8(static_cast<uint8_t>(st))
-    .bytes(payload)
-    .finish();
-}
-
-std::string reply(proto::status st, int64_t payload) {
-  return proto::frame_writer{}
-    .u8(static_cast<uint8_t>(st))
-    .i64(payload)
-    .finish();
+  return begin_reply(st).bytes(payload).finish();
 }
 
 } // namespace
@@ -61,7 +65,9 @@ std::string reply(proto::status st, int64_t payload) {
 struct store_server::impl {
   net::unique_fd listener;
   net::unique_fd wake; // eventfd: the destructor's stop signal
-  std::unordered_map<std::string, std::string> data;
+  entries data; // ordered, so that a prefix listing is a range
+  // Leased keys by expiry time: the first is the next to go.
+  std::set<std::pair<clock::time_point, std::string>> leases;
   std::map<int, connection> conns;
   bool store_changed = false;
   // Out of file descriptors: the listener stays readable, so it is left out
@@ -75,6 +81,14 @@ struct store_server::impl {
   void process_input(connection& c);
   void handle(connection& c, proto::request& req);
   void handle_add(connection& c, const proto::request& req);
+  void handle_compare_set(connection& c, proto::request& req);
+  void handle_list(connection& c, const proto::request& req);
+  void handle_lease(connection& c, proto::request& req);
+  entries::iterator write(const std::string& key, std::string value);
+  void set_lease(entries::iterator it,
+                 std::optional<clock::time_point> expires);
+  void expire_leases();
+  void erase(entries::iterator it);
   bool has_all(const std::vector<std::string>& keys) const;
   void settle_waits();
   void flush(connection& c);
@@ -125,6 +139,7 @@ void store_server::impl::run() {
     }
     if (fds[0].revents != 0)
       return;
+    expire_leases();
     if (fds[1].revents & POLLIN)
       accept_all();
     for (size_t i = 2; i < fds.size(); ++i) {
@@ -194,8 +209,12 @@ void store_server::impl::process_input(connection& c) {
       handle(c, req);
     }
     c.in.erase(0, used);
-  } catch (const proto::protocol_error&) {
-    // A client that breaks the framing cannot be resynchronised.
+  } catch (const proto::protocol_error& e) {
+    // A client that breaks the framing cannot be resynchronised: it is
+    // told why (best effort), then hung up on.
+    c.out += reply(proto::status::error,
+                   std::string("malformed request: ") + e.what());
+    flush(c);
     c.closed = true;
   }
 }
@@ -203,13 +222,12 @@ void store_server::impl::process_input(connection& c) {
 void store_server::impl::handle(connection& c, proto::request& req) {
   switch (req.kind) {
     case proto::op::set:
-      data[req.key] = std::move(req.value);
-      store_changed = true;
+      set_lease(write(req.key, std::move(req.value)), std::nullopt);
       c.out += reply(proto::status::ok);
       break;
     case proto::op::get:
       if (auto it = data.find(req.key); it != data.end())
-        c.out += reply(proto::status::ok, it->second);
+        c.out += reply(proto::status::ok, it->second.value);
       else
         c.out += reply(proto::status::missing);
       break;
@@ -227,6 +245,24 @@ void store_server::impl::handle(connection& c, proto::request& req) {
                                 + std::chrono::milliseconds(std::min(
                                   req.timeout_ms, proto::max_timeout_ms))};
       break;
+    case proto::op::remove:
+      if (auto it = data.find(req.key); it != data.end()) {
+        erase(it);
+        c.out += reply(proto::status::ok);
+      } else {
+        c.out += reply(proto::status::missing);
+      }
+      break;
+    case proto::op::compare_set:
+      handle_compare_set(c, req);
+      break;
+    case proto::op::list:
+      handle_list(c, req);
+      break;
+    case proto::op::set_with_lease:
+    case proto::op::renew:
+      handle_lease(c, req);
+      break;
   }
 }
 
@@ -234,7 +270,7 @@ void store_server::impl::handle_add(connection& c, const proto::request& req) {
   // Counters are stored as decimal text, so get() of a counter reads "3".
   int64_t value = 0;
   if (auto it = data.find(req.key); it != data.end()) {
-    const auto& text = it->second;
+    const auto& text = it->second.value;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
                                      value);
     if (ec != std::errc{} || end != text.data() + text.size()) {
@@ -244,9 +280,102 @@ void store_server::impl::handle_add(connection& c, const proto::request& req) {
     }
   }
   value += req.delta;
-  data[req.key] = std::to_string(value);
+  write(req.key, std::to_string(value));
+  c.out += begin_reply(proto::status::ok).i64(value).finish();
+}
+
+void store_server::impl::handle_compare_set(connection& c,
+                                            proto::request& req) {
+  auto it = data.find(req.key);
+  std::optional<std::string> current;
+  if (it != data.end())
+    current = it->second.value;
+  // Equal optionals: both absent, or both present with equal bytes.
+  bool swapped = current == req.expected;
+  if (swapped) {
+    current = req.value;
+    write(req.key, std::move(req.value));
+  }
+  c.out += begin_reply(proto::status::ok)
+             .flag(swapped)
+             .optional_bytes(current)
+             .finish();
+}
+
+void store_server::impl::handle_list(connection& c,
+                                     const proto::request& req) {
+  const auto& prefix = req.key;
+  auto first = data.lower_bound(prefix);
+  auto last = first;
+  uint32_t count = 0;
+  while (last != data.end()
+         && last->first.compare(0, prefix.size(), prefix) == 0) {
+    ++last;
+    ++count;
+  }
+  auto out = begin_reply(proto::status::ok);
+  out.u32(count);
+  for (auto it = first; it != last; ++it) {
+    out.bytes(it->first);
+    if (req.with_values)
+      out.bytes(it->second.value);
+  }
+  try {
+    c.out += out.finish();
+  } catch (const proto::protocol_error&) {
+    c.out += reply(proto::status::error, "listing of prefix '" + prefix
+                                           + "' exceeds the frame limit");
+  }
+}
+
+void store_server::impl::handle_lease(connection& c, proto::request& req) {
+  if (req.ttl_ms <= 0 || req.ttl_ms > proto::max_timeout_ms) {
+    c.out += reply(proto::status::error,
+                   "ttl of " + std::to_string(req.ttl_ms) + " ms for key '"
+                     + req.key + "' is not in (0, "
+                     + std::to_string(proto::max_timeout_ms) + "]");
+    return;
+  }
+  auto expires = clock::now() + std::chrono::milliseconds(req.ttl_ms);
+  auto it = req.kind == proto::op::set_with_lease
+              ? write(req.key, std::move(req.value))
+              : data.find(req.key);
+  if (it == data.end()) {
+    c.out += reply(proto::status::missing);
+    return;
+  }
+  set_lease(it, expires);
+  c.out += reply(proto::status::ok);
+}
+
+entries::iterator store_server::impl::write(const std::string& key,
+                                            std::string value) {
+  auto it = data.try_emplace(key).first;
+  it->second.value = std::move(value);
   store_changed = true;
-  c.out += reply(proto::status::ok, value);
+  return it;
+}
+
+void store_server::impl::set_lease(entries::iterator it,
+                                   std::optional<clock::time_point> expires) {
+  auto& current = it->second.expires;
+  if (current)
+    leases.erase({*current, it->first});
+  current = expires;
+  if (current)
+    leases.emplace(*current, it->first);
+}
+
+void store_server::impl::expire_leases() {
+  // Runs before each round of requests; poll() wakes for the first lease.
+  auto now = clock::now();
+  while (!leases.empty() && leases.begin()->first <= now)
+    erase(data.find(leases.begin()->second));
+}
+
+void store_server::impl::erase(entries::iterator it) {
+  set_lease(it, std::nullopt);
+  data.erase(it);
 }
 
 bool store_server::impl::has_all(const std::vector<std::string>& keys) const {
@@ -293,6 +422,8 @@ void store_server::impl::flush(connection& c) {
 
 int store_server::impl::next_timeout() const {
   std::optional<clock::time_point> first;
+  if (!leases.empty())
+    first = leases.begin()->first;
   for (const auto& [fd, c] : conns)
     if (c.wait && (!first || c.wait->deadline < *first))
       first = c.wait->deadline;

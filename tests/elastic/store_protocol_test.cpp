@@ -29,6 +29,55 @@ TEST(store_protocol, requests_round_trip) {
   EXPECT_EQ(round_trip(encode_get("g")).key, "g");
 }
 
+TEST(store_protocol, new_requests_round_trip) {
+  auto remove = round_trip(encode_remove("r"));
+  EXPECT_EQ(remove.kind, op::remove);
+  EXPECT_EQ(remove.key, "r");
+  auto create = round_trip(encode_compare_set("k", std::nullopt, "d"));
+  EXPECT_EQ(create.kind, op::compare_set);
+  EXPECT_EQ(create.expected, std::nullopt);
+  EXPECT_EQ(create.value, "d");
+  // An empty expected value is not the absent key.
+  auto swap = round_trip(encode_compare_set("k", std::string(), "d"));
+  EXPECT_EQ(swap.expected, std::string());
+  auto list = round_trip(encode_list("p/", true));
+  EXPECT_EQ(list.kind, op::list);
+  EXPECT_EQ(list.key, "p/");
+  EXPECT_TRUE(list.with_values);
+  EXPECT_FALSE(round_trip(encode_list("p/", false)).with_values);
+  auto lease = round_trip(encode_set_with_lease("k", "v", 250));
+  EXPECT_EQ(lease.kind, op::set_with_lease);
+  EXPECT_EQ(lease.value, "v");
+  EXPECT_EQ(lease.ttl_ms, 250);
+  auto renew = round_trip(encode_renew("k", -1));
+  EXPECT_EQ(renew.kind, op::renew);
+  EXPECT_EQ(renew.ttl_ms, -1);
+}
+
+TEST(store_protocol, new_requests_reject_bad_fields) {
+  auto body = [](const frame_writer& out) {
+    return out.finish().substr(header_size);
+  };
+  // Flags are 0 or 1 only.
+  EXPECT_THROW(
+    decode_request(body(frame_writer{}.u8(6).bytes("k").u8(2).bytes("d"))),
+    protocol_error);
+  EXPECT_THROW(decode_request(body(frame_writer{}.u8(7).bytes("p").u8(9))),
+               protocol_error);
+  // Every truncation and every trailing byte is refused.
+  for (const auto& frame :
+       {encode_remove("k"), encode_compare_set("k", std::string("e"), "d"),
+        encode_list("p", true), encode_set_with_lease("k", "v", 5),
+        encode_renew("k", 5)}) {
+    auto whole = frame.substr(header_size);
+    for (size_t n = 0; n < whole.size(); ++n)
+      EXPECT_THROW(decode_request(whole.substr(0, n)), protocol_error)
+        << int(whole[0]) << " cut at " << n;
+    EXPECT_THROW(decode_request(whole + '\0'), protocol_error)
+      << int(whole[0]);
+  }
+}
+
 TEST(store_protocol, frame_size_waits_for_complete_frames) {
   auto frame = encode_get("key");
   for (size_t n = 0; n < frame.size(); ++n)

@@ -1,3 +1,4 @@
+#include "elastic/membership_epoch.hpp"
 #include "elastic/socket_util.hpp"
 #include "elastic/store.hpp"
 #include "elastic/store_protocol.hpp"
@@ -5,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <ctime>
+#include <functional>
+#include <future>
 #include <sys/socket.h>
 
 using namespace troupe::elastic;
@@ -30,11 +34,76 @@ net::unique_fd raw_connection(uint16_t port) {
   return fd;
 }
 
-// True when the server closes `fd` within the deadline.
-bool closed_by_peer(int fd) {
-  std::string buf;
-  return net::recv_exact(fd, 1, buf, clock_type::now() + 5s)
-         == net::io_result::closed;
+// Sends a raw frame on a fresh connection; succeeds when the server answers
+// it with an error naming a malformed request and then hangs up.
+testing::AssertionResult refused(uint16_t port, const std::string& frame) {
+  auto fd = raw_connection(port);
+  auto until = clock_type::now() + 5s;
+  if (net::send_all(fd.get(), frame, until) != net::io_result::done)
+    return testing::AssertionFailure() << "send failed";
+  std::string header;
+  std::string body;
+  if (net::recv_exact(fd.get(), protocol::header_size, header, until)
+        != net::io_result::done
+      || net::recv_exact(fd.get(), protocol::body_size(header), body, until)
+           != net::io_result::done)
+    return testing::AssertionFailure() << "no error reply";
+  protocol::frame_reader in{body};
+  auto st = in.u8();
+  auto message = in.bytes();
+  if (st != static_cast<uint8_t>(protocol::status::error)
+      || message.find("malformed request") == std::string::npos)
+    return testing::AssertionFailure() << "reply: " << message;
+  std::string rest;
+  if (net::recv_exact(fd.get(), 1, rest, until) != net::io_result::closed)
+    return testing::AssertionFailure() << "connection left open";
+  return testing::AssertionSuccess() << message;
+}
+
+// Polls `key` until it is gone; false when it outlived `limit`.
+bool gone_within(store_client& client, const std::string& key,
+                     clock_type::duration limit) {
+  auto start = clock_type::now();
+  while (clock_type::now() - start < limit) {
+    if (!client.get(key))
+      return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return false;
+}
+
+// Runs `body(client, i)` for i in [0, n) on n threads, each with its own
+// client; returns how many bodies failed or threw.
+int failures_on_threads(const store_server& server, int n,
+                        const std::function<bool(store_client&, int)>& body) {
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        if (!body(*connect(server), i))
+          ++failures;
+      } catch (const store_error&) {
+        ++failures;
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  return failures;
+}
+
+// Succeeds when `call` throws a store_error whose message names `key`.
+template <class Call>
+testing::AssertionResult fails_naming(const std::string& key, Call call) {
+  try {
+    call();
+  } catch (const store_error& e) {
+    std::string what = e.what();
+    if (what.find("'" + key + "'") == std::string::npos)
+      return testing::AssertionFailure() << "message lacks the key: " << what;
+    return testing::AssertionSuccess();
+  }
+  return testing::AssertionFailure() << "no store_error";
 }
 
 } // namespace
@@ -65,7 +134,11 @@ TEST(store, values_are_arbitrary_bytes) {
 TEST(store, oversized_value_is_refused_before_sending) {
   store_server server;
   auto client = connect(server);
-  EXPECT_THROW(client->set("huge", std::string(65 << 20, 'x')), store_error);
+  std::string huge(65 << 20, 'x');
+  EXPECT_TRUE(fails_naming("huge", [&] { client->set("huge", huge); }));
+  EXPECT_TRUE(fails_naming("big", [&] {
+    client->compare_set("big", std::nullopt, huge);
+  }));
   client->set("small", "ok");
   EXPECT_EQ(client->get("small"), "ok");
 }
@@ -167,30 +240,19 @@ TEST(store, many_concurrent_clients) {
   store_server server;
   constexpr int n = 16;
   constexpr int adds = 50;
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  for (int i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        auto client = connect(server);
-        for (int k = 0; k < adds; ++k)
-          client->add("counter", 1);
-        client->set("ready/" + std::to_string(i), std::to_string(i));
-        std::vector<std::string> all;
-        for (int j = 0; j < n; ++j)
-          all.push_back("ready/" + std::to_string(j));
-        if (!client->wait(all, 10s))
-          ++failures;
-        for (int j = 0; j < n; ++j)
-          if (client->get("ready/" + std::to_string(j)) != std::to_string(j))
-            ++failures;
-      } catch (const store_error&) {
-        ++failures;
-      }
-    });
-  }
-  for (auto& t : threads)
-    t.join();
+  auto failures = failures_on_threads(server, n, [&](store_client& client,
+                                                     int i) {
+    for (int k = 0; k < adds; ++k)
+      client.add("counter", 1);
+    client.set("ready/" + std::to_string(i), std::to_string(i));
+    std::vector<std::string> all;
+    for (int j = 0; j < n; ++j)
+      all.push_back("ready/" + std::to_string(j));
+    bool ok = client.wait(all, 10s);
+    for (int j = 0; j < n; ++j)
+      ok = ok && client.get("ready/" + std::to_string(j)) == std::to_string(j);
+    return ok;
+  });
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(connect(server)->add("counter", 0), n * adds);
 }
@@ -209,34 +271,31 @@ TEST(store, one_client_is_safe_to_share_between_threads) {
   EXPECT_EQ(client->add("shared", 0), 400);
 }
 
-TEST(store, malformed_frames_close_only_that_client) {
+TEST(store, malformed_frames_are_refused_and_close_only_that_client) {
   store_server server;
   auto good = connect(server);
   good->set("kept", "yes");
+  auto port = server.port();
+  using protocol::frame_writer;
   // An unknown op.
-  auto bad_op = raw_connection(server.port());
-  std::string frame = protocol::frame_writer{}.u8(99).bytes("x").finish();
-  ASSERT_EQ(net::send_all(bad_op.get(), frame, clock_type::now() + 5s),
-            net::io_result::done);
-  EXPECT_TRUE(closed_by_peer(bad_op.get()));
+  EXPECT_TRUE(refused(port, frame_writer{}.u8(99).bytes("x").finish()));
   // A length far above the limit.
-  auto huge = raw_connection(server.port());
-  std::string header("\xff\xff\xff\xff", 4);
-  ASSERT_EQ(net::send_all(huge.get(), header, clock_type::now() + 5s),
-            net::io_result::done);
-  EXPECT_TRUE(closed_by_peer(huge.get()));
+  EXPECT_TRUE(refused(port, std::string("\xff\xff\xff\xff", 4)));
   // A body shorter than its fields claim.
-  auto truncated = raw_connection(server.port());
-  frame = protocol::frame_writer{}.u8(1).u32(1000).finish();
-  ASSERT_EQ(net::send_all(truncated.get(), frame, clock_type::now() + 5s),
-            net::io_result::done);
-  EXPECT_TRUE(closed_by_peer(truncated.get()));
+  EXPECT_TRUE(refused(port, frame_writer{}.u8(1).u32(1000).finish()));
   // A wait whose key count is absurd.
-  auto count = raw_connection(server.port());
-  frame = protocol::frame_writer{}.u8(4).u32(0xffffffff).finish();
-  ASSERT_EQ(net::send_all(count.get(), frame, clock_type::now() + 5s),
-            net::io_result::done);
-  EXPECT_TRUE(closed_by_peer(count.get()));
+  EXPECT_TRUE(refused(port, frame_writer{}.u8(4).u32(0xffffffff).finish()));
+  // The new ops: a remove without its key, a compare_set whose flag is
+  // neither 0 nor 1, a list without its flag, a lease without its ttl, a
+  // renew with trailing bytes.
+  EXPECT_TRUE(refused(port, frame_writer{}.u8(5).finish()));
+  EXPECT_TRUE(refused(
+    port, frame_writer{}.u8(6).bytes("k").u8(2).bytes("v").finish()));
+  EXPECT_TRUE(refused(port, frame_writer{}.u8(7).bytes("p").finish()));
+  EXPECT_TRUE(refused(
+    port, frame_writer{}.u8(8).bytes("k").bytes("v").u32(1).finish()));
+  EXPECT_TRUE(refused(
+    port, frame_writer{}.u8(9).bytes("k").i64(100).u8(0).finish()));
   EXPECT_EQ(good->get("kept"), "yes");
   EXPECT_EQ(connect(server)->get("kept"), "yes");
 }
@@ -319,4 +378,283 @@ TEST(store, destructor_stops_promptly_with_clients_connected) {
   server.reset();
   EXPECT_LT(clock_type::now() - start, 500ms);
   waiter.join();
+}
+
+TEST(store, remove_reports_whether_the_key_existed) {
+  store_server server;
+  auto client = connect(server);
+  client->set("k", "v");
+  EXPECT_TRUE(client->remove("k"));
+  EXPECT_EQ(client->get("k"), std::nullopt);
+  EXPECT_FALSE(client->remove("k"));
+  EXPECT_FALSE(client->wait({"k"}, 0ms));
+  // A removed counter counts from zero again.
+  client->add("n", 5);
+  EXPECT_TRUE(client->remove("n"));
+  EXPECT_EQ(client->add("n", 1), 1);
+}
+
+TEST(store, remove_cancels_a_lease) {
+  store_server server;
+  auto client = connect(server);
+  client->set_with_lease("k", "leased", 100ms);
+  EXPECT_TRUE(client->remove("k"));
+  client->set("k", "permanent");
+  std::this_thread::sleep_for(250ms);
+  EXPECT_EQ(client->get("k"), "permanent");
+}
+
+TEST(store, compare_set_swaps_only_on_a_match) {
+  store_server server;
+  auto client = connect(server);
+  // Nothing expected: create-if-absent.
+  auto created = client->compare_set("k", std::nullopt, "1");
+  EXPECT_TRUE(created.swapped);
+  EXPECT_EQ(created.current, "1");
+  auto again = client->compare_set("k", std::nullopt, "2");
+  EXPECT_FALSE(again.swapped);
+  EXPECT_EQ(again.current, "1");
+  // A stale expectation reports the value to retry from.
+  auto stale = client->compare_set("k", std::string("0"), "2");
+  EXPECT_FALSE(stale.swapped);
+  EXPECT_EQ(stale.current, "1");
+  auto swapped = client->compare_set("k", std::string("1"), "2");
+  EXPECT_TRUE(swapped.swapped);
+  EXPECT_EQ(swapped.current, "2");
+  EXPECT_EQ(client->get("k"), "2");
+  // A value expected of an absent key fails and reports the absence; the
+  // empty value is a value, not an absence.
+  auto absent = client->compare_set("none", std::string(""), "x");
+  EXPECT_FALSE(absent.swapped);
+  EXPECT_EQ(absent.current, std::nullopt);
+  EXPECT_EQ(client->get("none"), std::nullopt);
+  client->set("empty", "");
+  EXPECT_FALSE(client->compare_set("empty", std::nullopt, "x").swapped);
+  EXPECT_TRUE(client->compare_set("empty", std::string(""), "x").swapped);
+}
+
+TEST(store, compare_set_wakes_a_waiter) {
+  store_server server;
+  auto waiter = connect(server);
+  auto setter = connect(server);
+  std::thread later([&] {
+    std::this_thread::sleep_for(50ms);
+    setter->compare_set("k", std::nullopt, "v");
+  });
+  EXPECT_TRUE(waiter->wait({"k"}, 5s));
+  later.join();
+}
+
+TEST(store, concurrent_compare_set_loses_no_update) {
+  store_server server;
+  constexpr int clients = 8;
+  constexpr int increments = 200;
+  // Each failed swap means another client's swap succeeded, so this bounds
+  // the retries of a correct store.
+  constexpr int max_attempts = clients * increments * 2;
+  std::atomic<int> swaps{0};
+  auto failures = failures_on_threads(server, clients, [&](store_client& client,
+                                                           int) {
+    std::optional<std::string> seen;
+    int done = 0;
+    for (int attempt = 0; attempt < max_attempts && done < increments;
+         ++attempt) {
+      auto next = std::to_string(seen ? std::stoi(*seen) + 1 : 1);
+      auto result = client.compare_set("counter", seen, next);
+      done += result.swapped ? 1 : 0;
+      seen = result.current;
+    }
+    swaps += done;
+    return done == increments;
+  });
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(swaps, clients * increments);
+  EXPECT_EQ(connect(server)->get("counter"),
+            std::to_string(clients * increments));
+}
+
+TEST(store, list_returns_keys_under_a_prefix_sorted) {
+  store_server server;
+  auto client = connect(server);
+  for (const char* key : {"job/b", "job/a/2", "job/a/10", "job", "jobs", "x"})
+    client->set(key, std::string("v:") + key);
+  EXPECT_EQ(client->list("job/"),
+            (std::vector<std::string>{"job/a/10", "job/a/2", "job/b"}));
+  EXPECT_EQ(client->list("job"), (std::vector<std::string>{
+                                   "job", "job/a/10", "job/a/2", "job/b",
+                                   "jobs"}));
+  EXPECT_EQ(client->list("").size(), 6u);
+  EXPECT_TRUE(client->list("nothing").empty());
+  EXPECT_TRUE(client->list_values("nothing").empty());
+  auto values = client->list_values("job/a/");
+  EXPECT_EQ(values, (std::map<std::string, std::string>{
+                      {"job/a/10", "v:job/a/10"}, {"job/a/2", "v:job/a/2"}}));
+  // Bytes above 0x7f sort after ASCII and bound the range correctly.
+  std::string high("\xff", 1);
+  client->set(high + "a", "1");
+  client->set(high + high, "2");
+  EXPECT_EQ(client->list(high),
+            (std::vector<std::string>{high + "a", high + high}));
+  EXPECT_EQ(client->list(high + high), (std::vector<std::string>{high + high}));
+}
+
+TEST(store, list_over_the_frame_limit_is_refused_naming_the_prefix) {
+  store_server server;
+  auto client = connect(server);
+  std::string value(33 << 20, 'x');
+  client->set("big/1", value);
+  client->set("big/2", value);
+  EXPECT_EQ(client->list("big/"),
+            (std::vector<std::string>{"big/1", "big/2"}));
+  EXPECT_TRUE(fails_naming("big/", [&] { client->list_values("big/"); }));
+  // The connection stays usable after the refusal.
+  EXPECT_EQ(client->list_values("big/1").size(), 1u);
+}
+
+TEST(store, renewed_lease_outlives_its_ttl) {
+  store_server server;
+  auto owner = connect(server);
+  auto reader = connect(server);
+  owner->set_with_lease("member/0", "alive", 200ms);
+  auto start = clock_type::now();
+  for (int i = 0; i < 10; ++i) {
+    std::this_thread::sleep_for(60ms);
+    ASSERT_TRUE(owner->renew("member/0", 200ms)) << "renewal " << i;
+  }
+  EXPECT_GE(clock_type::now() - start, 600ms);
+  EXPECT_EQ(reader->get("member/0"), "alive");
+  EXPECT_TRUE(reader->wait({"member/0"}, 0ms));
+}
+
+TEST(store, unrenewed_lease_expires_within_its_ttl_and_a_margin) {
+  store_server server;
+  auto owner = connect(server);
+  auto reader = connect(server);
+  auto start = clock_type::now();
+  owner->set_with_lease("member/1", "alive", 200ms);
+  EXPECT_EQ(reader->get("member/1"), "alive");
+  ASSERT_TRUE(gone_within(*reader, "member/1", 3s));
+  auto lived = clock_type::now() - start;
+  EXPECT_GE(lived, 200ms);
+  EXPECT_LT(lived, 200ms + 150ms);
+  EXPECT_FALSE(owner->renew("member/1", 200ms));
+  EXPECT_TRUE(owner->list("member/").empty());
+  EXPECT_FALSE(reader->wait({"member/1"}, 50ms));
+}
+
+TEST(store, waiters_see_a_lease_expire) {
+  store_server server;
+  auto waiter = connect(server);
+  auto setter = connect(server);
+  // "a" expires before "b" appears: both are never present at once.
+  setter->set_with_lease("a", "1", 100ms);
+  std::thread later([&] {
+    std::this_thread::sleep_for(300ms);
+    setter->set("b", "2");
+  });
+  auto start = clock_type::now();
+  EXPECT_FALSE(waiter->wait({"a", "b"}, 600ms));
+  EXPECT_GE(clock_type::now() - start, 600ms);
+  later.join();
+  // A leased key satisfies a wait while it lives.
+  std::thread lease([&] {
+    std::this_thread::sleep_for(50ms);
+    setter->set_with_lease("a", "again", 1s);
+  });
+  EXPECT_TRUE(waiter->wait({"a", "b"}, 5s));
+  lease.join();
+}
+
+TEST(store, set_clears_a_lease_while_add_and_compare_set_keep_it) {
+  store_server server;
+  auto client = connect(server);
+  client->set_with_lease("set", "1", 100ms);
+  client->set("set", "2");
+  client->set_with_lease("add", "1", 100ms);
+  client->add("add", 1);
+  client->set_with_lease("cas", "1", 100ms);
+  EXPECT_TRUE(client->compare_set("cas", std::string("1"), "2").swapped);
+  EXPECT_TRUE(gone_within(*client, "cas", 3s));
+  EXPECT_TRUE(gone_within(*client, "add", 3s));
+  EXPECT_EQ(client->get("set"), "2");
+  // renew gives a permanent key a lease.
+  EXPECT_TRUE(client->renew("set", 50ms));
+  EXPECT_TRUE(gone_within(*client, "set", 3s));
+}
+
+TEST(store, lease_with_a_bad_ttl_is_refused_naming_the_key) {
+  store_server server;
+  auto client = connect(server);
+  EXPECT_TRUE(
+    fails_naming("k", [&] { client->set_with_lease("k", "v", 0ms); }));
+  EXPECT_TRUE(
+    fails_naming("k", [&] { client->set_with_lease("k", "v", -5ms); }));
+  EXPECT_TRUE(fails_naming("k", [&] {
+    auto too_long = std::chrono::milliseconds{protocol::max_timeout_ms + 1};
+    client->set_with_lease("k", "v", too_long);
+  }));
+  client->set("k", "v");
+  EXPECT_TRUE(fails_naming("k", [&] { client->renew("k", 0ms); }));
+  // Refusals change nothing and leave the connection usable.
+  EXPECT_EQ(client->get("k"), "v");
+}
+
+TEST(store, a_pending_lease_does_not_busy_poll) {
+  store_server server;
+  auto client = connect(server);
+  client->set_with_lease("k", "v", 400ms);
+  auto cpu = [] {
+    timespec ts{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return std::chrono::seconds{ts.tv_sec}
+           + std::chrono::nanoseconds{ts.tv_nsec};
+  };
+  auto before = cpu();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_LT(cpu() - before, 50ms);
+  EXPECT_TRUE(gone_within(*client, "k", 3s));
+}
+
+TEST(store, epoch_is_shared_and_advances_once_per_race) {
+  store_server server;
+  auto first = connect(server);
+  auto second = connect(server);
+  const std::string job = "job7";
+  EXPECT_EQ(epoch(*first, job), 0);
+  for (int64_t n = 0; n < 20; ++n) {
+    std::promise<void> go;
+    auto started = go.get_future().share();
+    auto race = [&](store_client& client) {
+      started.wait();
+      return advance_epoch(client, job, n);
+    };
+    auto a = std::async(std::launch::async, race, std::ref(*first));
+    auto b = std::async(std::launch::async, race, std::ref(*second));
+    go.set_value();
+    auto ra = a.get();
+    auto rb = b.get();
+    EXPECT_NE(ra.advanced, rb.advanced) << "from epoch " << n;
+    EXPECT_EQ(ra.epoch, n + 1);
+    EXPECT_EQ(rb.epoch, n + 1);
+    EXPECT_EQ(epoch(*first, job), n + 1);
+    EXPECT_EQ(epoch(*second, job), n + 1);
+  }
+  // A process that joins later reads the same epoch, under the documented key.
+  auto late = connect(server);
+  EXPECT_EQ(epoch(*late, job), 20);
+  EXPECT_EQ(late->get(epoch_key(job)), "20");
+  // Advancing from a stale epoch moves nothing and reports the current one.
+  auto stale = advance_epoch(*late, job, 3);
+  EXPECT_FALSE(stale.advanced);
+  EXPECT_EQ(stale.epoch, 20);
+  EXPECT_EQ(epoch(*late, "other_job"), 0);
+}
+
+TEST(store, epoch_key_holding_garbage_fails_naming_the_key) {
+  store_server server;
+  auto client = connect(server);
+  client->set(epoch_key("job"), "seven");
+  EXPECT_TRUE(fails_naming("job/epoch", [&] { epoch(*client, "job"); }));
+  EXPECT_TRUE(
+    fails_naming("job/epoch", [&] { advance_epoch(*client, "job", 7); }));
 }
