@@ -36,6 +36,8 @@ using remove_set_atom = caf::atom_constant<caf::atom("remove_set")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 // A peer leaves cleanly (shutdown) rather than being lost.
 using bye_atom = caf::atom_constant<caf::atom("bye")>;
+// The job moves to a new membership epoch (in-place reset).
+using reset_atom = caf::atom_constant<caf::atom("reset")>;
 // The set is broken: fail everything pending with the given status.
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
@@ -58,6 +60,15 @@ using stats_atom = caf::atom_constant<caf::atom("stats")>;
 // coordinator with the next request list.
 using tune_atom = caf::atom_constant<caf::atom("tune")>;
 
+/// Hands `batch` to a negotiator (see submitted_batch).
+inline void submit_batch(const caf::actor& negotiator, entry_batch batch) {
+  caf::anon_send(negotiator, submit_atom::value,
+                 std::make_shared<submitted_batch>(
+                   std::move(batch), status{status_code::shut_down,
+                                            "The process set stopped before this collective "
+                                            "was accepted (shutdown, reset or removal)."}));
+}
+
 /// A set already aborted is aborted again only when a peer is lost after a
 /// clean goodbye: work still running may then never return.
 inline bool abort_escalates(const status& current, const status& next) {
@@ -68,7 +79,7 @@ inline bool abort_escalates(const status& current, const status& next) {
 
 // Local-only payloads: they never cross a process boundary (remote messages
 // carry protobuf bytes in std::string).
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::entry_batch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::submitted_batch_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::collective_work_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::status)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::list_stats)

@@ -29,6 +29,7 @@ const char* duplicate_name_error =
 struct negotiator_state {
   uint32_t set_id = 0;
   int32_t set_rank = 0;
+  int64_t epoch = 0;
   caf::actor coordinator_endpoint;
   caf::actor local_coordinator;
   caf::actor backend;
@@ -195,7 +196,7 @@ void flush_requests(negotiator_actor* self) {
   }
   st.outbox.clear();
   if (list.requests_size() > 0 || list.has_tuning())
-    self->send(st.coordinator_endpoint, request_atom::value, st.set_id,
+    self->send(st.coordinator_endpoint, request_atom::value, st.epoch, st.set_id,
                list.SerializeAsString());
 }
 
@@ -320,6 +321,7 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
   auto& st = self->state;
   st.set_id = args.process_set_id;
   st.set_rank = args.set_rank;
+  st.epoch = args.epoch;
   st.coordinator_endpoint = std::move(coordinator_endpoint);
   st.local_coordinator = std::move(local_coordinator);
   st.backend = std::move(backend);
@@ -327,7 +329,9 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
   st.tracing = st.timeline && args.tracing;
   st.metrics = std::move(args.metrics);
   return {
-    [=](submit_atom, const entry_batch& batch) { on_submit(self, batch); },
+    [=](submit_atom, const submitted_batch_ptr& in) {
+      on_submit(self, std::exchange(in->entries, {}));
+    },
     [=](flush_atom) { flush_requests(self); },
     [=](response_atom, uint32_t, const std::string& bytes) {
       on_response_list(self, bytes);

@@ -23,6 +23,8 @@ struct negotiator_args {
   /// The timeline writes from the start (TROUPE_TIMELINE=path); else it
   /// waits for (tracing, true, mark_cycles).
   bool tracing = false;
+  /// The membership epoch: stamped on every request list sent.
+  int64_t epoch = 0;
 };
 
 /// Spawns the negotiator of one process set on this rank. It owns the set's
@@ -30,7 +32,8 @@ struct negotiator_args {
 /// coordinator; (response, set id, bytes) runs or fails what the coordinator
 /// decided, in its order; (abort, status) fails everything pending.
 ///
-/// `coordinator_endpoint` receives (request, set id, RequestList bytes): the
+/// `coordinator_endpoint` receives (request, epoch, set id, RequestList
+/// bytes): the
 /// endpoint of the coordinator's rank. `local_coordinator` is the coordinator
 /// itself when it lives in this process (else a null handle): it is told
 /// when this rank has executed a response list, so it can batch the next.

@@ -36,6 +36,26 @@ using tensor_entry_ptr = std::shared_ptr<tensor_entry>;
 /// rejected as a whole.
 using entry_batch = std::vector<tensor_entry_ptr>;
 
+/// A batch on its way to a negotiator, which takes the entries. If the
+/// message is dropped instead (the negotiator stopped first: shutdown, a
+/// reset, a removed set), the last owner fails the entries' handles with
+/// `if_dropped`: no caller waits for a completion that cannot come.
+struct submitted_batch {
+  entry_batch entries;
+  status if_dropped;
+
+  submitted_batch(entry_batch e, status s) : entries(std::move(e)), if_dropped(std::move(s)) {
+  }
+  submitted_batch(const submitted_batch&) = delete;
+  submitted_batch& operator=(const submitted_batch&) = delete;
+  ~submitted_batch() {
+    for (auto& e : entries)
+      e->handle->complete(if_dropped);
+  }
+};
+
+using submitted_batch_ptr = std::shared_ptr<submitted_batch>;
+
 /// Records the begin ('B') or end ('E') of a backend activity
 /// (MEMCPY_IN_FUSION_BUFFER, GLOO_ALLREDUCE, ...) on every entry of a work.
 using activity_trace = std::function<void(const std::string& activity, char phase)>;

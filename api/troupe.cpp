@@ -120,6 +120,10 @@ set_view resolve(const process_set& set, const char* op, int global_root = -1) {
     return v;
   }
   const auto found = v.rt->lookup(set.id, global_root);
+  if (!found.unavailable.ok()) {
+    v.error = found.unavailable;
+    return v;
+  }
   if (!found.known) {
     v.error = {status_code::invalid_argument,
                std::string(op) + ": Process set provided does not exist, or has not been "
@@ -130,7 +134,7 @@ set_view resolve(const process_set& set, const char* op, int global_root = -1) {
   v.root = found.root_index;
   if (found.my_index < 0)
     v.error = {status_code::invalid_argument,
-               std::string(op) + ": Rank " + std::to_string(v.rt->id().rank) +
+               std::string(op) + ": Rank " + std::to_string(v.rt->id()->rank) +
                  " is not a member of the provided process set."};
   return v;
 }
@@ -146,7 +150,7 @@ std::string member_name(const std::string& group, size_t i) {
 template <class F>
 int identity_field(F field) {
   auto rt = runtime_now();
-  return rt ? field(rt->id()) : -1;
+  return rt ? field(*rt->id()) : -1;
 }
 
 } // namespace
@@ -211,6 +215,18 @@ status stop_timeline() {
 
 bool is_initialized() {
   return runtime_now() != nullptr;
+}
+
+status reset() {
+  auto rt = runtime_now();
+  if (!rt)
+    return {status_code::shut_down, not_initialized};
+  return rt->reset();
+}
+
+int64_t epoch() {
+  auto rt = runtime_now();
+  return rt ? rt->epoch() : -1;
 }
 
 int rank() {

@@ -63,6 +63,7 @@ const char* to_string(status_code code) {
     case status_code::timeout: return "timeout";
     case status_code::backend: return "backend error";
     case status_code::internal: return "internal error";
+    case status_code::reset: return "reset";
   }
   return "unknown";
 }

@@ -21,6 +21,7 @@ using namespace troupe::actors;
 
 struct coordinator_state {
   uint32_t set_id = 0;
+  int64_t epoch = 0;
   std::vector<caf::actor> members;
   std::unique_ptr<message_table> table;
   std::unique_ptr<stall_inspector> stalls;
@@ -137,7 +138,8 @@ void try_emit(coordinator_actor* self) {
                  "(TROUPE_CACHE_CAPACITY=0) or increasing the cache capacity "
                  "(TROUPE_CACHE_CAPACITY>{}).",
                  st.cache->size());
-  auto msg = caf::make_message(response_atom::value, st.set_id, list.SerializeAsString());
+  auto msg =
+    caf::make_message(response_atom::value, st.epoch, st.set_id, list.SerializeAsString());
   for (const auto& member : st.members)
     self->send(member, msg);
   ++st.in_flight;
@@ -231,6 +233,7 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
   st.metrics = std::move(metrics);
   st.set_id = set_id;
   st.set_size = set_size;
+  st.epoch = options.epoch;
   st.fusion_threshold = options.fusion_threshold;
   st.cycle_time = options.cycle_time;
   st.table = std::make_unique<message_table>(set_size);

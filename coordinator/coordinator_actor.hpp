@@ -27,12 +27,14 @@ struct coordinator_options {
   size_t cache_capacity = 0;
   /// Minimum time between two response lists; 0 = event-driven only.
   std::chrono::microseconds cycle_time{0};
+  /// The membership epoch: stamped on every response list sent.
+  int64_t epoch = 0;
 };
 
 /// Spawns the coordinator of one process set (on the set's lowest rank).
 /// It collects (request, set id, RequestList bytes) from every member,
 /// decides what runs and in which order, and sends one ResponseList to
-/// every member's endpoint as (response, set id, bytes).
+/// every member's endpoint as (response, epoch, set id, bytes).
 ///
 /// Readiness is event-driven: a ready tensor is sent at once when the
 /// previous response list has been executed on this rank (reported by the

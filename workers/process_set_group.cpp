@@ -54,12 +54,13 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
     options.cache_capacity = static_cast<size_t>(cfg.cache_capacity);
     options.cycle_time =
       std::chrono::microseconds(static_cast<int64_t>(cfg.cycle_time_ms * 1000));
+    options.epoch = spec.epoch;
     g.coordinator = coordinator::spawn_coordinator(sys, spec.set_id, member_endpoints, options,
                                                    spec.metrics);
   }
   const bool tracing = !cfg.timeline.empty() && cfg.timeline != dynamic_timeline;
   g.negotiator = actors::spawn_negotiator(
-    sys, actors::negotiator_args{spec.set_id, set_rank, spec.metrics, tracing},
+    sys, actors::negotiator_args{spec.set_id, set_rank, spec.metrics, tracing, spec.epoch},
     member_endpoints.front(), g.coordinator, g.backend, spec.timeline);
   return g;
 }

@@ -35,6 +35,7 @@ struct group_spec {
   uint32_t set_id = 0;
   std::vector<int> members;  // global ranks, ascending; this rank among them
   uint64_t serial = 0;       // registration number: fresh rendezvous keys
+  int64_t epoch = 0;         // membership epoch, stamped on control messages
   const identity* id = nullptr;
   const config* cfg = nullptr;
   std::shared_ptr<elastic::store_client> store;

@@ -23,11 +23,16 @@ namespace troupe::workers {
 /// What any thread may read about the registered process sets. Never
 /// changed once published: the registry publishes a new one per change.
 struct process_set_snapshot {
-  explicit process_set_snapshot(int world_size) : table(world_size) {
+  process_set_snapshot(int world_size, int my_rank) : table(world_size), rank(my_rank) {
   }
   process_set_table table;
   /// The negotiator of every set this rank is a member of.
   std::map<int32_t, caf::actor> negotiators;
+  /// This process's global rank in the epoch the snapshot belongs to.
+  int rank = 0;
+  /// Not ok while no membership epoch serves (a reset in progress, or one
+  /// that failed): every collective and process-set call fails with it.
+  status unavailable;
 };
 
 /// Where the registry publishes its snapshots; readers never block it.

@@ -15,10 +15,12 @@
 
 #include "actors/atoms.hpp"
 #include "backends/registry.hpp"
+#include "elastic/membership_epoch.hpp"
 #include "elastic/store.hpp"
 #include "metrics/http_server.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "metrics/registry.hpp"
+#include "workers/membership.hpp"
 #include "workers/process_set_registry.hpp"
 #include "workers/supervisor.hpp"
 
@@ -73,26 +75,47 @@ std::string joined(const std::vector<std::string>& names) {
 
 } // namespace
 
+// One membership epoch of this rank: who it is, and the actors that serve
+// it. A reset replaces it whole.
+struct epoch_run {
+  int64_t epoch = 0;
+  std::shared_ptr<const identity> id;
+  caf::actor supervisor;
+  uint16_t port = 0;  // where the supervisor is published
+  caf::actor registry;
+};
+
 struct runtime::impl {
-  identity id;
+  identity base;  // as started: epoch 0's identity and job prefix
   config cfg;
   // Metrics belong to this runtime instance: a later init() starts from zero.
   std::shared_ptr<metrics::registry> registry = std::make_shared<metrics::registry>();
   std::shared_ptr<metrics::rank_metrics> metrics;
   caf::actor_system_config caf_cfg;
   caf::actor_system system;
-  caf::actor supervisor;
-  caf::actor registry_actor;
+  std::shared_ptr<elastic::store_client> store;  // null for a job of one, or under mpirun
+  std::optional<backends::external_launch> launch;
   std::shared_ptr<process_set_snapshots> sets = std::make_shared<process_set_snapshots>();
+  // The current epoch. The mutex is held only to read or swap it, never
+  // across a wait; `change_mtx` serialises reset() and stop().
+  mutable std::mutex run_mtx;
+  epoch_run run;
+  std::mutex change_mtx;
+  bool stopped = false;
   // Last member: stops (and frees its port) first.
   std::unique_ptr<metrics::http_server> metrics_server;
 
   impl(identity i, config c)
-    : id(std::move(i)), cfg(std::move(c)),
+    : base(std::move(i)), cfg(std::move(c)),
       metrics(std::make_shared<metrics::rank_metrics>(
-        registry, metrics::rank_position{id.rank, id.size, id.local_rank},
+        registry, metrics::rank_position{base.rank, base.size, base.local_rank},
         joined(backends::built_cpu_backends()))),
       caf_cfg(make_caf_config(cfg)), system(caf_cfg) {
+  }
+
+  epoch_run current() const {
+    std::lock_guard<std::mutex> guard{run_mtx};
+    return run;
   }
 
   // Off unless TROUPE_METRICS_PORT is set; this rank serves on
@@ -100,7 +123,7 @@ struct runtime::impl {
   status serve_metrics() {
     if (cfg.metrics_port == 0)
       return {};
-    const int port = cfg.metrics_port + 1 + id.local_rank;
+    const int port = cfg.metrics_port + 1 + base.local_rank;
     if (port > 65535)
       return {status_code::invalid_argument,
               "metrics port " + std::to_string(port) +
@@ -116,40 +139,45 @@ struct runtime::impl {
     return {};
   }
 
-  std::string key(const std::string& what, int rank) const {
-    return id.job_id + "/" + what + "/" + std::to_string(rank);
-  }
-
-  // Publishes this rank's endpoint, connects to every lower rank and
-  // introduces itself; higher ranks connect to us and do the same.
-  // `exchange` makes our address known and returns a way to look up a
-  // peer's (through the store, or an MPI allgather under mpirun).
-  using address_book = std::function<std::string(int peer)>;
-  status connect_peers(const std::function<address_book(const std::string&)>& exchange,
-                       clock::time_point deadline) {
-    auto port = system.middleman().publish(supervisor, 0, nullptr, true);
+  // Publishes `run`'s supervisor, connects to every lower rank and
+  // introduces itself; higher ranks connect to us and do the same. The
+  // addresses go through the store (keys under the epoch's job prefix) or,
+  // under mpirun, an MPI allgather.
+  status connect_peers(epoch_run& next, const identity& id, clock::time_point deadline) {
+    auto port = system.middleman().publish(next.supervisor, 0, nullptr, true);
     if (!port)
       return {status_code::internal,
               "cannot publish this rank's endpoint: " + system.render(port.error())};
+    next.port = *port;
+    if (id.size == 1)
+      return {};
     const auto address = id.hostname + ":" + std::to_string(*port);
-    auto address_of = exchange(address);
+    auto key = [&id](int rank) { return id.job_id + "/endpoint/" + std::to_string(rank); };
+    std::vector<std::string> all;
+    if (store)
+      store->set(key(id.rank), address);
+    else
+      all = launch->allgather(address);
     for (int peer = 0; peer < id.rank; ++peer) {
-      auto peer_address = address_of(peer);
+      const auto peer_address =
+        store ? store->wait_get(key(peer), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             deadline - clock::now()))
+              : all.at(static_cast<size_t>(peer));
       auto [host, peer_port] = split_address(peer_address);
       auto remote = system.middleman().remote_actor(host, peer_port);
       if (!remote)
         return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) +
                                           " at " + peer_address + ": " +
                                           system.render(remote.error())};
-      caf::anon_send(*remote, hello_atom::value, static_cast<int32_t>(id.rank), supervisor,
+      caf::anon_send(*remote, hello_atom::value, static_cast<int32_t>(id.rank), next.supervisor,
                      address);
-      caf::anon_send(supervisor, hello_atom::value, static_cast<int32_t>(peer), *remote,
+      caf::anon_send(next.supervisor, hello_atom::value, static_cast<int32_t>(peer), *remote,
                      peer_address);
     }
     status result{status_code::timeout,
                   "not every rank connected before the start timeout (TROUPE_START_TIMEOUT)"};
     caf::scoped_actor self{system};
-    self->request(supervisor, deadline - clock::now(), peers_atom::value)
+    self->request(next.supervisor, deadline - clock::now(), peers_atom::value)
       .receive([&](bool) { result = {}; },
                [&](caf::error& err) { result = {status_code::timeout, result.message() +
                                                                       ": " + system.render(err)}; });
@@ -157,14 +185,15 @@ struct runtime::impl {
   }
 
   // Starts the global set; `negotiator` receives its negotiator.
-  status start_group(clock::time_point deadline, caf::actor& negotiator) {
+  status start_group(const epoch_run& next, const identity& id, clock::time_point deadline,
+                     caf::actor& negotiator) {
     status result;
     caf::scoped_actor self{system};
     std::vector<int> everyone(static_cast<size_t>(id.size));
     std::iota(everyone.begin(), everyone.end(), 0);
     self
-      ->request(supervisor, deadline - clock::now(), start_atom::value, uint32_t{0}, everyone,
-                uint64_t{0})
+      ->request(next.supervisor, deadline - clock::now(), start_atom::value, uint32_t{0},
+                everyone, uint64_t{0})
       .receive(
         [&](status& s, caf::actor& neg) {
           result = std::move(s);
@@ -175,6 +204,113 @@ struct runtime::impl {
                     "the global process set did not start: " + system.render(err)};
         });
     return result;
+  }
+
+  // Brings up epoch `epoch` as `id`: supervisor, peers, the global set,
+  // the process-set registry. What started is kept even on failure, so
+  // stop() and reset() can take it down.
+  status bootstrap(int64_t epoch, const identity& id, clock::time_point deadline) {
+    epoch_run next;
+    next.epoch = epoch;
+    next.id = std::make_shared<const identity>(id);
+    next.supervisor = spawn_supervisor(system, supervisor_args{id, cfg, store, metrics, epoch});
+    status result;
+    try {
+      result = connect_peers(next, id, deadline);
+      caf::actor global_negotiator;
+      if (result.ok())
+        result = start_group(next, id, deadline, global_negotiator);
+      if (result.ok()) {
+        auto first = std::make_shared<process_set_snapshot>(id.size, id.rank);
+        first->negotiators.emplace(0, std::move(global_negotiator));
+        sets->store(std::move(first));
+        next.registry = spawn_process_set_registry(system, next.supervisor, id, cfg, sets);
+      }
+    } catch (const std::exception& e) {
+      result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
+    }
+    std::lock_guard<std::mutex> guard{run_mtx};
+    run = std::move(next);
+    return result;
+  }
+
+  // Takes the current epoch's actors down: (shutdown) tells the peers and
+  // waits for them; (reset) answers which previous ranks can join the next
+  // epoch. Unpublishing closes the endpoint's port.
+  std::vector<int> leave_epoch(std::optional<int64_t> next_epoch) {
+    auto old = current();
+    std::vector<int> alive;
+    if (!old.supervisor)
+      return alive;
+    caf::scoped_actor self{system};
+    if (next_epoch)
+      self->request(old.supervisor, std::chrono::seconds(5), reset_atom::value, *next_epoch)
+        .receive([&](std::vector<int>& ranks) { alive = std::move(ranks); },
+                 [](caf::error&) {});
+    else
+      self->request(old.supervisor, std::chrono::seconds(5), shutdown_atom::value)
+        .receive([](bool) {}, [](caf::error&) {});
+    self->send_exit(old.supervisor, caf::exit_reason::user_shutdown);
+    if (old.registry)
+      self->send_exit(old.registry, caf::exit_reason::user_shutdown);
+    if (old.port != 0)
+      system.middleman().unpublish(old.supervisor, old.port);
+    std::lock_guard<std::mutex> guard{run_mtx};
+    run.supervisor = nullptr;
+    run.registry = nullptr;
+    return alive;
+  }
+
+  // While no epoch serves (a reset in progress or failed), every
+  // collective and process-set call fails at once with `why`.
+  void unavailable(status why) {
+    auto none = std::make_shared<process_set_snapshot>(0, 0);
+    none->unavailable = std::move(why);
+    sets->store(std::move(none));
+  }
+
+  status reset() {
+    std::lock_guard<std::mutex> serial{change_mtx};
+    if (stopped)
+      return {status_code::shut_down, "Troupe has been shut down on this rank."};
+    const auto old = current();
+    if (!store && base.size > 1)
+      return {status_code::invalid_argument,
+              "reset() needs troupe-run's rendezvous store; under mpirun the membership "
+              "belongs to MPI."};
+    const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
+                                           std::chrono::duration<double>(cfg.start_timeout_seconds));
+    try {
+      elastic::epoch_advance next{true, old.epoch + 1};
+      if (store)
+        next = elastic::advance_epoch(*store, base.job_id, old.epoch);
+      unavailable({status_code::reset, "Troupe is resetting to membership epoch " +
+                                         std::to_string(next.epoch) + "; retry after reset()."});
+      auto alive = leave_epoch(next.epoch);
+      identity id = *old.id;
+      if (store) {
+        backends::rank_layout layout;
+        auto joined = join_epoch(*store,
+                                 {base.job_id, next.epoch, next.advanced, alive, old.id->rank,
+                                  old.id->hostname},
+                                 deadline, layout);
+        if (!joined.ok())
+          return failed_reset(joined);
+        static_cast<backends::rank_layout&>(id) = layout;
+      }
+      id.job_id = base.job_id + "/epoch" + std::to_string(next.epoch);
+      auto started = bootstrap(next.epoch, id, deadline);
+      return started.ok() ? started : failed_reset(started);
+    } catch (const std::exception& e) {
+      return failed_reset({status_code::peer_lost, e.what()});
+    }
+  }
+
+  status failed_reset(const status& why) {
+    status s{status_code::reset, "reset() failed: " + why.message() + ". Call reset() again."};
+    leave_epoch(std::nullopt);
+    unavailable(s);
+    return s;
   }
 
   // The negotiator of set `id` on this rank, from the latest snapshot;
@@ -190,18 +326,12 @@ struct runtime::impl {
   // Once: the supervisor's goodbye fails what is pending, which returns a
   // registry call in progress; then the registry may exit.
   void stop() {
-    std::lock_guard<std::mutex> guard{stop_mtx};
-    if (!supervisor)
+    std::lock_guard<std::mutex> serial{change_mtx};
+    if (stopped)
       return;
-    caf::scoped_actor self{system};
-    self->request(supervisor, std::chrono::seconds(5), shutdown_atom::value)
-      .receive([](bool) {}, [](caf::error&) {});
-    self->send_exit(supervisor, caf::exit_reason::user_shutdown);
-    if (registry_actor)
-      self->send_exit(registry_actor, caf::exit_reason::user_shutdown);
-    supervisor = nullptr;
+    stopped = true;
+    leave_epoch(std::nullopt);
   }
-  std::mutex stop_mtx;
 };
 
 runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {
@@ -248,53 +378,34 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   auto p = std::make_unique<impl>(id, cfg);
   std::unique_ptr<runtime> rt{new runtime(std::move(p))};
   auto& m = *rt->impl_;
+  m.launch = std::move(launch);
   if (result = m.serve_metrics(); !result.ok())
     return nullptr;
   try {
-    supervisor_args args{id, cfg, nullptr, m.metrics};
     if (id.has_store())
-      args.store = std::make_shared<elastic::store_client>(
+      m.store = std::make_shared<elastic::store_client>(
         id.store_host, id.store_port,
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
-    auto store = args.store;
-    m.supervisor = spawn_supervisor(m.system, std::move(args));
-    if (store)
-      result = m.connect_peers(
-        [&](const std::string& address) -> impl::address_book {
-          store->set(m.key("endpoint", id.rank), address);
-          return [&m, store, deadline](int peer) {
-            return store->wait_get(m.key("endpoint", peer),
-                                   std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     deadline - clock::now()));
-          };
-        },
-        deadline);
-    else if (launch && id.size > 1)
-      result = m.connect_peers(
-        [&](const std::string& address) -> impl::address_book {
-          auto all = launch->allgather(address);
-          return [all](int peer) { return all.at(static_cast<size_t>(peer)); };
-        },
-        deadline);
-    caf::actor global_negotiator;
-    if (result.ok())
-      result = m.start_group(deadline, global_negotiator);
-    if (result.ok()) {
-      auto first = std::make_shared<process_set_snapshot>(id.size);
-      first->negotiators.emplace(0, std::move(global_negotiator));
-      m.sets->store(std::move(first));
-      m.registry_actor = spawn_process_set_registry(m.system, m.supervisor, m.id, m.cfg, m.sets);
-    }
   } catch (const std::exception& e) {
     result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
+    return nullptr;
   }
+  result = m.bootstrap(0, id, deadline);
   if (!result.ok())
     return nullptr;  // the destructor stops what was started
   return rt;
 }
 
-const identity& runtime::id() const {
-  return impl_->id;
+std::shared_ptr<const identity> runtime::id() const {
+  return impl_->current().id;
+}
+
+int64_t runtime::epoch() const {
+  return impl_->current().epoch;
+}
+
+status runtime::reset() {
+  return impl_->reset();
 }
 
 const config& runtime::cfg() const {
@@ -304,18 +415,27 @@ const config& runtime::cfg() const {
 void runtime::submit(actors::entry_batch batch) {
   auto negotiator = impl_->negotiator_of(static_cast<int32_t>(batch.front()->process_set_id));
   if (!negotiator) {
+    auto sets = impl_->sets->load();
+    const status why = sets && !sets->unavailable.ok()
+                         ? sets->unavailable
+                         : status{status_code::invalid_argument,
+                                  "Process set does not exist or has not been registered."};
     for (auto& e : batch)
-      e->handle->complete({status_code::invalid_argument,
-                           "Process set does not exist or has not been registered."});
+      e->handle->complete(why);
     return;
   }
-  caf::anon_send(negotiator, submit_atom::value, std::move(batch));
+  submit_batch(negotiator, std::move(batch));
 }
 
 runtime::set_lookup runtime::lookup(int32_t id, int global_root) const {
   set_lookup out;
   auto sets = impl_->sets->load();
-  const auto* ranks = sets ? sets->table.ranks(id) : nullptr;
+  if (!sets)
+    return out;
+  out.unavailable = sets->unavailable;
+  if (!out.unavailable.ok())
+    return out;
+  const auto* ranks = sets->table.ranks(id);
   if (!ranks)
     return out;
   auto index_of = [ranks](int r) {
@@ -324,7 +444,7 @@ runtime::set_lookup runtime::lookup(int32_t id, int global_root) const {
   };
   out.known = true;
   out.size = static_cast<int>(ranks->size());
-  out.my_index = index_of(impl_->id.rank);
+  out.my_index = index_of(sets->rank);
   out.root_index = index_of(global_root);
   return out;
 }
@@ -343,6 +463,8 @@ template <class... Ts>
 status ask_registry(const runtime& rt, caf::actor_system& system, const caf::actor& registry,
                     int32_t* id, Ts&&... xs) {
   status result;
+  if (!registry)
+    return {status_code::reset, "Troupe has no membership epoch serving; call reset()."};
   const auto backstop = std::chrono::duration_cast<std::chrono::milliseconds>(
     std::chrono::duration<double>(4 * rt.cfg().start_timeout_seconds + 10));
   caf::scoped_actor self{system};
@@ -362,12 +484,12 @@ status ask_registry(const runtime& rt, caf::actor_system& system, const caf::act
 } // namespace
 
 status runtime::add_process_set(const std::vector<int>& ranks, int32_t& id) {
-  return ask_registry(*this, impl_->system, impl_->registry_actor, &id, add_set_atom::value,
-                      ranks);
+  return ask_registry(*this, impl_->system, impl_->current().registry, &id,
+                      add_set_atom::value, ranks);
 }
 
 status runtime::remove_process_set(int32_t id) {
-  return ask_registry(*this, impl_->system, impl_->registry_actor, nullptr,
+  return ask_registry(*this, impl_->system, impl_->current().registry, nullptr,
                       remove_set_atom::value, id);
 }
 
@@ -409,12 +531,12 @@ status ask_supervisor(caf::actor_system& system, const caf::actor& supervisor, T
 } // namespace
 
 status runtime::start_timeline(const std::string& path, bool mark_cycles) {
-  return ask_supervisor(impl_->system, impl_->supervisor, tl_start_atom::value, path,
+  return ask_supervisor(impl_->system, impl_->current().supervisor, tl_start_atom::value, path,
                         mark_cycles);
 }
 
 status runtime::stop_timeline() {
-  return ask_supervisor(impl_->system, impl_->supervisor, tl_stop_atom::value);
+  return ask_supervisor(impl_->system, impl_->current().supervisor, tl_stop_atom::value);
 }
 
 } // namespace troupe::workers

@@ -23,6 +23,16 @@ public:
   /// of one start are kept apart from those of the previous ones.
   static std::unique_ptr<runtime> start(status& result, int generation);
 
+  /// In-place reset: stops every process set here (pending collectives fail
+  /// with status_code::reset, peers are told), joins the next membership
+  /// epoch through the store (the job's epoch counter is the store's, so
+  /// every process agrees on it) and rebuilds the control plane, the
+  /// backend and the global set for the members that joined: the previous
+  /// ranks neither lost nor shut down, renumbered in their previous order.
+  /// Same process, same actor system. Process sets other than the global
+  /// one are gone afterwards. Every rank of the new membership calls it.
+  status reset();
+
   /// Stops the runtime (stop()).
   ~runtime();
 
@@ -33,7 +43,10 @@ public:
   /// call in progress) fail with status_code::shut_down. Idempotent.
   void stop();
 
-  const identity& id() const;
+  /// This rank in the current membership epoch.
+  std::shared_ptr<const identity> id() const;
+  /// The current membership epoch (0 until the first reset).
+  int64_t epoch() const;
   const config& cfg() const;
 
   /// Hands collectives to the negotiator of their process set (entries of
@@ -43,6 +56,7 @@ public:
   /// What a collective needs of process set `id`, read from the registry's
   /// latest snapshot without a lock or a copy of its ranks.
   struct set_lookup {
+    status unavailable;  // see process_set_snapshot::unavailable
     bool known = false;
     int size = 0;
     int my_index = -1;    // this rank's index in the set, -1: not a member

@@ -1,6 +1,7 @@
 #include "workers/supervisor.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -26,6 +27,8 @@ struct supervisor_state {
   std::vector<caf::actor> peers;  // endpoint per rank; self at own rank
   std::vector<std::string> peer_addresses;
   std::vector<bool> left;
+  // Lost, or shut down for good: not part of the next membership epoch.
+  std::vector<bool> gone;
   int known_peers = 0;
   std::optional<caf::typed_response_promise<bool>> peers_waiter;
   std::map<uint32_t, process_set_group> groups;  // by set id; this rank's sets
@@ -87,7 +90,7 @@ status stop_timeline(supervisor_actor* self) {
 void abort_groups(supervisor_actor* self, status why, std::optional<int> rank = std::nullopt) {
   auto& st = self->state;
   if (!st.broken || abort_escalates(*st.broken, why)) {
-    if (why.code() == status_code::shut_down)
+    if (why.code() == status_code::shut_down || why.code() == status_code::reset)
       spdlog::info("troupe rank {}: {}", st.args.id.rank, why.message());
     else
       spdlog::error("troupe rank {}: {}", st.args.id.rank, why.message());
@@ -117,6 +120,7 @@ void on_down(supervisor_actor* self, const caf::down_msg& dm) {
   auto r = peer_rank(st, dm.source);
   if (!r || st.left[static_cast<size_t>(*r)])
     return;
+  st.gone[static_cast<size_t>(*r)] = true;
   abort_groups(self,
                {status_code::peer_lost,
                 fmt::format("rank {} ({}) was lost: {}. Collectives involving it "
@@ -142,10 +146,19 @@ void on_hello(supervisor_actor* self, int32_t rank, const caf::actor& endpoint,
     st.peers_waiter->deliver(true);
 }
 
-// Forwards a peer's control message to the actor of its process set.
+// Forwards a peer's control message to the actor of its process set. One
+// from another membership epoch is refused: its sender is not part of this
+// epoch's sets (it missed a reset, or this rank did).
 template <class Atom>
-void route(supervisor_actor* self, uint32_t set, std::string bytes) {
+void route(supervisor_actor* self, int64_t epoch, uint32_t set, std::string bytes) {
   constexpr bool request = std::is_same_v<Atom, request_atom>;
+  if (epoch != self->state.args.epoch) {
+    spdlog::error("troupe rank {}: refused a {} for process set {} from membership epoch {}; "
+                  "this rank is at epoch {} (the sender missed a reset, or this rank did)",
+                  self->state.args.id.rank, request ? "request" : "response", set, epoch,
+                  self->state.args.epoch);
+    return;
+  }
   auto it = self->state.groups.find(set);
   const caf::actor* dest = nullptr;
   if (it != self->state.groups.end())
@@ -177,6 +190,7 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self, uint32_t set
   spec.set_id = set_id;
   spec.members = std::move(members);
   spec.serial = serial;
+  spec.epoch = st.args.epoch;
   spec.id = &st.args.id;
   spec.cfg = &st.args.cfg;
   spec.store = st.args.store;
@@ -236,6 +250,16 @@ void on_bye(supervisor_actor* self, int32_t rank, status_code cause,
   if (rank < 0 || static_cast<size_t>(rank) >= st.left.size())
     return;
   st.left[static_cast<size_t>(rank)] = true;
+  if (cause == status_code::reset) {
+    abort_groups(self,
+                 {status_code::reset,
+                  fmt::format("rank {} is resetting the job to a new membership epoch; call "
+                              "reset() to follow it.",
+                              rank)},
+                 rank);
+    return;
+  }
+  st.gone[static_cast<size_t>(rank)] = true;
   if (cause == status_code::peer_lost)
     abort_groups(self, {status_code::peer_lost,
                         fmt::format("{} (reported by rank {})", cause_text, rank)});
@@ -248,12 +272,17 @@ void on_bye(supervisor_actor* self, int32_t rank, status_code cause,
                  rank);
 }
 
-caf::result<bool> leave(supervisor_actor* self) {
+// Stops every group and tells the peers why (`why`; for a shutdown, the
+// first cause that broke the set). A shutdown waits for the peers'
+// acknowledgements, since the process may exit next; a reset does not: the
+// connections stay, and the peers are resetting too. `done` answers the
+// caller; then the supervisor stops.
+void leave(supervisor_actor* self, const status& why, std::function<void()> done) {
   auto& st = self->state;
-  abort_groups(self, {status_code::shut_down, "Troupe has been shut down on this rank."});
-  // Peers learn why we leave: the first cause that broke the set.
-  const auto cause = static_cast<int32_t>(st.broken->code());
-  const auto cause_text = st.broken->message();
+  abort_groups(self, why);
+  const bool resetting = why.code() == status_code::reset;
+  const auto cause = static_cast<int32_t>(resetting ? why.code() : st.broken->code());
+  const auto cause_text = resetting ? why.message() : st.broken->message();
   std::vector<uint32_t> ids;
   for (const auto& [id, g] : st.groups)
     ids.push_back(id);
@@ -261,11 +290,10 @@ caf::result<bool> leave(supervisor_actor* self) {
     stop_group(self, id);
   if (st.timeline)
     self->send_exit(st.timeline, caf::exit_reason::user_shutdown);
-  auto rp = self->make_response_promise<bool>();
   auto outstanding = std::make_shared<int>(0);
   auto finish = [=]() mutable {
     if (--*outstanding == 0) {
-      rp.deliver(true);
+      done();
       self->quit();
     }
   };
@@ -274,13 +302,16 @@ caf::result<bool> leave(supervisor_actor* self) {
     if (static_cast<int>(r) == st.args.id.rank || !st.peers[r] || st.left[r])
       continue;
     self->demonitor(st.peers[r]);
+    if (resetting) {
+      self->send(st.peers[r], bye_atom::value, st.args.id.rank, cause, cause_text);
+      continue;
+    }
     ++*outstanding;
     self->request(st.peers[r], bye_timeout, bye_atom::value, st.args.id.rank, cause,
                   cause_text)
       .then([=](bool) mutable { finish(); }, [=](caf::error&) mutable { finish(); });
   }
   finish();
-  return rp;
 }
 
 caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
@@ -289,6 +320,7 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
   st.peers.resize(n);
   st.peer_addresses.resize(n);
   st.left.resize(n, false);
+  st.gone.resize(n, false);
   st.peers[static_cast<size_t>(args.id.rank)] = caf::actor_cast<caf::actor>(self);
   st.args = std::move(args);
   // DYNAMIC: the timeline exists but writes only between start_timeline()
@@ -317,11 +349,11 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
       stop_group(self, set_id);
       return true;
     },
-    [=](request_atom, uint32_t set, std::string& bytes) {
-      route<request_atom>(self, set, std::move(bytes));
+    [=](request_atom, int64_t epoch, uint32_t set, std::string& bytes) {
+      route<request_atom>(self, epoch, set, std::move(bytes));
     },
-    [=](response_atom, uint32_t set, std::string& bytes) {
-      route<response_atom>(self, set, std::move(bytes));
+    [=](response_atom, int64_t epoch, uint32_t set, std::string& bytes) {
+      route<response_atom>(self, epoch, set, std::move(bytes));
     },
     [=](bye_atom, int32_t rank, int32_t cause, const std::string& cause_text) {
       on_bye(self, rank, static_cast<status_code>(cause), cause_text);
@@ -331,7 +363,28 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
       return start_timeline(self, path, mark_cycles);
     },
     [=](tl_stop_atom) { return stop_timeline(self); },
-    [=](shutdown_atom) { return leave(self); },
+    [=](shutdown_atom) {
+      auto rp = self->make_response_promise<bool>();
+      leave(self, {status_code::shut_down, "Troupe has been shut down on this rank."},
+            [rp]() mutable { rp.deliver(true); });
+      return rp;
+    },
+    // Answers with the ranks that can take part in the next epoch (this
+    // one, and every peer neither lost nor shut down), then leaves.
+    [=](reset_atom, int64_t next_epoch) {
+      auto& st = self->state;
+      std::vector<int> alive;
+      for (size_t r = 0; r < st.gone.size(); ++r)
+        if (!st.gone[r])
+          alive.push_back(static_cast<int>(r));
+      auto rp = self->make_response_promise<std::vector<int>>();
+      leave(self,
+            {status_code::reset, fmt::format("Troupe is resetting rank {} to membership epoch "
+                                             "{}; retry after reset().",
+                                             st.args.id.rank, next_epoch)},
+            [rp, alive]() mutable { rp.deliver(alive); });
+      return rp;
+    },
   };
 }
 

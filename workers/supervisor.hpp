@@ -26,6 +26,7 @@ struct supervisor_args {
   config cfg;
   std::shared_ptr<elastic::store_client> store;  // null for a job of one
   std::shared_ptr<metrics::rank_metrics> metrics;  // the runtime's, shared with the actors
+  int64_t epoch = 0;  // the membership epoch this supervisor serves
 };
 
 /// Spawns the per-rank supervisor. It is this rank's endpoint: peers send it
@@ -37,7 +38,11 @@ struct supervisor_args {
 ///
 /// Bootstrap protocol from the runtime: (peers) -> true once every peer has
 /// said hello; (start) -> (status, negotiator of the global set);
-/// (shutdown) -> true after peers were told (bye) and groups stopped.
+/// (shutdown) -> true after peers were told (bye) and groups stopped;
+/// (reset, next epoch) -> the ranks that can join the next epoch (this one
+/// and every peer neither lost nor shut down), after the groups stopped
+/// (pending collectives fail with status_code::reset) and peers were told.
+/// The supervisor stops after either: one supervisor per membership epoch.
 caf::actor spawn_supervisor(caf::actor_system& sys, supervisor_args args);
 
 } // namespace troupe::workers

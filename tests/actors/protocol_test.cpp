@@ -33,8 +33,12 @@ struct inbox {
 // records everything. A fake backend answers each work with `moved` bytes.
 caf::behavior recorder(caf::event_based_actor* self, inbox* box, uint64_t moved) {
   return {
-    [=](request_atom, uint32_t, const std::string& bytes) { box->requests.push_back(bytes); },
-    [=](response_atom, uint32_t, const std::string& bytes) { box->responses.push_back(bytes); },
+    [=](request_atom, int64_t, uint32_t, const std::string& bytes) {
+      box->requests.push_back(bytes);
+    },
+    [=](response_atom, int64_t, uint32_t, const std::string& bytes) {
+      box->responses.push_back(bytes);
+    },
     [=](executed_atom, const list_stats& s) { box->executed.push_back(s); },
     [=](execute_atom, const collective_work_ptr& w) {
       box->works.push_back(w);
@@ -182,7 +186,7 @@ TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning)
   e->request = request(0, "x");
   e->input = e->output = tensor{x.data(), data_type::float32, {4}};
   e->handle = std::make_shared<detail::handle_state>();
-  caf::anon_send(neg, submit_atom::value, entry_batch{e});
+  submit_batch(neg, entry_batch{e});
   sched_.run();
   ASSERT_EQ(endpoint.requests.size(), 1u);
   v1::RequestList sent;
@@ -217,7 +221,7 @@ TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning)
   auto again = [&] {
     auto e2 = std::make_shared<tensor_entry>(*e);
     e2->handle = std::make_shared<detail::handle_state>();
-    caf::anon_send(neg, submit_atom::value, entry_batch{e2});
+    submit_batch(neg, entry_batch{e2});
     sched_.run();
     v1::RequestList l;
     EXPECT_TRUE(l.ParseFromString(endpoint.requests.back()));
@@ -244,7 +248,7 @@ TEST_F(actor_protocol, negotiator_abort_fails_pending_handles) {
   e->request = request(0, "y", 1);
   e->input = e->output = tensor{x.data(), data_type::float32, {1}};
   e->handle = std::make_shared<detail::handle_state>();
-  caf::anon_send(neg, submit_atom::value, entry_batch{e});
+  submit_batch(neg, entry_batch{e});
   caf::anon_send(neg, abort_atom::value, status{status_code::peer_lost, "rank 1 was lost"});
   sched_.run();
   ASSERT_TRUE(e->handle->done());

@@ -8,6 +8,11 @@
 //   collective_check tune N     the same, with float allreduces, while ranks
 //                               take turns changing the settings (tune())
 //                               every 10 steps
+//   collective_check reset N    N in-place resets, each checked (epoch, an
+//                               allreduce, a process set), no leaks
+//   collective_check reset-after-loss VICTIM
+//                               VICTIM dies in a 256 MiB allreduce; the
+//                               others reset as a smaller world
 //   collective_check late-set S the last rank calls add_process_set S seconds
 //                               after the others; they keep calling rank()
 //                               meanwhile (must stay fast); past
@@ -54,6 +59,7 @@
 #include "cache_checks.hpp"
 #include "checks.hpp"
 #include "process_set_checks.hpp"
+#include "reset_checks.hpp"
 #include "error_checks.hpp"
 #include "troupe/troupe.hpp"
 
@@ -211,6 +217,10 @@ int main(int argc, char** argv) {
   else if (mode == "cache" || mode == "tune")
     rc = troupe::test::run_cache_checks(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000,
                                         mode == "tune");
+  else if (mode == "reset" && argc == 3)
+    rc = troupe::test::run_reset_checks(rank, size, std::atoi(argv[2]));
+  else if (mode == "reset-after-loss" && argc == 3)
+    rc = troupe::test::run_reset_after_loss(rank, size, std::atoi(argv[2]));
   else if (mode == "late-set" && argc == 3)
     rc = troupe::test::run_late_set_check(rank, size, std::atof(argv[2]));
   else if (mode == "timeline-dynamic" && argc == 3)

@@ -4,11 +4,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "resource_counts.hpp"
 #include "troupe/troupe.hpp"
 
 namespace troupe::test {
@@ -41,22 +41,6 @@ float members_sum(const process_set& set) {
   for (auto r : set.ranks)
     sum += static_cast<float>(r);
   return sum;
-}
-
-// Threads and sockets of this process: what a removed set must give back.
-std::pair<int, int> threads_and_sockets() {
-  namespace fs = std::filesystem;
-  int threads = 0, sockets = 0;
-  for (const auto& t : fs::directory_iterator("/proc/self/task")) {
-    (void)t;
-    ++threads;
-  }
-  for (const auto& fd : fs::directory_iterator("/proc/self/fd")) {
-    std::error_code ec;
-    if (fs::read_symlink(fd.path(), ec).string().rfind("socket:", 0) == 0)
-      ++sockets;
-  }
-  return {threads, sockets};
 }
 
 void even_odd(int rank) {
@@ -140,24 +124,11 @@ void errors(int rank) {
                "does not exist", rank, "op on a removed set");
 }
 
-// The counts once they stop changing: a removed set's backend thread and
-// sockets go away asynchronously.
-std::pair<int, int> settled_counts() {
-  auto last = threads_and_sockets();
-  for (int i = 0, same = 0; i < 50 && same < 5; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    const auto now = threads_and_sockets();
-    same = now == last ? same + 1 : 0;
-    last = now;
-  }
-  return last;
-}
-
 void add_remove_loop(int rank) {
   // The first round creates what lives as long as the process (CAF, MPI).
   process_set warm;
   expect(add_process_set({1, 2}, warm).ok() && remove_process_set(warm).ok(), rank, "warm-up");
-  const auto before = settled_counts();
+  const auto before = settled_resources();
   for (int i = 0; i < 100 && failures == 0; ++i) {
     process_set s;
     const std::vector<int> ranks = i % 2 ? std::vector<int>{1, 2} : std::vector<int>{0, 1, 3};
@@ -169,13 +140,13 @@ void add_remove_loop(int rank) {
     }
     expect(remove_process_set(s).ok(), rank, "remove round " + std::to_string(i));
   }
-  const auto after = settled_counts();
-  expect(after.first <= before.first && after.second <= before.second, rank,
-         "leak after 100 add/remove rounds: threads " + std::to_string(before.first) + " -> " +
-           std::to_string(after.first) + ", sockets " + std::to_string(before.second) +
-           " -> " + std::to_string(after.second));
-  std::printf("rank %d: threads %d -> %d, sockets %d -> %d over 100 add/remove rounds\n", rank,
-              before.first, after.first, before.second, after.second);
+  const auto after = settled_resources();
+  const auto text = "threads " + std::to_string(before.threads) + " -> " +
+                    std::to_string(after.threads) + ", sockets " +
+                    std::to_string(before.sockets) + " -> " + std::to_string(after.sockets);
+  expect(after.threads <= before.threads && after.sockets <= before.sockets, rank,
+         "leak after 100 add/remove rounds: " + text);
+  std::printf("rank %d: %s over 100 add/remove rounds\n", rank, text.c_str());
 }
 
 } // namespace

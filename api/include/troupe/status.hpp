@@ -15,6 +15,7 @@ enum class status_code : int {
   timeout = 5,
   backend = 6,           // the communication library failed
   internal = 7,
+  reset = 8,             // the job is moving to a new membership epoch: retry after reset()
 };
 
 const char* to_string(status_code code);

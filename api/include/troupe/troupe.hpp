@@ -30,6 +30,23 @@ void shutdown();
 
 bool is_initialized();
 
+/// In-place reset (what elastic training builds on): every process set of
+/// this rank stops, pending collectives fail with status_code::reset (a
+/// retryable error: Python's HorovodInternalError), and the job moves to
+/// its next membership epoch, rebuilding the control plane and the backend
+/// for the processes that call reset(): the previous ranks that were
+/// neither lost nor shut down, renumbered in their previous order. Same
+/// process, same runtime. Process sets other than the global one are gone
+/// afterwards. The epoch is the store's (troupe-run's), so every process
+/// agrees on it. Bounded by TROUPE_START_TIMEOUT; a failed reset leaves
+/// every call failing with status_code::reset until reset() succeeds.
+/// Needs troupe-run (under plain mpirun the membership is MPI's).
+status reset();
+
+/// The membership epoch this process is in: 0 after init(), one more per
+/// reset; -1 when the runtime is not initialized.
+int64_t epoch();
+
 /// Timeline at run time (Horovod's start_timeline / stop_timeline): from now
 /// on this rank writes a Chrome trace to `path` ("t.json" -> "t.<rank>.json",
 /// truncated), with a CYCLE_START marker per negotiation cycle when

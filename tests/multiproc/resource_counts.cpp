@@ -1,0 +1,36 @@
+#include "resource_counts.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+namespace troupe::test {
+
+resource_counts count_resources() {
+  namespace fs = std::filesystem;
+  resource_counts out;
+  for (const auto& t : fs::directory_iterator("/proc/self/task")) {
+    (void)t;
+    ++out.threads;
+  }
+  for (const auto& fd : fs::directory_iterator("/proc/self/fd")) {
+    ++out.fds;
+    std::error_code ec;
+    if (fs::read_symlink(fd.path(), ec).string().rfind("socket:", 0) == 0)
+      ++out.sockets;
+  }
+  return out;
+}
+
+resource_counts settled_resources() {
+  auto last = count_resources();
+  for (int i = 0, same = 0; i < 50 && same < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto now = count_resources();
+    same = now == last ? same + 1 : 0;
+    last = now;
+  }
+  return last;
+}
+
+} // namespace troupe::test
