@@ -149,9 +149,14 @@ int main(int argc, char** argv) {
       // mpirun stands for every rank: its one outcome counts for all.
       supervisor.observe_exits(
         [&counts, np = opts.np](bool failed) { counts.workers_exited(failed, np); });
-      supervisor.add(launcher::spawn_worker(
-        launcher::mpirun_rank, launcher::mpirun_command(opts, ::geteuid() == 0),
-        launcher::merge_environment(parent, opts.knobs), to_stdout, to_stderr));
+      try {
+        supervisor.add(launcher::spawn_worker(
+          launcher::mpirun_rank, launcher::mpirun_command(opts, ::geteuid() == 0),
+          launcher::merge_environment(parent, opts.knobs), to_stdout, to_stderr));
+      } catch (const launcher::spawn_error& e) {
+        to_stderr(std::string("troupe-run: ") + e.what() + " (install openmpi-bin)\n");
+        return start_failure;
+      }
       counts.workers_started(opts.np);
       return supervisor.run();
     }

@@ -116,7 +116,8 @@ worker_process spawn_worker(int rank, const std::vector<std::string>& argv,
   int rc = posix_spawnp(&pid, args[0], &setup.actions, &setup.attr,
                         args.data(), envp.data());
   if (rc != 0)
-    throw spawn_error("cannot start '" + argv[0] + "' for " + worker_name(rank) + ": "
+    throw spawn_error("cannot start '" + argv[0] + "'"
+                      + (rank == mpirun_rank ? "" : " for " + worker_name(rank)) + ": "
                       + net::error_text(rc));
   return worker_process{rank,
                         pid,
