@@ -36,7 +36,7 @@ struct negotiator_state {
   caf::actor timeline;  // null when no timeline can be written
   bool tracing = false;   // a timeline file is open: send it events
   bool mark_cycles = false;
-  std::shared_ptr<metrics::rank_metrics> metrics;
+  std::shared_ptr<metrics::set_metrics> metrics;
   // Every entry from submission until completion, by tensor name.
   std::unordered_map<std::string, tensor_entry_ptr> table;
   std::unordered_map<uint64_t, collective_work_ptr> in_flight;

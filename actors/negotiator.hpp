@@ -9,7 +9,7 @@ class actor_system;
 } // namespace caf
 
 namespace troupe::metrics {
-class rank_metrics;
+class set_metrics;
 }
 
 namespace troupe::actors {
@@ -18,8 +18,9 @@ namespace troupe::actors {
 struct negotiator_args {
   uint32_t process_set_id = 0;
   int32_t set_rank = 0;
-  /// This rank's metrics (required): negotiation time, cycles, queue depth.
-  std::shared_ptr<metrics::rank_metrics> metrics;
+  /// The set's metrics on this rank (required): negotiation time, cycles,
+  /// queue depth, cache hits.
+  std::shared_ptr<metrics::set_metrics> metrics;
   /// The timeline writes from the start (TROUPE_TIMELINE=path); else it
   /// waits for (tracing, true, mark_cycles).
   bool tracing = false;

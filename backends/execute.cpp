@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "backends/collectives/collectives.hpp"
+#include "proto/op_properties.hpp"
 
 namespace troupe::backends {
 
@@ -17,7 +18,7 @@ void run(const run_context& ctx, const v1::Response& resp, actors::tensor_entry&
     case v1::OP_TYPE_ALLTOALL: return run_alltoall(ctx, e);
     case v1::OP_TYPE_BARRIER: return ctx.b.barrier();
     default:
-      throw backend_error("operation " + v1::OpType_Name(resp.op()) +
+      throw backend_error("operation " + std::string(properties(resp.op()).name) +
                           " is not executable by this runtime version");
   }
 }
@@ -28,7 +29,7 @@ std::string backend_activity(const run_context& ctx, v1::OpType op) {
   std::string name = ctx.b.name();
   for (auto& c : name)
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return name + "_" + v1::OpType_Name(op).substr(8);  // OP_TYPE_ALLREDUCE -> ALLREDUCE
+  return name + "_" + properties(op).name;
 }
 
 status execute(const run_context& ctx, actors::collective_work& work) {

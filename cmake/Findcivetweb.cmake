@@ -1,3 +1,4 @@
+# prometheus-cpp's package looks civetweb up (pull serves through it), and
 # civetweb's own CMake package (Debian libcivetweb-dev) also imports the
 # civetweb executable, which lives in a separate package and fails the
 # configure when absent; only the C library is needed, so find it directly.

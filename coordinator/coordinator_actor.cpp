@@ -42,7 +42,7 @@ struct coordinator_state {
   std::optional<v1::Tuning> tuning;
   // What the lists executed here moved since the settings last changed.
   list_stats sample;
-  std::shared_ptr<metrics::rank_metrics> metrics;
+  std::shared_ptr<metrics::set_metrics> metrics;
   static constexpr const char* name = "troupe.coordinator";
 };
 
@@ -227,7 +227,7 @@ void check_stalls(coordinator_actor* self) {
 
 caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
                           std::vector<caf::actor> members, coordinator_options options,
-                          std::shared_ptr<metrics::rank_metrics> metrics) {
+                          std::shared_ptr<metrics::set_metrics> metrics) {
   auto& st = self->state;
   const auto set_size = static_cast<int32_t>(members.size());
   st.metrics = std::move(metrics);
@@ -267,7 +267,7 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
                              std::vector<caf::actor> member_endpoints,
                              const coordinator_options& options,
-                             std::shared_ptr<metrics::rank_metrics> metrics) {
+                             std::shared_ptr<metrics::set_metrics> metrics) {
   return sys.spawn(coordinator, process_set_id, std::move(member_endpoints), options,
                    std::move(metrics));
 }

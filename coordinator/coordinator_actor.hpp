@@ -13,7 +13,7 @@ class actor_system;
 } // namespace caf
 
 namespace troupe::metrics {
-class rank_metrics;
+class set_metrics;
 }
 
 namespace troupe::coordinator {
@@ -47,11 +47,12 @@ struct coordinator_options {
 ///
 /// The stall inspector runs here: tensors some members never submit are
 /// reported (warning naming them and the missing ranks) and, past the
-/// shutdown time, failed on the ranks that did submit them. `metrics`
-/// (required) gets the stall counts and the coordinator's mailbox depth.
+/// shutdown time, failed on the ranks that did submit them. `metrics` (the
+/// set's, required) gets the stall counts and the coordinator's mailbox
+/// depth.
 caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
                              std::vector<caf::actor> member_endpoints,
                              const coordinator_options& options,
-                             std::shared_ptr<metrics::rank_metrics> metrics);
+                             std::shared_ptr<metrics::set_metrics> metrics);
 
 } // namespace troupe::coordinator

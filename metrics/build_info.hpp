@@ -2,12 +2,14 @@
 
 #include <string>
 
-namespace troupe::metrics {
+namespace prometheus {
+class Registry;
+}
 
-class registry;
+namespace troupe::metrics {
 
 /// troupe_build_info{version, backends} 1: which build answers, for joins
 /// and dashboards ("which ranks run the old version?").
-void register_build_info(registry& reg, const std::string& backends);
+void register_build_info(prometheus::Registry& reg, const std::string& backends);
 
 } // namespace troupe::metrics

@@ -4,8 +4,8 @@
 
 namespace troupe::metrics {
 
-uint64_t bus_bytes(v1::OpType op, uint64_t bytes, int world_size) {
-  const double n = world_size;
+uint64_t bus_bytes(v1::OpType op, uint64_t bytes, int set_size) {
+  const double n = set_size;
   double factor = 0;
   switch (op) {
     case v1::OP_TYPE_ALLREDUCE: factor = 2 * (n - 1) / n; break;

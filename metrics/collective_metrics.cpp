@@ -1,110 +1,124 @@
 #include "metrics/collective_metrics.hpp"
 
-#include <cctype>
+#include <prometheus/family.h>
+#include <prometheus/registry.h>
 
 #include "actors/tensor_entry.hpp"
 #include "metrics/bus_bytes.hpp"
-#include "metrics/registry.hpp"
-#include "metrics/rank_metrics.hpp"
+#include "metrics/set_series.hpp"
+#include "proto/op_properties.hpp"
 #include "troupe/status.hpp"
 
 namespace troupe::metrics {
 
 namespace {
 
-// The ops a backend executes (join and errors never reach it).
-constexpr v1::OpType executed_ops[] = {v1::OP_TYPE_ALLREDUCE, v1::OP_TYPE_ALLGATHER,
-                                       v1::OP_TYPE_BROADCAST, v1::OP_TYPE_ALLTOALL,
-                                       v1::OP_TYPE_BARRIER,   v1::OP_TYPE_REDUCESCATTER};
 const char* status_labels[] = {"ok", "error"};
-
-std::string op_label(v1::OpType op) {
-  auto name = v1::OpType_Name(op).substr(8);  // OP_TYPE_ALLREDUCE -> ALLREDUCE
-  for (auto& ch : name)
-    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return name;
-}
 
 } // namespace
 
-collective_families::collective_families(registry& reg)
-  : operations(reg.add_counter("troupe_collective_operations_total",
-                               "Collectives executed by the backend (a fused batch is one).",
-                               {"op", "backend", "status"})),
-    tensors(reg.add_counter("troupe_collective_tensors_total",
-                            "Tensors in the collectives executed by the backend.",
-                            {"op", "backend", "status"})),
-    bytes(reg.add_counter("troupe_collective_bytes_total",
-                          "Payload bytes of executed collectives on this rank (allgather: "
-                          "the gathered result; others: the input).",
-                          {"op", "backend", "status"})),
-    bus_bytes(reg.add_counter("troupe_collective_bus_bytes_total",
-                              "Bus bytes as nccl-tests counts them (allreduce 2(n-1)/n, "
-                              "allgather, reducescatter and alltoall (n-1)/n, broadcast 1 "
-                              "times the payload); rate() gives bus bandwidth.",
-                              {"op", "backend", "status"})),
-    errors(reg.add_counter("troupe_backend_errors_total",
-                           "Collectives the backend failed, by status code.",
-                           {"backend", "code"})),
-    duration(reg.add_histogram("troupe_collective_duration_seconds",
-                               "Time the backend spent executing one collective.", {"op"},
-                               latency_buckets())),
-    size(reg.add_histogram("troupe_collective_message_size_bytes",
-                           "Payload bytes of one executed collective.", {"op"},
-                           exponential_buckets(64, 4, 14))),
-    fusion_bytes(reg.add_histogram("troupe_fusion_batch_bytes",
-                                   "Bytes of one allreduce batch (fused or not).", {},
-                                   exponential_buckets(64, 4, 12))
-                   .with()),
-    fusion_tensors(reg.add_histogram("troupe_fusion_batch_tensors",
-                                     "Tensors in one allreduce batch (1 = not fused).", {},
-                                     exponential_buckets(1, 2, 11))
-                     .with()) {
+std::vector<double> exponential_buckets(double start, double factor, int count) {
+  std::vector<double> out;
+  for (double b = start; static_cast<int>(out.size()) < count; b *= factor)
+    out.push_back(b);
+  return out;
 }
 
-collective_metrics::collective_metrics(std::shared_ptr<registry> keep_alive,
-                                       collective_families& f, const std::string& backend,
-                                       int world_size, gauge& mailbox)
-  : keep_alive_(std::move(keep_alive)), world_size_(world_size),
-    backend_errors_(f.errors.with({backend, "backend"})),
-    internal_errors_(f.errors.with({backend, "internal"})), fusion_bytes_(f.fusion_bytes),
-    fusion_tensors_(f.fusion_tensors), mailbox_(mailbox) {
-  for (auto op : executed_ops) {
+std::vector<double> latency_buckets() {
+  return exponential_buckets(1e-5, 2, 25);
+}
+
+collective_families::collective_families(prometheus::Registry& reg)
+  : operations(prometheus::BuildCounter()
+                 .Name("troupe_collective_operations_total")
+                 .Help("Collectives executed by the backend (a fused batch is one).")
+                 .Register(reg)),
+    tensors(prometheus::BuildCounter()
+              .Name("troupe_collective_tensors_total")
+              .Help("Tensors in the collectives executed by the backend.")
+              .Register(reg)),
+    bytes(prometheus::BuildCounter()
+            .Name("troupe_collective_bytes_total")
+            .Help("Payload bytes of executed collectives on this rank (allgather: the "
+                  "gathered result; others: the input).")
+            .Register(reg)),
+    bus_bytes(prometheus::BuildCounter()
+                .Name("troupe_collective_bus_bytes_total")
+                .Help("Bus bytes as nccl-tests counts them (allreduce 2(n-1)/n, allgather, "
+                      "reducescatter and alltoall (n-1)/n, broadcast 1 times the payload); "
+                      "rate() gives bus bandwidth.")
+                .Register(reg)),
+    errors(prometheus::BuildCounter()
+             .Name("troupe_backend_errors_total")
+             .Help("Collectives the backend failed, by status code.")
+             .Register(reg)),
+    duration(prometheus::BuildHistogram()
+               .Name("troupe_collective_duration_seconds")
+               .Help("Time the backend spent executing one collective.")
+               .Register(reg)),
+    size(prometheus::BuildHistogram()
+           .Name("troupe_collective_message_size_bytes")
+           .Help("Payload bytes of one executed collective.")
+           .Register(reg)),
+    fusion_bytes(prometheus::BuildHistogram()
+                   .Name("troupe_fusion_batch_bytes")
+                   .Help("Bytes of one allreduce batch (fused or not).")
+                   .Register(reg)),
+    fusion_tensors(prometheus::BuildHistogram()
+                     .Name("troupe_fusion_batch_tensors")
+                     .Help("Tensors in one allreduce batch (1 = not fused).")
+                     .Register(reg)) {
+}
+
+collective_metrics::collective_metrics(const collective_families& f, set_series& series,
+                                       int set_size, const std::string& backend,
+                                       prometheus::Gauge& mailbox)
+  : set_size_(set_size),
+    backend_errors_(series.add(f.errors, {{"backend", backend}, {"code", "backend"}})),
+    internal_errors_(series.add(f.errors, {{"backend", backend}, {"code", "internal"}})),
+    fusion_bytes_(series.add(f.fusion_bytes, {}, exponential_buckets(64, 4, 12))),
+    fusion_tensors_(series.add(f.fusion_tensors, {}, exponential_buckets(1, 2, 11))),
+    mailbox_(mailbox) {
+  for (int i = 0; i < v1::OpType_ARRAYSIZE; ++i) {
+    const auto op = static_cast<v1::OpType>(i);
+    if (!properties(op).executed)
+      continue;  // join and errors never reach a backend
     auto& o = ops_[static_cast<size_t>(op)];
-    const auto label = op_label(op);
+    const std::string label = properties(op).label;
     for (size_t s = 0; s < o.status.size(); ++s) {
-      const std::vector<std::string> values{label, backend, status_labels[s]};
-      o.status[s] = {&f.operations.with(values), &f.tensors.with(values), &f.bytes.with(values),
-                     &f.bus_bytes.with(values)};
+      const prometheus::Labels labels{
+        {"op", label}, {"backend", backend}, {"status", status_labels[s]}};
+      o.status[s] = {&series.add(f.operations, labels), &series.add(f.tensors, labels),
+                     &series.add(f.bytes, labels), &series.add(f.bus_bytes, labels)};
     }
-    o.duration = &f.duration.with({label});
-    o.size = &f.size.with({label});
+    o.duration = &series.add(f.duration, {{"op", label}}, latency_buckets());
+    o.size = &series.add(f.size, {{"op", label}}, exponential_buckets(64, 4, 14));
   }
 }
 
 void collective_metrics::executed(const actors::collective_work& work, const status& result,
                                   double seconds, size_t queued) {
-  mailbox_.set(static_cast<int64_t>(queued));
+  mailbox_.Set(static_cast<double>(queued));
   const auto op = work.response.op();
   if (op < 0 || static_cast<size_t>(op) >= ops_.size() || !ops_[static_cast<size_t>(op)].size)
     return;
   auto& o = ops_[static_cast<size_t>(op)];
   const uint64_t bytes = payload_bytes(work);
   const auto& s = o.status[result.ok() ? 0 : 1];
-  s.operations->inc();
-  s.tensors->inc(work.entries.size());
-  s.bytes->inc(bytes);
-  s.bus_bytes->inc(metrics::bus_bytes(op, bytes, world_size_));
-  o.duration->observe(seconds);
-  o.size->observe(static_cast<double>(bytes));
+  s.operations->Increment();
+  s.tensors->Increment(static_cast<double>(work.entries.size()));
+  s.bytes->Increment(static_cast<double>(bytes));
+  s.bus_bytes->Increment(static_cast<double>(metrics::bus_bytes(op, bytes, set_size_)));
+  o.duration->Observe(seconds);
+  o.size->Observe(static_cast<double>(bytes));
   if (op == v1::OP_TYPE_ALLREDUCE) {
-    fusion_bytes_.observe(static_cast<double>(bytes));
-    fusion_tensors_.observe(static_cast<double>(work.entries.size()));
+    fusion_bytes_.Observe(static_cast<double>(bytes));
+    fusion_tensors_.Observe(static_cast<double>(work.entries.size()));
   }
   if (result.code() == status_code::backend)
-    backend_errors_.inc();
+    backend_errors_.Increment();
   else if (!result.ok())
-    internal_errors_.inc();
+    internal_errors_.Increment();
 }
 
 } // namespace troupe::metrics

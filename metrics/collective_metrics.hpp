@@ -2,10 +2,18 @@
 
 #include <array>
 #include <cstddef>
-#include <memory>
 #include <string>
+#include <vector>
 
-#include "metrics/family.hpp"
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+
+namespace prometheus {
+class Registry;
+template <class T>
+class Family;
+} // namespace prometheus
 
 namespace troupe {
 class status;
@@ -16,30 +24,31 @@ struct collective_work;
 
 namespace troupe::metrics {
 
-class registry;
+class set_series;
 
 /// The families of executed collectives, registered once per runtime;
-/// children per backend come from collective_metrics.
+/// every process set adds its children (collective_metrics).
 struct collective_families {
-  explicit collective_families(registry& reg);
+  explicit collective_families(prometheus::Registry& reg);
 
-  counter_family& operations;
-  counter_family& tensors;
-  counter_family& bytes;
-  counter_family& bus_bytes;
-  counter_family& errors;
-  histogram_family& duration;
-  histogram_family& size;
-  histogram& fusion_bytes;
-  histogram& fusion_tensors;
+  prometheus::Family<prometheus::Counter>& operations;
+  prometheus::Family<prometheus::Counter>& tensors;
+  prometheus::Family<prometheus::Counter>& bytes;
+  prometheus::Family<prometheus::Counter>& bus_bytes;
+  prometheus::Family<prometheus::Counter>& errors;
+  prometheus::Family<prometheus::Histogram>& duration;
+  prometheus::Family<prometheus::Histogram>& size;
+  prometheus::Family<prometheus::Histogram>& fusion_bytes;
+  prometheus::Family<prometheus::Histogram>& fusion_tensors;
 };
 
-/// What one backend actor updates after each collective, every child
-/// resolved up front (op x status, by backend label).
+/// What one process set's backend actor updates after each collective,
+/// every child (op x status) resolved up front in `series`.
 class collective_metrics {
 public:
-  collective_metrics(std::shared_ptr<registry> keep_alive, collective_families& f,
-                     const std::string& backend, int world_size, gauge& mailbox);
+  /// `set_size`: the set's ranks, for the bus-bytes factor.
+  collective_metrics(const collective_families& f, set_series& series, int set_size,
+                     const std::string& backend, prometheus::Gauge& mailbox);
 
   /// One response ran on the backend (`result`), taking `seconds`, with
   /// `queued` more messages waiting in the backend's mailbox.
@@ -48,25 +57,30 @@ public:
 
 private:
   struct per_status {
-    counter* operations = nullptr;
-    counter* tensors = nullptr;
-    counter* bytes = nullptr;
-    counter* bus_bytes = nullptr;
+    prometheus::Counter* operations = nullptr;
+    prometheus::Counter* tensors = nullptr;
+    prometheus::Counter* bytes = nullptr;
+    prometheus::Counter* bus_bytes = nullptr;
   };
   struct per_op {
     std::array<per_status, 2> status;  // ok, error
-    histogram* duration = nullptr;
-    histogram* size = nullptr;
+    prometheus::Histogram* duration = nullptr;
+    prometheus::Histogram* size = nullptr;
   };
 
-  std::shared_ptr<registry> keep_alive_;
-  int world_size_;
+  int set_size_;
   std::array<per_op, 8> ops_{};  // by v1::OpType; empty for ops that never execute
-  counter& backend_errors_;
-  counter& internal_errors_;
-  histogram& fusion_bytes_;
-  histogram& fusion_tensors_;
-  gauge& mailbox_;
+  prometheus::Counter& backend_errors_;
+  prometheus::Counter& internal_errors_;
+  prometheus::Histogram& fusion_bytes_;
+  prometheus::Histogram& fusion_tensors_;
+  prometheus::Gauge& mailbox_;
 };
+
+/// `count` bucket bounds start, start*factor, start*factor^2, ...
+std::vector<double> exponential_buckets(double start, double factor, int count);
+
+/// Buckets shared by the latency histograms: 10 us to ~168 s, factor 2.
+std::vector<double> latency_buckets();
 
 } // namespace troupe::metrics

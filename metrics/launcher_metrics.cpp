@@ -1,24 +1,33 @@
 #include "metrics/launcher_metrics.hpp"
 
+#include <prometheus/family.h>
+#include <prometheus/registry.h>
+
 #include "metrics/build_info.hpp"
-#include "metrics/registry.hpp"
 
 namespace troupe::metrics {
 
-launcher_metrics::launcher_metrics(registry& reg, int planned_workers,
-                                   const std::string& built_backends) {
-  register_build_info(reg, built_backends);
-  reg.add_gauge("troupe_launcher_workers", "Ranks this launcher starts (-np).")
-    .with()
-    .set(planned_workers);
-  running_ = &reg.add_gauge("troupe_launcher_workers_running", "Worker processes alive now.")
-                .with();
-  auto& exits = reg.add_counter("troupe_launcher_worker_exits_total",
-                                "Worker processes that ended, by outcome (failure = nonzero "
-                                "status or a signal).",
-                                {"outcome"});
-  succeeded_ = &exits.with({"success"});
-  failed_ = &exits.with({"failure"});
+launcher_metrics::launcher_metrics(int planned_workers, const std::string& built_backends)
+  : registry_(std::make_shared<prometheus::Registry>()),
+    running_(prometheus::BuildGauge()
+               .Name("troupe_launcher_workers_running")
+               .Help("Worker processes alive now.")
+               .Register(*registry_)
+               .Add({})),
+    exits_(prometheus::BuildCounter()
+             .Name("troupe_launcher_worker_exits_total")
+             .Help("Worker processes that ended, by outcome (failure = nonzero status or a "
+                   "signal).")
+             .Register(*registry_)),
+    succeeded_(exits_.Add({{"outcome", "success"}})),
+    failed_(exits_.Add({{"outcome", "failure"}})) {
+  register_build_info(*registry_, built_backends);
+  prometheus::BuildGauge()
+    .Name("troupe_launcher_workers")
+    .Help("Ranks this launcher starts (-np).")
+    .Register(*registry_)
+    .Add({})
+    .Set(planned_workers);
 }
 
 } // namespace troupe::metrics

@@ -3,35 +3,46 @@
 #include <memory>
 #include <string>
 
-#include "metrics/counter.hpp"
-#include "metrics/gauge.hpp"
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+
+namespace prometheus {
+class Registry;
+template <class T>
+class Family;
+} // namespace prometheus
 
 namespace troupe::metrics {
 
-class registry;
-
 /// What troupe-run serves on /metrics (its base port): the job as the
-/// launcher sees it. Elastic jobs will register their families here too
-/// (membership epoch, hosts discovered and blacklisted, worker restarts;
-/// names reserved in docs/metrics.md), because the launcher's driver owns
-/// that state.
+/// launcher sees it. Elastic jobs will register their families on
+/// registry() too (membership epoch, hosts discovered and blacklisted,
+/// worker restarts; names reserved in docs/metrics.md), because the
+/// launcher's driver owns that state.
 class launcher_metrics {
 public:
-  launcher_metrics(registry& reg, int planned_workers, const std::string& built_backends);
+  launcher_metrics(int planned_workers, const std::string& built_backends);
 
-  void worker_started() {
-    running_->inc();
+  const std::shared_ptr<prometheus::Registry>& registry() const {
+    return registry_;
   }
 
-  void worker_exited(bool failed) {
-    running_->dec();
-    (failed ? failed_ : succeeded_)->inc();
+  /// `n` worker processes started, or ended (under --mpi mpirun stands for
+  /// all of them: its one outcome counts for every rank).
+  void workers_started(int n = 1) {
+    running_.Increment(n);
+  }
+  void workers_exited(bool failed, int n = 1) {
+    running_.Decrement(n);
+    (failed ? failed_ : succeeded_).Increment(n);
   }
 
 private:
-  gauge* running_;
-  counter* succeeded_;
-  counter* failed_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Gauge& running_;
+  prometheus::Family<prometheus::Counter>& exits_;
+  prometheus::Counter& succeeded_;
+  prometheus::Counter& failed_;
 };
 
 } // namespace troupe::metrics

@@ -1,8 +1,10 @@
 #include "metrics/rank_metrics.hpp"
 
+#include <prometheus/family.h>
+#include <prometheus/registry.h>
+
 #include "metrics/build_info.hpp"
-#include "metrics/collective_metrics.hpp"
-#include "metrics/registry.hpp"
+#include "metrics/set_series.hpp"
 
 namespace troupe::metrics {
 
@@ -10,69 +12,99 @@ namespace {
 
 const char* actor_labels[] = {"supervisor", "negotiator", "coordinator", "backend"};
 
-// Build and position come first in the exposition: they say who answers.
-std::shared_ptr<registry> introduce(std::shared_ptr<registry> reg, const rank_position& pos,
-                                    const std::string& built_backends) {
-  register_build_info(*reg, built_backends);
-  reg->add_gauge("troupe_rank", "This process' rank in the job.").with().set(pos.rank);
-  reg->add_gauge("troupe_world_size", "Ranks in the job.").with().set(pos.size);
-  reg->add_gauge("troupe_local_rank", "This process' rank on its host.")
-    .with()
-    .set(pos.local_rank);
-  return reg;
+void set_gauge(prometheus::Registry& reg, const char* name, const char* help, double value) {
+  prometheus::BuildGauge().Name(name).Help(help).Register(reg).Add({}).Set(value);
 }
 
 } // namespace
 
-std::vector<double> latency_buckets() {
-  return exponential_buckets(1e-5, 2, 25);
+/// The families of one rank that process sets add children to.
+struct rank_families {
+  explicit rank_families(std::shared_ptr<prometheus::Registry> reg)
+    : book(std::make_shared<set_series::book>(reg)), collectives(*reg),
+      negotiation(prometheus::BuildHistogram()
+                    .Name("troupe_negotiation_duration_seconds")
+                    .Help("Time from submitting a tensor until the coordinator's response "
+                          "for it arrived on this rank (Horovod's NEGOTIATE span).")
+                    .Register(*reg)),
+      cycles(prometheus::BuildCounter()
+               .Name("troupe_cycles_total")
+               .Help("Response lists fully executed on this rank.")
+               .Register(*reg)),
+      queue_depth(prometheus::BuildGauge()
+                    .Name("troupe_tensor_queue_depth")
+                    .Help("Tensors submitted on this rank and not yet completed.")
+                    .Register(*reg)),
+      stalled(prometheus::BuildGauge()
+                .Name("troupe_stalled_tensors")
+                .Help("Tensors some ranks submitted and others have not, past the stall "
+                      "warning time (coordinator rank only).")
+                .Register(*reg)),
+      stall_warnings(prometheus::BuildCounter()
+                       .Name("troupe_stall_warnings_total")
+                       .Help("Stall warnings logged by the stall inspector (coordinator "
+                             "rank only).")
+                       .Register(*reg)),
+      cache_hits(prometheus::BuildCounter()
+                   .Name("troupe_response_cache_hits_total")
+                   .Help("Requests sent as a response cache id instead of in full.")
+                   .Register(*reg)),
+      cache_misses(prometheus::BuildCounter()
+                     .Name("troupe_response_cache_misses_total")
+                     .Help("Requests that missed the response cache and were sent in full.")
+                     .Register(*reg)),
+      mailbox(prometheus::BuildGauge()
+                .Name("troupe_actor_mailbox_depth")
+                .Help("Messages waiting in an actor's mailbox, sampled when it handles a "
+                      "message.")
+                .Register(*reg)) {
+  }
+
+  std::shared_ptr<set_series::book> book;
+  collective_families collectives;
+  prometheus::Family<prometheus::Histogram>& negotiation;
+  prometheus::Family<prometheus::Counter>& cycles;
+  prometheus::Family<prometheus::Gauge>& queue_depth;
+  prometheus::Family<prometheus::Gauge>& stalled;
+  prometheus::Family<prometheus::Counter>& stall_warnings;
+  prometheus::Family<prometheus::Counter>& cache_hits;
+  prometheus::Family<prometheus::Counter>& cache_misses;
+  prometheus::Family<prometheus::Gauge>& mailbox;
+};
+
+set_metrics::set_metrics(const rank_families& f, uint32_t set_id, int set_size,
+                         const std::string& backend)
+  : series_(std::make_unique<set_series>(f.book, set_id)),
+    negotiation_seconds_(series_->add(f.negotiation, {}, latency_buckets())),
+    cycles_(series_->add(f.cycles, {})), queue_depth_(series_->add(f.queue_depth, {})),
+    stalled_(series_->add(f.stalled, {})), stall_warnings_(series_->add(f.stall_warnings, {})),
+    cache_hits_(series_->add(f.cache_hits, {})),
+    cache_misses_(series_->add(f.cache_misses, {})),
+    collectives_(f.collectives, *series_, set_size, backend,
+                 series_->add(f.mailbox, {{"actor", "backend"}})) {
+  for (auto who : {actor_kind::negotiator, actor_kind::coordinator})
+    mailbox_[static_cast<size_t>(who)] =
+      &series_->add(f.mailbox, {{"actor", actor_labels[static_cast<size_t>(who)]}});
 }
 
-rank_metrics::rank_metrics(std::shared_ptr<registry> reg, const rank_position& pos,
-                           const std::string& built_backends)
-  : reg_(introduce(std::move(reg), pos, built_backends)),
-    world_size_(pos.size), collectives_(std::make_unique<collective_families>(*reg_)),
-    negotiation_seconds_(
-      reg_->add_histogram("troupe_negotiation_duration_seconds",
-                          "Time from submitting a tensor until the coordinator's response "
-                          "for it arrived on this rank (Horovod's NEGOTIATE span).",
-                          {}, latency_buckets())
-        .with()),
-    cycles_(reg_->add_counter("troupe_cycles_total",
-                              "Response lists fully executed on this rank.")
-              .with()),
-    queue_depth_(reg_->add_gauge("troupe_tensor_queue_depth",
-                                 "Tensors submitted on this rank and not yet completed.")
-                   .with()),
-    stalled_(reg_->add_gauge("troupe_stalled_tensors",
-                             "Tensors some ranks submitted and others have not, past the "
-                             "stall warning time (coordinator rank only).")
-               .with()),
-    stall_warnings_(reg_->add_counter("troupe_stall_warnings_total",
-                                      "Stall warnings logged by the stall inspector "
-                                      "(coordinator rank only).")
-                      .with()),
-    cache_hits_(reg_->add_counter("troupe_response_cache_hits_total",
-                                  "Requests sent as a response cache id instead of in full.")
-                  .with()),
-    cache_misses_(reg_->add_counter("troupe_response_cache_misses_total",
-                                    "Requests that missed the response cache and were sent "
-                                    "in full.")
-                    .with()) {
-  auto& mailbox = reg_->add_gauge("troupe_actor_mailbox_depth",
-                                  "Messages waiting in an actor's mailbox, sampled when it "
-                                  "handles a message.",
-                                  {"actor"});
-  for (size_t i = 0; i < mailbox_.size(); ++i)
-    mailbox_[i] = &mailbox.with({actor_labels[i]});
+set_metrics::~set_metrics() = default;
+
+rank_metrics::rank_metrics(const rank_position& pos, const std::string& built_backends)
+  : registry_(std::make_shared<prometheus::Registry>()),
+    families_(std::make_unique<rank_families>(registry_)),
+    supervisor_mailbox_(families_->mailbox.Add({{"actor", "supervisor"}})) {
+  register_build_info(*registry_, built_backends);
+  set_gauge(*registry_, "troupe_rank", "This process' rank in the job.", pos.rank);
+  set_gauge(*registry_, "troupe_world_size", "Ranks in the job.", pos.size);
+  set_gauge(*registry_, "troupe_local_rank", "This process' rank on its host.",
+            pos.local_rank);
 }
 
 rank_metrics::~rank_metrics() = default;
 
-std::shared_ptr<collective_metrics> rank_metrics::for_backend(const std::string& backend) {
-  return std::make_shared<collective_metrics>(
-    reg_, *collectives_, backend, world_size_,
-    *mailbox_[static_cast<size_t>(actor_kind::backend)]);
+std::shared_ptr<set_metrics> rank_metrics::for_set(uint32_t set_id, int set_size,
+                                                   const std::string& backend) {
+  return std::make_shared<set_metrics>(*families_, set_id, set_size, backend);
 }
 
 } // namespace troupe::metrics

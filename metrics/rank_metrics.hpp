@@ -3,19 +3,21 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
-#include "metrics/counter.hpp"
-#include "metrics/gauge.hpp"
-#include "metrics/histogram.hpp"
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+
+#include "metrics/collective_metrics.hpp"
+
+namespace prometheus {
+class Registry;
+}
 
 namespace troupe::metrics {
-
-class registry;
-class collective_metrics;
-struct collective_families;
 
 /// Actors whose mailbox depth is exported (label `actor`).
 enum class actor_kind { supervisor, negotiator, coordinator, backend };
@@ -27,77 +29,111 @@ struct rank_position {
   int local_rank = 0;
 };
 
-/// The metrics of one rank, owned by its runtime (one per init()) and shared
-/// with the actors that update them. Every family is registered and every
-/// child resolved in the constructor (or in for_backend(), once per
-/// backend), so an update is one relaxed atomic operation: no lookup, lock
-/// or allocation per collective.
-class rank_metrics {
+struct rank_families;
+class set_series;
+
+/// What the actors of one process set update on this rank, every child
+/// labelled `process_set` and resolved when the set starts here, so an
+/// update is one atomic operation (histograms: one uncontended lock): no
+/// lookup or allocation per collective. Shared by the set's negotiator,
+/// coordinator and backend actor; when the last of them lets go, the set's
+/// series leave the exposition (Family::Remove).
+class set_metrics {
 public:
-  rank_metrics(std::shared_ptr<registry> reg, const rank_position& pos,
-               const std::string& built_backends);
-  ~rank_metrics();
+  set_metrics(const rank_families& f, uint32_t set_id, int set_size,
+              const std::string& backend);
+  ~set_metrics();
 
-  registry& reg() const {
-    return *reg_;
+  set_metrics(const set_metrics&) = delete;
+  set_metrics& operator=(const set_metrics&) = delete;
+
+  /// The backend actor's part: what it executed, bus bytes by the set's size.
+  collective_metrics& collectives() {
+    return collectives_;
   }
-
-  /// The collective families' children for one backend ("gloo", "mpi",
-  /// "local"): given to that backend's actor.
-  std::shared_ptr<collective_metrics> for_backend(const std::string& backend);
 
   /// Negotiator: a tensor submitted at `submitted` got its response.
   void negotiated(std::chrono::steady_clock::time_point submitted) {
-    negotiation_seconds_.observe(
+    negotiation_seconds_.Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count());
   }
 
   /// Negotiator: one more response list fully executed on this rank.
   void cycle() {
-    cycles_.inc();
+    cycles_.Increment();
   }
 
   /// Negotiator: tensors submitted and not yet completed.
   void queue_depth(size_t tensors) {
-    queue_depth_.set(static_cast<int64_t>(tensors));
+    queue_depth_.Set(static_cast<double>(tensors));
   }
 
-  /// Any actor: messages waiting in its mailbox while it handles one.
+  /// The set's negotiator or coordinator: messages waiting in its mailbox
+  /// while it handles one.
   void mailbox_depth(actor_kind who, size_t messages) {
-    mailbox_[static_cast<size_t>(who)]->set(static_cast<int64_t>(messages));
+    mailbox_[static_cast<size_t>(who)]->Set(static_cast<double>(messages));
   }
 
   /// Coordinator, after each stall check: tensors currently stalled (past
   /// the warning time), and whether a warning was just logged.
   void stall_check(size_t stalled, bool warned) {
-    stalled_.set(static_cast<int64_t>(stalled));
+    stalled_.Set(static_cast<double>(stalled));
     if (warned)
-      stall_warnings_.inc();
+      stall_warnings_.Increment();
   }
 
   /// Response cache: a request was (or was not) answered from the cache.
   void cache_hit() {
-    cache_hits_.inc();
+    cache_hits_.Increment();
   }
   void cache_miss() {
-    cache_misses_.inc();
+    cache_misses_.Increment();
   }
 
 private:
-  std::shared_ptr<registry> reg_;
-  int world_size_;
-  std::unique_ptr<collective_families> collectives_;
-  histogram& negotiation_seconds_;
-  counter& cycles_;
-  gauge& queue_depth_;
-  std::array<gauge*, 4> mailbox_{};
-  gauge& stalled_;
-  counter& stall_warnings_;
-  counter& cache_hits_;
-  counter& cache_misses_;
+  std::unique_ptr<set_series> series_;  // first: the children below are its
+  prometheus::Histogram& negotiation_seconds_;
+  prometheus::Counter& cycles_;
+  prometheus::Gauge& queue_depth_;
+  std::array<prometheus::Gauge*, 4> mailbox_{};  // by actor_kind; no supervisor here
+  prometheus::Gauge& stalled_;
+  prometheus::Counter& stall_warnings_;
+  prometheus::Counter& cache_hits_;
+  prometheus::Counter& cache_misses_;
+  collective_metrics collectives_;
 };
 
-/// Buckets shared by the latency histograms: 10 us to ~168 s, factor 2.
-std::vector<double> latency_buckets();
+/// The metrics of one rank, owned by its runtime (one per init()): its own
+/// registry, the rank-wide series, and the families every process set adds
+/// its children to (for_set()). Later metric sets (elastic, autotune, NCCL)
+/// register their families on registry(), and per-set children through
+/// set_series like the ones here.
+class rank_metrics {
+public:
+  rank_metrics(const rank_position& pos, const std::string& built_backends);
+  ~rank_metrics();
+
+  /// What the endpoint serves; families are registered here.
+  const std::shared_ptr<prometheus::Registry>& registry() const {
+    return registry_;
+  }
+
+  /// This rank's part of process set `set_id` (`set_size` ranks, executed
+  /// on `backend`: "gloo", "mpi", "local"). A set id reused while the
+  /// removed set's actors still wind down shares its series until both let
+  /// go.
+  std::shared_ptr<set_metrics> for_set(uint32_t set_id, int set_size,
+                                       const std::string& backend);
+
+  /// Supervisor: messages waiting in its mailbox (one per rank, no set).
+  void supervisor_mailbox_depth(size_t messages) {
+    supervisor_mailbox_.Set(static_cast<double>(messages));
+  }
+
+private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<rank_families> families_;
+  prometheus::Gauge& supervisor_mailbox_;
+};
 
 } // namespace troupe::metrics

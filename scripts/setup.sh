@@ -11,7 +11,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev
-  libcivetweb-dev  # the /metrics endpoint
+  prometheus-cpp-dev  # metrics: prometheus-cpp core and pull (/metrics over civetweb)
   prometheus curl  # promtool and a real server for the metrics tests
   procps  # pgrep in the launcher tests
   # Python package (troupe, troupe.torch) and its tests, for /usr/bin/python3

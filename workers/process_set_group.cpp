@@ -38,9 +38,11 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   auto impl = backends::make_cpu_backend(ctx, cfg.cpu_operations);
   process_set_group g;
   g.members = spec.members;
-  auto counted = spec.metrics->for_backend(impl->name());
-  g.backend = backends::spawn_backend_actor(sys, std::move(impl), set_rank, set_size,
-                                            std::move(counted));
+  auto counted = spec.metrics->for_set(spec.set_id, set_size, impl->name());
+  // The backend actor sees only its part, which keeps the whole set's alive.
+  g.backend = backends::spawn_backend_actor(
+    sys, std::move(impl), set_rank, set_size,
+    std::shared_ptr<metrics::collective_metrics>(counted, &counted->collectives()));
   std::vector<caf::actor> member_endpoints;
   for (auto r : spec.members)
     member_endpoints.push_back((*spec.endpoints)[static_cast<size_t>(r)]);
@@ -56,11 +58,11 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
       std::chrono::microseconds(static_cast<int64_t>(cfg.cycle_time_ms * 1000));
     options.epoch = spec.epoch;
     g.coordinator = coordinator::spawn_coordinator(sys, spec.set_id, member_endpoints, options,
-                                                   spec.metrics);
+                                                   counted);
   }
   const bool tracing = !cfg.timeline.empty() && cfg.timeline != dynamic_timeline;
   g.negotiator = actors::spawn_negotiator(
-    sys, actors::negotiator_args{spec.set_id, set_rank, spec.metrics, tracing, spec.epoch},
+    sys, actors::negotiator_args{spec.set_id, set_rank, counted, tracing, spec.epoch},
     member_endpoints.front(), g.coordinator, g.backend, spec.timeline);
   return g;
 }

@@ -39,7 +39,7 @@ struct group_spec {
   const identity* id = nullptr;
   const config* cfg = nullptr;
   std::shared_ptr<elastic::store_client> store;
-  std::shared_ptr<metrics::rank_metrics> metrics;
+  std::shared_ptr<metrics::rank_metrics> metrics;  // gives the set its series
   const std::vector<caf::actor>* endpoints = nullptr;  // every rank's supervisor
   caf::actor timeline;  // may be null
 };

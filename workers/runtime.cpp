@@ -17,9 +17,8 @@
 #include "backends/registry.hpp"
 #include "elastic/membership_epoch.hpp"
 #include "elastic/store.hpp"
-#include "metrics/http_server.hpp"
+#include "metrics/endpoint.hpp"
 #include "metrics/rank_metrics.hpp"
-#include "metrics/registry.hpp"
 #include "workers/membership.hpp"
 #include "workers/process_set_registry.hpp"
 #include "workers/supervisor.hpp"
@@ -89,7 +88,6 @@ struct runtime::impl {
   identity base;  // as started: epoch 0's identity and job prefix
   config cfg;
   // Metrics belong to this runtime instance: a later init() starts from zero.
-  std::shared_ptr<metrics::registry> registry = std::make_shared<metrics::registry>();
   std::shared_ptr<metrics::rank_metrics> metrics;
   caf::actor_system_config caf_cfg;
   caf::actor_system system;
@@ -103,12 +101,12 @@ struct runtime::impl {
   std::mutex change_mtx;
   bool stopped = false;
   // Last member: stops (and frees its port) first.
-  std::unique_ptr<metrics::http_server> metrics_server;
+  std::unique_ptr<metrics::endpoint> metrics_server;
 
   impl(identity i, config c)
     : base(std::move(i)), cfg(std::move(c)),
       metrics(std::make_shared<metrics::rank_metrics>(
-        registry, metrics::rank_position{base.rank, base.size, base.local_rank},
+        metrics::rank_position{base.rank, base.size, base.local_rank},
         joined(backends::built_cpu_backends()))),
       caf_cfg(make_caf_config(cfg)), system(caf_cfg) {
   }
@@ -129,10 +127,9 @@ struct runtime::impl {
               "metrics port " + std::to_string(port) +
                 " (TROUPE_METRICS_PORT + 1 + local rank) is out of range"};
     try {
-      metrics_server = std::make_unique<metrics::http_server>(
-        cfg.metrics_address, static_cast<uint16_t>(port),
-        [reg = registry] { return reg->expose(); });
-    } catch (const metrics::http_error& e) {
+      metrics_server = std::make_unique<metrics::endpoint>(
+        cfg.metrics_address, static_cast<uint16_t>(port), metrics->registry());
+    } catch (const metrics::endpoint_error& e) {
       return {status_code::invalid_argument,
               std::string(e.what()) + " (TROUPE_METRICS_PORT + 1 + local rank)"};
     }

@@ -170,8 +170,7 @@ void route(supervisor_actor* self, int64_t epoch, uint32_t set, std::string byte
                  request ? "coordinator" : "negotiator");
     return;
   }
-  self->state.args.metrics->mailbox_depth(metrics::actor_kind::supervisor,
-                                          self->mailbox().size());
+  self->state.args.metrics->supervisor_mailbox_depth(self->mailbox().size());
   self->send(*dest, Atom::value, set, std::move(bytes));
 }
 

@@ -25,7 +25,7 @@ struct supervisor_args {
   identity id;
   config cfg;
   std::shared_ptr<elastic::store_client> store;  // null for a job of one
-  std::shared_ptr<metrics::rank_metrics> metrics;  // the runtime's, shared with the actors
+  std::shared_ptr<metrics::rank_metrics> metrics;  // the runtime's; each set gets its series
   int64_t epoch = 0;  // the membership epoch this supervisor serves
 };
 

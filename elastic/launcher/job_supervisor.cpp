@@ -122,12 +122,11 @@ void job_supervisor::on_exit(worker_process& w, int status) {
     observe_exit_(failed);
   if (failed && !stopping_) {
     if (WIFSIGNALED(status))
-      report_("troupe-run: rank " + std::to_string(w.rank)
-              + " killed by signal " + signal_name(WTERMSIG(status)) + "\n");
+      report_("troupe-run: " + worker_name(w.rank) + " killed by signal "
+              + signal_name(WTERMSIG(status)) + "\n");
     else
-      report_("troupe-run: rank " + std::to_string(w.rank)
-              + " exited with status " + std::to_string(WEXITSTATUS(status))
-              + "\n");
+      report_("troupe-run: " + worker_name(w.rank) + " exited with status "
+              + std::to_string(WEXITSTATUS(status)) + "\n");
     exit_code_ = exit_code_of(status);
     stop(SIGTERM);
   }

@@ -11,7 +11,8 @@ constexpr size_t max_line = 1 << 20;
 } // namespace
 
 line_forwarder::line_forwarder(int rank, std::string_view stream, sink out)
-  : prefix_("[" + std::to_string(rank) + "]<" + std::string(stream) + ">:"),
+  : prefix_(rank == mpirun_rank ? ""
+                                : "[" + std::to_string(rank) + "]<" + std::string(stream) + ">:"),
     out_(std::move(out)) {
   // nop
 }

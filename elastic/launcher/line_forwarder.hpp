@@ -6,9 +6,14 @@
 
 namespace troupe::elastic::launcher {
 
+/// The "rank" of a worker that is mpirun itself (troupe-run --mpi with a
+/// metrics endpoint): it runs every rank and tags their lines.
+constexpr int mpirun_rank = -1;
+
 /// Re-emits one worker stream line by line, each line prefixed the way
 /// horovodrun does it: "[<rank>]<stdout>:" or "[<rank>]<stderr>:". Lines of
-/// different ranks then interleave whole, never mid-line.
+/// different ranks then interleave whole, never mid-line. mpirun's lines
+/// (rank mpirun_rank) keep the tags mpirun gave them.
 class line_forwarder {
 public:
   /// Receives complete tagged lines, newline included.

@@ -10,9 +10,8 @@
 #include "elastic/launcher/worker_process.hpp"
 #include "elastic/store.hpp"
 #include "backends/registry.hpp"
-#include "metrics/http_server.hpp"
+#include "metrics/endpoint.hpp"
 #include "metrics/launcher_metrics.hpp"
-#include "metrics/registry.hpp"
 #include "workers/config.hpp"
 
 #include <cerrno>
@@ -114,22 +113,53 @@ int main(int argc, char** argv) {
   if (!parsed.options)
     return parsed.exit_code;
   const auto& opts = *parsed.options;
-  if (opts.use_mpirun)
-    return launcher::exec_mpirun(opts);
   std::vector<launcher::rank_slot> ranks;
   troupe::workers::config cfg;
   try {
-    ranks = plan_local_job(opts);
     cfg = launcher_config(opts);
+    // mpirun places the ranks itself, on whichever hosts it is given.
+    if (!opts.use_mpirun)
+      ranks = plan_local_job(opts);
   } catch (const std::exception& e) {  // plan_error, config_error
     std::cerr << "troupe-run: error: " << e.what() << "\n";
     return usage_error;
   }
+  // Without an endpoint to serve, nothing needs to stay between the user
+  // and mpirun.
+  if (opts.use_mpirun && cfg.metrics_port == 0)
+    return launcher::exec_mpirun(opts);
   auto to_stdout = [](std::string_view s) { write_all(STDOUT_FILENO, s); };
   auto to_stderr = [](std::string_view s) { write_all(STDERR_FILENO, s); };
   try {
-    // Signals first: the store's thread must inherit the blocked mask.
+    // Signals first: the store's and civetweb's threads must inherit the
+    // blocked mask.
     troupe::elastic::net::unique_fd signal_fd{launcher::open_signal_fd()};
+    launcher::job_supervisor::limits limits;
+    if (opts.timeout_seconds)
+      limits.timeout = std::chrono::milliseconds(
+        static_cast<long long>(*opts.timeout_seconds * 1000));
+    launcher::job_supervisor supervisor{signal_fd.get(), limits, to_stderr};
+    troupe::metrics::launcher_metrics counts{opts.np, built_backends()};
+    std::unique_ptr<troupe::metrics::endpoint> metrics_server;
+    if (cfg.metrics_port != 0)
+      metrics_server = std::make_unique<troupe::metrics::endpoint>(
+        cfg.metrics_address, static_cast<uint16_t>(cfg.metrics_port), counts.registry());
+    auto parent = parent_environment();
+    if (opts.use_mpirun) {
+      // mpirun stands for every rank: its one outcome counts for all.
+      supervisor.observe_exits(
+        [&counts, np = opts.np](bool failed) { counts.workers_exited(failed, np); });
+      try {
+        supervisor.add(launcher::spawn_worker(
+          launcher::mpirun_rank, launcher::mpirun_command(opts, ::geteuid() == 0),
+          launcher::merge_environment(parent, opts.knobs), to_stdout, to_stderr));
+      } catch (const launcher::spawn_error& e) {
+        to_stderr(std::string("troupe-run: ") + e.what() + " (install openmpi-bin)\n");
+        return start_failure;
+      }
+      counts.workers_started(opts.np);
+      return supervisor.run();
+    }
     troupe::elastic::store_server store{"127.0.0.1", 0};
     launcher::job_env job;
     job.size = opts.np;
@@ -137,28 +167,14 @@ int main(int argc, char** argv) {
     job.store_port = store.port();
     job.job_id = launcher::random_job_id();
     job.knobs = opts.knobs;
-    launcher::job_supervisor::limits limits;
-    if (opts.timeout_seconds)
-      limits.timeout = std::chrono::milliseconds(
-        static_cast<long long>(*opts.timeout_seconds * 1000));
-    launcher::job_supervisor supervisor{signal_fd.get(), limits, to_stderr};
-    // After the signal fd, so civetweb's threads inherit the blocked mask.
-    troupe::metrics::registry metrics_registry;
-    troupe::metrics::launcher_metrics counts{metrics_registry, opts.np, built_backends()};
-    std::unique_ptr<troupe::metrics::http_server> metrics_server;
-    if (cfg.metrics_port != 0)
-      metrics_server = std::make_unique<troupe::metrics::http_server>(
-        cfg.metrics_address, static_cast<uint16_t>(cfg.metrics_port),
-        [&metrics_registry] { return metrics_registry.expose(); });
-    supervisor.observe_exits([&counts](bool failed) { counts.worker_exited(failed); });
-    auto parent = parent_environment();
+    supervisor.observe_exits([&counts](bool failed) { counts.workers_exited(failed); });
     for (const auto& slot : ranks) {
       auto env = launcher::merge_environment(
         parent, launcher::rank_variables(slot, job));
       try {
         supervisor.add(launcher::spawn_worker(slot.rank, opts.command, env,
                                               to_stdout, to_stderr));
-        counts.worker_started();
+        counts.workers_started();
       } catch (const launcher::spawn_error& e) {
         to_stderr(std::string("troupe-run: ") + e.what() + "\n");
         supervisor.abort(start_failure);

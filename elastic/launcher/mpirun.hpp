@@ -14,7 +14,8 @@ namespace troupe::elastic::launcher {
 std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root);
 
 /// Sets the knobs in this process's environment (mpirun forwards it) and
-/// replaces this process with mpirun. Returns only on failure, with the
+/// replaces this process with mpirun (when troupe-run has no endpoint of its
+/// own to serve; else it runs mpirun_command() as its child). Returns only on failure, with the
 /// exit code to use after printing why.
 int exec_mpirun(const launch_options& opts);
 

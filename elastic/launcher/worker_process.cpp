@@ -73,6 +73,10 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 
 } // namespace
 
+std::string worker_name(int rank) {
+  return rank == mpirun_rank ? "mpirun" : "rank " + std::to_string(rank);
+}
+
 void worker_process::signal(int sig) const {
   ::kill(-pid, sig);
 }
@@ -112,8 +116,9 @@ worker_process spawn_worker(int rank, const std::vector<std::string>& argv,
   int rc = posix_spawnp(&pid, args[0], &setup.actions, &setup.attr,
                         args.data(), envp.data());
   if (rc != 0)
-    throw spawn_error("cannot start '" + argv[0] + "' for rank "
-                      + std::to_string(rank) + ": " + net::error_text(rc));
+    throw spawn_error("cannot start '" + argv[0] + "'"
+                      + (rank == mpirun_rank ? "" : " for " + worker_name(rank)) + ": "
+                      + net::error_text(rc));
   return worker_process{rank,
                         pid,
                         true,

@@ -35,6 +35,9 @@ struct worker_process {
   void drain();
 };
 
+/// "rank 3", or "mpirun" for mpirun_rank: how troupe-run names a worker.
+std::string worker_name(int rank);
+
 /// Starts `argv` (searched in PATH) with environment `env`, stdin from
 /// /dev/null, and stdout/stderr piped back through forwarders that emit to
 /// `out` and `err`. Throws spawn_error.

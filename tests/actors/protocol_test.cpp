@@ -8,7 +8,6 @@
 #include "actors/negotiator.hpp"
 #include "coordinator/coordinator_actor.hpp"
 #include "metrics/rank_metrics.hpp"
-#include "metrics/registry.hpp"
 
 namespace troupe::actors {
 namespace {
@@ -53,8 +52,9 @@ protected:
   actor_protocol()
     : sys_(testing_config(cfg_)),
       sched_(dynamic_cast<test_coordinator&>(sys_.scheduler())),
-      metrics_(std::make_shared<metrics::rank_metrics>(std::make_shared<metrics::registry>(),
-                                                       metrics::rank_position{0, 2, 0}, "gloo")) {
+      rank_metrics_(std::make_shared<metrics::rank_metrics>(metrics::rank_position{0, 2, 0},
+                                                            "gloo")),
+      metrics_(rank_metrics_->for_set(0, 2, "gloo")) {
   }
 
   ~actor_protocol() override {
@@ -84,7 +84,8 @@ protected:
   caf::actor_system_config cfg_;
   caf::actor_system sys_;
   test_coordinator& sched_;
-  std::shared_ptr<metrics::rank_metrics> metrics_;
+  std::shared_ptr<metrics::rank_metrics> rank_metrics_;
+  std::shared_ptr<metrics::set_metrics> metrics_;
   std::vector<caf::actor> spawned_;
 };
 

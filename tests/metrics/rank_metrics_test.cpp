@@ -2,14 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
 #include "actors/tensor_entry.hpp"
 #include "metrics/bus_bytes.hpp"
-#include "metrics/collective_metrics.hpp"
-#include "metrics/registry.hpp"
 #include "troupe/status.hpp"
 
 namespace troupe::metrics {
 namespace {
+
+std::string expose(const rank_metrics& m) {
+  return prometheus::TextSerializer{}.Serialize(m.registry()->Collect());
+}
 
 TEST(bus_bytes, follows_nccl_tests) {
   EXPECT_EQ(bus_bytes(v1::OP_TYPE_ALLREDUCE, 1000, 4), 1500u);   // 2*3/4
@@ -28,52 +33,103 @@ actors::tensor_entry_ptr entry(std::vector<float>& data) {
   return e;
 }
 
-TEST(rank_metrics, executed_collectives_update_their_children) {
-  auto reg = std::make_shared<registry>();
-  rank_metrics m{reg, {1, 2, 1}, "gloo,mpi"};
-  auto gloo = m.for_backend("gloo");
-  std::vector<float> a(256), b(64);
-  actors::collective_work fused;
-  fused.response.set_op(v1::OP_TYPE_ALLREDUCE);
-  fused.entries = {entry(a), entry(b)};
-  gloo->executed(fused, {}, 0.002, 3);
-  actors::collective_work failed;
-  failed.response.set_op(v1::OP_TYPE_BROADCAST);
-  failed.entries = {entry(b)};
-  gloo->executed(failed, {status_code::backend, "peer gone"}, 0.5, 0);
-  m.cycle();
-  m.cache_hit();
-  m.stall_check(2, true);
-  m.mailbox_depth(actor_kind::negotiator, 7);
-  const auto text = reg->expose();
-  for (const char* line : {
-         "troupe_build_info{version=\"" TROUPE_VERSION "\",backends=\"gloo,mpi\"} 1\n",
-         "troupe_rank 1\n", "troupe_world_size 2\n", "troupe_local_rank 1\n",
-         "troupe_collective_operations_total{op=\"allreduce\",backend=\"gloo\",status=\"ok\"} 1\n",
-         "troupe_collective_tensors_total{op=\"allreduce\",backend=\"gloo\",status=\"ok\"} 2\n",
-         "troupe_collective_bytes_total{op=\"allreduce\",backend=\"gloo\",status=\"ok\"} 1280\n",
-         "troupe_collective_bus_bytes_total{op=\"allreduce\",backend=\"gloo\",status=\"ok\"} 1280\n",
-         "troupe_collective_operations_total{op=\"broadcast\",backend=\"gloo\",status=\"error\"} 1\n",
-         "troupe_collective_operations_total{op=\"broadcast\",backend=\"gloo\",status=\"ok\"} 0\n",
-         "troupe_backend_errors_total{backend=\"gloo\",code=\"backend\"} 1\n",
-         "troupe_fusion_batch_tensors_bucket{le=\"2\"} 1\n",
-         "troupe_fusion_batch_bytes_sum 1280\n",
-         "troupe_collective_duration_seconds_count{op=\"allreduce\"} 1\n",
-         "troupe_cycles_total 1\n", "troupe_response_cache_hits_total 1\n",
-         "troupe_response_cache_misses_total 0\n", "troupe_stalled_tensors 2\n",
-         "troupe_stall_warnings_total 1\n",
-         "troupe_actor_mailbox_depth{actor=\"negotiator\"} 7\n",
-         "troupe_actor_mailbox_depth{actor=\"backend\"} 0\n"})
-    EXPECT_NE(text.find(line), std::string::npos) << line;
-  // Labels are bounded: nothing names a tensor.
-  EXPECT_EQ(text.find("tensor_name"), std::string::npos);
+actors::collective_work work(v1::OpType op, std::vector<actors::tensor_entry_ptr> entries) {
+  actors::collective_work w;
+  w.response.set_op(op);
+  w.entries = std::move(entries);
+  return w;
 }
 
-TEST(rank_metrics, one_registry_per_runtime_instance) {
-  auto first = std::make_shared<registry>();
-  rank_metrics a{first, {}, "gloo"};
-  EXPECT_THROW(rank_metrics(first, {}, "gloo"), std::invalid_argument);
-  rank_metrics b{std::make_shared<registry>(), {}, "gloo"};  // init() after shutdown()
+void expect_lines(const std::string& text, std::initializer_list<const char*> lines) {
+  for (const char* line : lines)
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\nin\n" << text;
+}
+
+TEST(rank_metrics, executed_collectives_update_their_sets_children) {
+  rank_metrics m{{1, 2, 1}, "gloo,mpi"};
+  auto global = m.for_set(0, 2, "gloo");
+  std::vector<float> a(256), b(64);
+  global->collectives().executed(work(v1::OP_TYPE_ALLREDUCE, {entry(a), entry(b)}), {}, 0.002,
+                                 3);
+  global->collectives().executed(work(v1::OP_TYPE_BROADCAST, {entry(b)}),
+                                 {status_code::backend, "peer gone"}, 0.5, 0);
+  global->cycle();
+  global->cache_hit();
+  global->stall_check(2, true);
+  global->queue_depth(5);
+  global->mailbox_depth(actor_kind::negotiator, 7);
+  m.supervisor_mailbox_depth(4);
+  expect_lines(
+    expose(m),
+    {"troupe_build_info{backends=\"gloo,mpi\",version=\"" TROUPE_VERSION "\"} 1\n",
+     "troupe_rank 1\n", "troupe_world_size 2\n", "troupe_local_rank 1\n",
+     "troupe_collective_operations_total{backend=\"gloo\",op=\"allreduce\",process_set=\"0\","
+     "status=\"ok\"} 1\n",
+     "troupe_collective_tensors_total{backend=\"gloo\",op=\"allreduce\",process_set=\"0\","
+     "status=\"ok\"} 2\n",
+     "troupe_collective_bytes_total{backend=\"gloo\",op=\"allreduce\",process_set=\"0\","
+     "status=\"ok\"} 1280\n",
+     "troupe_collective_bus_bytes_total{backend=\"gloo\",op=\"allreduce\",process_set=\"0\","
+     "status=\"ok\"} 1280\n",
+     "troupe_collective_operations_total{backend=\"gloo\",op=\"broadcast\",process_set=\"0\","
+     "status=\"error\"} 1\n",
+     "troupe_collective_operations_total{backend=\"gloo\",op=\"broadcast\",process_set=\"0\","
+     "status=\"ok\"} 0\n",
+     "troupe_backend_errors_total{backend=\"gloo\",code=\"backend\",process_set=\"0\"} 1\n",
+     "troupe_fusion_batch_tensors_bucket{process_set=\"0\",le=\"2\"} 1\n",
+     "troupe_fusion_batch_bytes_sum{process_set=\"0\"} 1280\n",
+     "troupe_collective_duration_seconds_count{op=\"allreduce\",process_set=\"0\"} 1\n",
+     "troupe_cycles_total{process_set=\"0\"} 1\n",
+     "troupe_response_cache_hits_total{process_set=\"0\"} 1\n",
+     "troupe_response_cache_misses_total{process_set=\"0\"} 0\n",
+     "troupe_stalled_tensors{process_set=\"0\"} 2\n",
+     "troupe_stall_warnings_total{process_set=\"0\"} 1\n",
+     "troupe_tensor_queue_depth{process_set=\"0\"} 5\n",
+     "troupe_actor_mailbox_depth{actor=\"negotiator\",process_set=\"0\"} 7\n",
+     "troupe_actor_mailbox_depth{actor=\"backend\",process_set=\"0\"} 0\n",
+     "troupe_actor_mailbox_depth{actor=\"supervisor\"} 4\n"});
+}
+
+// Bus bytes use the set's size, and two sets on one rank keep their own
+// gauges instead of overwriting each other.
+TEST(rank_metrics, sets_count_apart_with_their_own_bus_factor) {
+  rank_metrics m{{0, 4, 0}, "gloo"};
+  auto global = m.for_set(0, 4, "gloo");
+  auto pair = m.for_set(1, 2, "gloo");
+  std::vector<float> data(250);  // 1000 bytes
+  global->collectives().executed(work(v1::OP_TYPE_ALLREDUCE, {entry(data)}), {}, 0.001, 0);
+  pair->collectives().executed(work(v1::OP_TYPE_ALLREDUCE, {entry(data)}), {}, 0.001, 0);
+  global->queue_depth(3);
+  pair->queue_depth(1);
+  expect_lines(
+    expose(m),
+    {"troupe_collective_bus_bytes_total{backend=\"gloo\",op=\"allreduce\",process_set=\"0\","
+     "status=\"ok\"} 1500\n",  // 2*3/4
+     "troupe_collective_bus_bytes_total{backend=\"gloo\",op=\"allreduce\",process_set=\"1\","
+     "status=\"ok\"} 1000\n",  // 2*1/2
+     "troupe_tensor_queue_depth{process_set=\"0\"} 3\n",
+     "troupe_tensor_queue_depth{process_set=\"1\"} 1\n"});
+}
+
+TEST(rank_metrics, a_removed_sets_series_leave_with_its_last_holder) {
+  rank_metrics m{{0, 4, 0}, "gloo"};
+  auto global = m.for_set(0, 4, "gloo");
+  auto removed = m.for_set(1, 2, "gloo");
+  auto backend_part = std::shared_ptr<collective_metrics>(removed, &removed->collectives());
+  removed.reset();
+  EXPECT_NE(expose(m).find("process_set=\"1\""), std::string::npos);
+  // The id comes back while the removed set's backend actor winds down:
+  // both share the children until both let go.
+  auto reused = m.for_set(1, 3, "gloo");
+  reused->cycle();
+  backend_part.reset();
+  EXPECT_NE(expose(m).find("troupe_cycles_total{process_set=\"1\"} 1\n"), std::string::npos);
+  reused.reset();
+  const auto text = expose(m);
+  EXPECT_EQ(text.find("process_set=\"1\""), std::string::npos) << text;
+  EXPECT_NE(text.find("troupe_cycles_total{process_set=\"0\"} 0\n"), std::string::npos);
+  // Labels are bounded: nothing names a tensor.
+  EXPECT_EQ(text.find("tensor_name"), std::string::npos);
 }
 
 } // namespace

@@ -32,6 +32,13 @@
 //                               N checked allreduces one after another, then
 //                               stays up until STOP_FILE exists (60 s at
 //                               most) so a scraper sees the final metrics
+//   collective_check set-metrics N DIR
+//                               sets [0, 1] (id 1) and [1, 2, 3] (id 2) beside
+//                               the global set, N 1000-byte allreduces on each
+//                               set of this rank, holding; DIR/remove removes
+//                               set 1, holding again until DIR/stop (a
+//                               scraper checks each step; 4 ranks, dynamic
+//                               process sets)
 //   collective_check reinit     shutdown() and init() again (one rank): what
 //                               init() holds, e.g. the metrics port, is freed
 //   collective_check lose-peer kill|stop|stop-busy VICTIM STAMP_FILE
@@ -117,6 +124,20 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
   return 3;
 }
 
+// Flushes what this rank printed, then waits (60 s at most) for `path`.
+bool await_file(int rank, const std::string& path) {
+  std::fflush(stdout);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::ifstream(path)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::printf("rank %d: FAIL %s never appeared\n", rank, path.c_str());
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
 int hold(int rank, int size, int n, const std::string& stop_file) {
   const auto start = std::chrono::steady_clock::now();
   const float expected = static_cast<float>(size * (size - 1) / 2);
@@ -133,16 +154,40 @@ int hold(int rank, int size, int n, const std::string& stop_file) {
   }
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   std::printf("rank %d: PASS %d allreduces in %.3f s, holding\n", rank, n, took.count());
-  std::fflush(stdout);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!std::ifstream(stop_file)) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      std::printf("rank %d: FAIL %s never appeared\n", rank, stop_file.c_str());
-      return 1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return await_file(rank, stop_file) ? 0 : 1;
+}
+
+int set_metrics(int rank, int n, const std::string& dir) {
+  troupe::process_set global, pair, trio;
+  if (!troupe::add_process_set({0, 1}, pair).ok() ||
+      !troupe::add_process_set({1, 2, 3}, trio).ok() || pair.id != 1 || trio.id != 2) {
+    std::printf("rank %d: FAIL sets [0, 1] and [1, 2, 3] did not get ids 1 and 2\n", rank);
+    return 1;
   }
-  return 0;
+  std::vector<float> data(250, 1.0f);  // 1000 bytes
+  const troupe::tensor t{data.data(), data_type::float32, {250}};
+  for (const auto* set : {&global, &pair, &trio}) {
+    if (set->id != 0 && !std::binary_search(set->ranks.begin(), set->ranks.end(), rank))
+      continue;
+    for (int i = 0; i < n; ++i) {
+      auto s = troupe::allreduce(t, t, "sets." + std::to_string(i % 10),
+                                 troupe::reduce_op::sum, 1.0, 1.0, *set)
+                 .wait();
+      std::fill(data.begin(), data.end(), 1.0f);
+      if (!s.ok()) {
+        std::printf("rank %d: FAIL allreduce on set %d: %s\n", rank, set->id,
+                    s.message().c_str());
+        return 1;
+      }
+    }
+  }
+  std::printf("rank %d: PASS %d allreduces per set, holding\n", rank, n);
+  if (!await_file(rank, dir + "/remove"))
+    return 1;
+  const auto removed = troupe::remove_process_set(pair);
+  std::printf("rank %d: %s set 1 removed (%s), holding\n", rank, removed.ok() ? "PASS" : "FAIL",
+              removed.message().c_str());
+  return removed.ok() && await_file(rank, dir + "/stop") ? 0 : 1;
 }
 
 // Allreduces named "<prefix>.<i>", checked.
@@ -235,6 +280,8 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_stall_checks(rank, size);
   else if (mode == "hold" && argc == 4)
     rc = hold(rank, size, std::atoi(argv[2]), argv[3]);
+  else if (mode == "set-metrics" && argc == 4)
+    rc = set_metrics(rank, std::atoi(argv[2]), argv[3]);
   else if (mode == "reinit") {
     troupe::shutdown();
     const auto s = troupe::init();

@@ -1,6 +1,6 @@
-# Shared by the metrics_*.sh tests (sourced). Starts a 2-rank job whose
-# ranks run a known number of checked allreduces and then hold until told
-# to stop, with /metrics on a free port range. Everything is bounded.
+# Shared by the metrics_*.sh tests (sourced). Starts a job whose ranks run
+# a known number of checked allreduces and then hold until told to stop,
+# with /metrics on a free port range. Everything is bounded.
 
 # free_base COUNT: prints a base port whose COUNT consecutive ports are free.
 free_base() {
@@ -26,24 +26,35 @@ sys.exit("no free port range")
 PY
 }
 
-# start_job RUN CHECK DIR BASE N: job in the background; pid in $job_pid.
-start_job() {
-  local run=$1 check=$2 dir=$3 base=$4 n=$5
+# launch RUN DIR BASE ARGS...: `RUN --metrics-port BASE ARGS...` in the
+# background (80 s at most); pid in $job_pid, output in DIR/job.log.
+launch() {
+  local run=$1 dir=$2 base=$3
+  shift 3
   rm -f "$dir/stop"
-  timeout 90 "$run" --timeout 80 -np 2 --metrics-port "$base" "$check" hold "$n" "$dir/stop" \
-    > "$dir/job.log" 2>&1 &
+  timeout 90 "$run" --timeout 80 --metrics-port "$base" "$@" > "$dir/job.log" 2>&1 &
   job_pid=$!
+}
+
+# start_job RUN CHECK DIR BASE N: 2 ranks run N allreduces and hold.
+start_job() {
+  launch "$1" "$3" "$4" -np 2 "$2" hold "$5" "$3/stop"
+}
+
+# wait_lines DIR SECONDS COUNT PATTERN: COUNT lines of the job match PATTERN.
+wait_lines() {
+  local deadline=$((SECONDS + $2))
+  until [ "$(grep -c "$4" "$1/job.log")" -ge "$3" ]; do
+    if [ $SECONDS -ge $deadline ] || ! kill -0 "$job_pid" 2>/dev/null; then
+      cat "$1/job.log"; echo "FAIL: ranks did not print '$4'"; return 1
+    fi
+    sleep 0.1
+  done
 }
 
 # wait_holding DIR SECONDS: both ranks finished their allreduces.
 wait_holding() {
-  local deadline=$((SECONDS + $2))
-  until [ "$(grep -c 'PASS .* holding' "$1/job.log")" -ge 2 ]; do
-    if [ $SECONDS -ge $deadline ] || ! kill -0 "$job_pid" 2>/dev/null; then
-      cat "$1/job.log"; echo "FAIL: ranks did not reach the hold"; return 1
-    fi
-    sleep 0.1
-  done
+  wait_lines "$1" "$2" 2 'PASS .* holding'
 }
 
 # finish_job DIR: lets the ranks exit and checks the job succeeded.
@@ -57,4 +68,13 @@ finish_job() {
 # scrape PORT: the body of GET /metrics (5 s at most).
 scrape() {
   curl -sf -m 5 "http://127.0.0.1:$1/metrics"
+}
+
+# check_lines FILE LINES...: FILE has every line exactly.
+check_lines() {
+  local f=$1 line
+  shift
+  for line in "$@"; do
+    grep -qxF "$line" "$f" || { echo "FAIL: $f lacks '$line'"; return 1; }
+  done
 }

@@ -13,7 +13,7 @@ trap 'touch "$dir/stop"; kill "$job_pid" 2>/dev/null; rm -rf "$dir"' EXIT
 n=4000
 base=$(free_base 3) || exit 1
 start_job "$run" "$check" "$dir" "$base" "$n"
-line='troupe_collective_tensors_total{op="allreduce",backend="gloo",status="ok"}'
+line='troupe_collective_tensors_total{backend="gloo",op="allreduce",process_set="0",status="ok"}'
 scrapes=0 mid_run=0 slowest=0
 deadline=$((SECONDS + 60))
 while [ $scrapes -lt 2000 ] && [ $SECONDS -lt $deadline ] \
