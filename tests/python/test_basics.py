@@ -86,3 +86,18 @@ def test_shutdown_and_init_again_and_again():
         out = hvd.allreduce(torch.full((2,), float(round_)), op=hvd.Sum)
         assert out.tolist() == [float(round_ * hvd.size())] * 2
         assert hvd.broadcast(torch.tensor([hvd.rank()]), 0).item() == 0
+
+
+def test_reset_moves_the_job_to_its_next_epoch():
+    before = hvd.epoch()
+    if hvd.size() > 1 and 'TROUPE_STORE_ADDR' not in os.environ:
+        # Under plain mpirun the membership is MPI's.
+        with pytest.raises(ValueError, match="rendezvous store"):
+            hvd.reset()
+        return
+    hvd.reset()
+    assert hvd.epoch() == before + 1
+    assert hvd.rank() == int(os.environ.get('HOROVOD_RANK', '0'))
+    x = torch.full((3,), float(hvd.rank() + 1))
+    y = hvd.allreduce(x, op=hvd.Sum, name='after.reset')
+    assert torch.equal(y, torch.full((3,), float(sum(range(1, hvd.size() + 1)))))

@@ -50,6 +50,11 @@ void bind_runtime(py::module_& m) {
     py::arg("process_set_id"), py::call_guard<py::gil_scoped_release>(),
     "Collective over every rank; returns (status code, message).");
   m.def("shutdown", &troupe::shutdown, py::call_guard<py::gil_scoped_release>());
+  m.def(
+    "reset", [] { return code_and_message(troupe::reset()); },
+    py::call_guard<py::gil_scoped_release>(),
+    "In-place reset to the next membership epoch; returns (status code, message).");
+  m.def("epoch", &troupe::epoch);
   m.def("is_initialized", &troupe::is_initialized);
   m.def("rank", &troupe::rank);
   m.def("size", &troupe::size);

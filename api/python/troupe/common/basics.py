@@ -57,6 +57,21 @@ def is_initialized():
     return _core.is_initialized()
 
 
+def reset():
+    """Troupe's in-place reset, what elastic training builds on: pending
+    collectives fail with HorovodInternalError, and the job moves to its
+    next membership epoch with the processes that call reset() (the
+    previous ranks neither lost nor shut down, renumbered in their previous
+    order). Process sets other than the global one are gone afterwards.
+    Needs troupe-run's store (not plain mpirun)."""
+    _check(_core.reset())
+
+
+def epoch():
+    """The membership epoch: 0 after init(), one more per reset()."""
+    return _core.epoch()
+
+
 def _identity(value):
     if value < 0:
         raise ValueError(NOT_INITIALIZED)

@@ -4,7 +4,7 @@
 """
 
 from troupe.common.basics import (
-    is_initialized, rank, size, local_rank, local_size, cross_rank, cross_size,
+    is_initialized, reset, epoch, rank, size, local_rank, local_size, cross_rank, cross_size,
     is_homogeneous, mpi_threads_supported, mpi_enabled, mpi_built, gloo_enabled, gloo_built,
     nccl_built, ddl_built, ccl_built, cuda_built, rocm_built, start_timeline, stop_timeline)
 from troupe.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
