@@ -57,6 +57,8 @@ struct negotiator_state {
   uint64_t next_work_id = 1;
   // join() was called: contribute zeros to allreduces this rank lacks.
   bool joined = false;
+  // (shutdown) arrived: stop once the backend has returned every work.
+  bool stopping = false;
   std::optional<status> broken;
   static constexpr const char* name = "troupe.negotiator";
 };
@@ -288,6 +290,16 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
     st.lists_running.push_back({launched, {}});
 }
 
+// The backend has let go of every buffer: stop it, then this actor.
+void finish_if_stopping(negotiator_actor* self) {
+  auto& st = self->state;
+  if (!st.stopping || !st.in_flight.empty())
+    return;
+  if (st.backend)
+    self->send_exit(st.backend, caf::exit_reason::user_shutdown);
+  self->quit();
+}
+
 void on_executed(negotiator_actor* self, uint64_t id, status& result, const list_stats& moved) {
   auto& st = self->state;
   auto node = st.in_flight.extract(id);
@@ -299,10 +311,13 @@ void on_executed(negotiator_actor* self, uint64_t id, status& result, const list
     self->delayed_send(self, backend_failure_grace, abort_atom::value, result);
     return;
   }
+  // A work that failed after the set broke failed because of it.
+  const auto& outcome = result.ok() || !st.broken ? result : *st.broken;
   for (auto& e : node.mapped()->entries) {
     trace(self, *e, "E", node.mapped()->response.op(), false);
-    complete(st, e, result);
+    complete(st, e, outcome);
   }
+  finish_if_stopping(self);
   if (st.lists_running.empty())
     return;
   auto& oldest = st.lists_running.front();
@@ -364,11 +379,19 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
       if (st.broken && !abort_escalates(*st.broken, why))
         return;
       st.broken = why;
+      if (st.backend)
+        self->send<caf::message_priority::high>(st.backend, abort_atom::value, why);
       fail_pending(st, why);
+      finish_if_stopping(self);
     },
     // An ordinary message, not an exit: submissions queued before it are
-    // still answered (by the abort that precedes it) instead of dropped.
-    [=](shutdown_atom) { self->quit(); },
+    // still answered (by the abort that precedes it) instead of dropped,
+    // and works the backend is running complete (and release the caller's
+    // buffers) before the backend stops.
+    [=](shutdown_atom) {
+      self->state.stopping = true;
+      finish_if_stopping(self);
+    },
   };
 }
 

@@ -6,6 +6,7 @@
 #include "troupe/troupe.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -22,6 +23,9 @@ struct process_runtime {
   // Serialises init() calls (bootstrap takes a while; rank() and friends
   // keep answering from `rt` meanwhile).
   std::mutex init_mtx;
+  // shutdown() calls so far: an init() that a shutdown() overtook does not
+  // install its runtime.
+  std::atomic<int> shutdowns{0};
   // Counts init() attempts that started a runtime, so that a re-init's
   // rendezvous keys never meet the previous run's (every rank re-inits the
   // same number of times).
@@ -155,23 +159,38 @@ int identity_field(F field) {
 
 } // namespace
 
-status init() {
+// Starts the runtime unless one runs; true in `started` when this call did.
+status start_runtime(bool& started) {
   auto& cur = current();
-  std::lock_guard<std::mutex> serial{cur.init_mtx};
+  started = false;
   if (runtime_now())
     return {};
+  const int shutdowns = cur.shutdowns;
   status result;
   std::shared_ptr<workers::runtime> rt = workers::runtime::start(result, cur.starts++);
+  if (rt && cur.shutdowns != shutdowns) {
+    rt->stop();
+    return {status_code::shut_down, "shutdown() was called while init() ran."};
+  }
   std::lock_guard<std::mutex> guard{cur.mtx};
   cur.rt = std::move(rt);
+  started = result.ok();
   return result;
 }
 
+status init() {
+  std::lock_guard<std::mutex> serial{current().init_mtx};
+  bool started = false;
+  return start_runtime(started);
+}
+
 status init(const std::vector<std::vector<int>>& process_sets) {
-  if (is_initialized())
-    return {};  // harmless, as init(): the sets were registered the first time
-  if (auto s = init(); !s.ok())
-    return s;
+  // Held while the sets register, so a second init() cannot register them
+  // again; rank() and shutdown() do not take it.
+  std::lock_guard<std::mutex> serial{current().init_mtx};
+  bool started = false;
+  if (auto s = start_runtime(started); !s.ok() || !started)
+    return s;  // harmless when running: the sets were registered the first time
   auto rt = runtime_now();
   for (const auto& ranks : process_sets) {
     int32_t id = 0;
@@ -187,6 +206,7 @@ void shutdown() {
   std::shared_ptr<workers::runtime> rt;
   {
     auto& cur = current();
+    ++cur.shutdowns;
     std::lock_guard<std::mutex> guard{cur.mtx};
     rt = std::move(cur.rt);
   }

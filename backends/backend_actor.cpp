@@ -1,5 +1,7 @@
 #include "backends/backend_actor.hpp"
 
+#include <optional>
+
 #include "actors/atoms.hpp"
 #include "backends/execute.hpp"
 #include "metrics/collective_metrics.hpp"
@@ -16,6 +18,8 @@ struct backend_state {
   int set_size = 1;
   backends::scratch_buffers scratch;
   std::shared_ptr<metrics::collective_metrics> metrics;
+  // Set by (abort): works still queued are not run.
+  std::optional<status> aborted;
   static constexpr const char* name = "troupe.backend";
 };
 
@@ -35,8 +39,17 @@ caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
         return {status_code::backend, e.what()};
       }
     },
+    // Sent with high priority, so it overtakes the works queued behind the
+    // one running: after an abort they answer at once instead of running
+    // against peers that are gone or have stopped.
+    [=](abort_atom, const status& why) { self->state.aborted = why; },
     [=](execute_atom, const collective_work_ptr& work) {
       auto& st = self->state;
+      auto reply = caf::actor_cast<caf::actor>(self->current_sender());
+      if (st.aborted) {
+        self->send(reply, executed_atom::value, work->id, *st.aborted, list_stats{});
+        return;
+      }
       const auto start = std::chrono::steady_clock::now();
       auto result =
         execute({*st.impl, st.set_rank, st.set_size, st.scratch, work->trace}, *work);
@@ -44,8 +57,7 @@ caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       st.metrics->executed(*work, result, seconds, self->mailbox().size());
       const list_stats moved{0, result.ok() ? payload_bytes(*work) : 0, seconds};
-      self->send(caf::actor_cast<caf::actor>(self->current_sender()),
-                 executed_atom::value, work->id, std::move(result), moved);
+      self->send(reply, executed_atom::value, work->id, std::move(result), moved);
     },
   };
 }

@@ -26,7 +26,6 @@ struct coordinator_state {
   std::unique_ptr<message_table> table;
   std::unique_ptr<stall_inspector> stalls;
   std::unique_ptr<response_cache> cache;
-  int32_t set_size = 0;
   int64_t fusion_threshold = 0;
   // Response lists sent but not yet executed on this rank.
   int in_flight = 0;
@@ -232,7 +231,6 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
   const auto set_size = static_cast<int32_t>(members.size());
   st.metrics = std::move(metrics);
   st.set_id = set_id;
-  st.set_size = set_size;
   st.epoch = options.epoch;
   st.fusion_threshold = options.fusion_threshold;
   st.cycle_time = options.cycle_time;

@@ -329,9 +329,17 @@ void message_table::abandon(const std::string& name, v1::ErrorCode code,
   fail_entry(name, code, why);
   if (group.empty())
     return;
+  // Members still pending, and ready ones held for the group; a member
+  // already released to ready_ (the ranks disagreed about its group) runs
+  // or fails on its own.
+  const auto held = waiting_groups_.find(group);
+  auto is_held = [&](const std::string& n) {
+    return held != waiting_groups_.end() &&
+           std::find(held->second.begin(), held->second.end(), n) != held->second.end();
+  };
   std::vector<std::string> siblings;
   for (const auto& [other, e] : entries_)
-    if (e.group == group)
+    if (e.group == group && (!e.released || is_held(other)))
       siblings.push_back(other);
   for (const auto& other : siblings)
     fail_entry(other, code,

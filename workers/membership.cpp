@@ -1,10 +1,8 @@
 #include "workers/membership.hpp"
 
 #include <algorithm>
-#include <map>
-#include <thread>
-
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "elastic/store.hpp"
 
@@ -19,9 +17,20 @@ std::chrono::milliseconds until(clock::time_point deadline) {
                   std::chrono::milliseconds(1));
 }
 
-// Sorts as the rank it names: "member/00000002".
 std::string member_key(const std::string& prefix, int rank) {
-  return fmt::format("{}member/{:08d}", prefix, rank);
+  return fmt::format("{}member/{}", prefix, rank);
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < text.size();) {
+    auto comma = text.find(',', at);
+    if (comma == std::string::npos)
+      comma = text.size();
+    out.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
 }
 
 } // namespace
@@ -51,41 +60,36 @@ backends::rank_layout layout_of(const std::vector<std::string>& hosts, size_t me
 status join_epoch(elastic::store_client& store, const epoch_join& join,
                   clock::time_point deadline, backends::rank_layout& layout) {
   const auto prefix = fmt::format("{}/members{}/", join.job, join.epoch);
-  const auto size_key = prefix + "size";
+  const auto expected_key = prefix + "expected";
   if (join.advanced)
-    store.set(size_key, std::to_string(join.alive.size()));
-  const auto expected = std::stoul(store.wait_get(size_key, until(deadline)));
+    store.set(expected_key, fmt::format("{}", fmt::join(join.alive, ",")));
+  std::vector<int> expected;
+  for (const auto& r : split(store.wait_get(expected_key, until(deadline))))
+    expected.push_back(std::stoi(r));
+  const auto mine = std::find(expected.begin(), expected.end(), join.previous_rank);
+  if (mine == expected.end())
+    return {status_code::invalid_argument,
+            fmt::format("reset to membership epoch {}: rank {} of the previous epoch is not "
+                        "part of it (the rank that started the reset saw ranks [{}])",
+                        join.epoch, join.previous_rank, fmt::join(expected, ", "))};
   store.set(member_key(prefix, join.previous_rank), join.hostname);
-  std::map<std::string, std::string> members;
-  // Bounded by the deadline; members register within milliseconds of each
-  // other, so a short poll costs little.
-  while ((members = store.list_values(prefix + "member/")).size() < expected &&
-         clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  if (members.size() < expected) {
-    std::string missing;
-    for (auto r : join.alive)
-      if (!members.count(member_key(prefix, r)))
-        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+  std::vector<std::string> keys;
+  for (auto r : expected)
+    keys.push_back(member_key(prefix, r));
+  if (!store.wait(keys, until(deadline))) {
+    std::vector<int> missing;
+    for (auto r : expected)
+      if (!store.get(member_key(prefix, r)))
+        missing.push_back(r);
     return {status_code::timeout,
-            fmt::format("reset to membership epoch {}: {} of {} ranks joined before the start "
-                        "timeout (TROUPE_START_TIMEOUT); previous rank(s) [{}] did not call "
-                        "reset()",
-                        join.epoch, members.size(), expected, missing)};
+            fmt::format("reset to membership epoch {}: previous rank(s) [{}] did not call "
+                        "reset() within the start timeout (TROUPE_START_TIMEOUT)",
+                        join.epoch, fmt::join(missing, ", "))};
   }
   std::vector<std::string> hosts;
-  size_t me = members.size();
-  for (const auto& [key, host] : members) {
-    if (key == member_key(prefix, join.previous_rank))
-      me = hosts.size();
-    hosts.push_back(host);
-  }
-  if (members.size() > expected || me == members.size())
-    return {status_code::invalid_argument,
-            fmt::format("reset to membership epoch {}: {} ranks joined but the epoch has {}; "
-                        "rank {} of the previous epoch is not part of it",
-                        join.epoch, members.size(), expected, join.previous_rank)};
-  layout = layout_of(hosts, me);
+  for (const auto& key : keys)
+    hosts.push_back(store.get(key).value_or(""));
+  layout = layout_of(hosts, static_cast<size_t>(mine - expected.begin()));
   return {};
 }
 

@@ -25,17 +25,19 @@ struct epoch_join {
   int64_t epoch = 0;    // the epoch joined
   bool advanced = false;  // this process moved the job to it
   /// Previous ranks that can take part (lost and shut-down ones are not),
-  /// as this process saw them; the one that advanced the epoch decides.
+  /// ascending, as this process saw them; the one that advanced the epoch
+  /// decides.
   std::vector<int> alive;
   int previous_rank = 0;
   std::string hostname;
 };
 
 /// Joins `join.epoch` through the store and returns this process's new
-/// layout: the members are the previous ranks that registered, in the order
-/// of those ranks; the process that advanced the epoch says how many to
-/// wait for. Fails naming the previous ranks that did not join by
-/// `deadline`.
+/// layout. The process that advanced the epoch publishes which previous
+/// ranks take part (its `alive`); each of them registers its host, and
+/// once all have, ranks follow the previous ranks' order. Fails naming the
+/// previous ranks that did not join by `deadline`, or when this process is
+/// not one of them.
 status join_epoch(elastic::store_client& store, const epoch_join& join,
                   std::chrono::steady_clock::time_point deadline,
                   backends::rank_layout& layout);

@@ -22,6 +22,7 @@ std::string disagreement(const std::vector<std::vector<int32_t>>& all) {
 }
 
 struct registry_state {
+  int64_t epoch = 0;  // the membership epoch this registry serves
   caf::actor supervisor;
   identity id;
   config cfg;
@@ -36,16 +37,29 @@ milliseconds deadline(const registry_state& st) {
   return milliseconds(static_cast<int64_t>(st.cfg.start_timeout_seconds * 1000));
 }
 
+// The latest snapshot if it still belongs to this registry's epoch.
+std::shared_ptr<const process_set_snapshot> own_snapshot(const registry_state& st) {
+  auto now = st.published->load();
+  return now && now->epoch == st.epoch && now->unavailable.ok() ? now : nullptr;
+}
+
+const status superseded{status_code::reset,
+                        "The job reset to a new membership epoch during this process-set "
+                        "call; call reset() and retry."};
+
 // Runs one internal collective on the global set and waits for it. The
 // coordinator fails it on every rank once the deadline has passed; the
 // local wait is only a backstop should the coordinator's rank vanish
 // without the supervisor noticing.
 status run_internal(registry_actor* self, const tensor_entry_ptr& e) {
   auto& st = self->state;
+  auto sets = own_snapshot(st);
+  if (!sets)
+    return superseded;
   e->request.set_deadline_ms(deadline(st).count());
   e->handle = std::make_shared<detail::handle_state>();
   handle h{e->handle};
-  submit_batch(st.published->load()->negotiators.at(0), entry_batch{e});
+  submit_batch(sets->negotiators.at(0), entry_batch{e});
   auto s = h.wait_for(2 * deadline(st) + std::chrono::seconds(5));
   if (s.code() == status_code::timeout && !h.poll())
     return {status_code::timeout, "'" + e->request.tensor_name() +
@@ -62,12 +76,15 @@ tensor_entry_ptr internal_entry(v1::OpType op, const std::string& name) {
 }
 
 // An allgather of `values` (the same count on every rank): every rank's
-// values, in rank order.
-status gather(registry_actor* self, const std::string& name, std::vector<int32_t> values,
+// values, in rank order. The entry owns its input (stand_in): the backend
+// may still read it after this call gave up waiting.
+status gather(registry_actor* self, const std::string& name, const std::vector<int32_t>& values,
               std::vector<std::vector<int32_t>>& all) {
   auto e = internal_entry(v1::OP_TYPE_ALLGATHER, name);
   e->request.add_shape(static_cast<int64_t>(values.size()));
-  e->input = tensor{values.data(), data_type::int32, {static_cast<int64_t>(values.size())}};
+  e->stand_in.assign(reinterpret_cast<const char*>(values.data()),
+                     reinterpret_cast<const char*>(values.data() + values.size()));
+  e->input = tensor{e->stand_in.data(), data_type::int32, {static_cast<int64_t>(values.size())}};
   e->output = e->input;
   if (auto s = run_internal(self, e); !s.ok())
     return s;
@@ -107,9 +124,14 @@ status start_set(registry_actor* self, int32_t id, const std::vector<int>& membe
   return started;
 }
 
+// Names unique across epochs: a reset starts the serial again.
+std::string next_tag(registry_state& st) {
+  return std::to_string(st.epoch) + "." + std::to_string(++st.serial);
+}
+
 status add(registry_actor* self, const std::vector<int>& ranks, int32_t& id) {
   auto& st = self->state;
-  const auto tag = std::to_string(++st.serial);
+  const auto tag = next_tag(st);
   const auto world = st.id.size;
   std::vector<std::vector<int32_t>> all;
   // Fixed width on every rank (count, ranks, padding), whatever it asked.
@@ -118,7 +140,7 @@ status add(registry_actor* self, const std::vector<int>& ranks, int32_t& id) {
   mine[0] = too_many ? -1 : static_cast<int32_t>(ranks.size());
   for (size_t i = 0; i < ranks.size() && !too_many; ++i)
     mine[i + 1] = ranks[i];
-  if (auto s = gather(self, "troupe.process_set.add." + tag, std::move(mine), all); !s.ok())
+  if (auto s = gather(self, "troupe.process_set.add." + tag, mine, all); !s.ok())
     return {s.code(), "add_process_set: " + s.message()};
   for (auto& row : all) {
     const auto n = static_cast<std::ptrdiff_t>(std::max(row.front(), 0));
@@ -131,7 +153,10 @@ status add(registry_actor* self, const std::vector<int>& ranks, int32_t& id) {
   if (too_many)
     return {status_code::invalid_argument,
             "Tried to register process set with more ranks than the job has."};
-  auto next = std::make_shared<process_set_snapshot>(*st.published->load());
+  auto base = own_snapshot(st);
+  if (!base)
+    return superseded;
+  auto next = std::make_shared<process_set_snapshot>(*base);
   if (auto s = next->table.validate(ranks); !s.ok())
     return s;
   id = next->table.add(ranks);
@@ -141,19 +166,24 @@ status add(registry_actor* self, const std::vector<int>& ranks, int32_t& id) {
     started = start_set(self, id, members, st.serial, *next);
   // Published before the barrier: once any rank returns, every member
   // accepts collectives on the set.
-  st.published->store(std::move(next));
+  if (!st.published->replace(base, std::move(next)))
+    return superseded;
   // Every rank waits here, also one whose start failed: the others would
   // otherwise wait for it until the deadline.
   auto registered = barrier(self, "troupe.process_set.added." + tag);
-  if (!started.ok())
+  if (!started.ok()) {
+    // The half-started group (backend, coordinator) goes away here; the id
+    // stays registered, as on the ranks where it started.
+    caf::anon_send(st.supervisor, stop_atom::value, static_cast<uint32_t>(id));
     return started;
+  }
   return registered.ok() ? registered
                          : status{registered.code(), "add_process_set: " + registered.message()};
 }
 
 status remove(registry_actor* self, int32_t id) {
   auto& st = self->state;
-  const auto tag = std::to_string(++st.serial);
+  const auto tag = next_tag(st);
   std::vector<std::vector<int32_t>> all;
   if (auto s = gather(self, "troupe.process_set.remove." + tag, {id}, all); !s.ok())
     return {s.code(), "remove_process_set: " + s.message()};
@@ -163,13 +193,18 @@ status remove(registry_actor* self, int32_t id) {
               disagreement(all) + "."};
   if (id == 0)
     return {status_code::invalid_argument, "The global process set (id 0) cannot be removed."};
-  auto next = std::make_shared<process_set_snapshot>(*st.published->load());
+  auto base = own_snapshot(st);
+  if (!base)
+    return superseded;
+  auto next = std::make_shared<process_set_snapshot>(*base);
   if (!next->table.remove(id))
     return {status_code::invalid_argument,
             "Process set does not exist or has not been registered."};
-  if (next->negotiators.erase(id) > 0)
+  const bool member = next->negotiators.erase(id) > 0;
+  if (!st.published->replace(base, std::move(next)))
+    return superseded;
+  if (member)
     caf::anon_send(st.supervisor, stop_atom::value, static_cast<uint32_t>(id));
-  st.published->store(std::move(next));
   auto removed = barrier(self, "troupe.process_set.removed." + tag);
   return removed.ok() ? removed
                       : status{removed.code(), "remove_process_set: " + removed.message()};
@@ -182,6 +217,7 @@ caf::behavior registry(registry_actor* self, caf::actor supervisor, identity id,
   st.id = std::move(id);
   st.cfg = std::move(cfg);
   st.published = std::move(published);
+  st.epoch = st.published->load()->epoch;
   return {
     [=](add_set_atom, const std::vector<int>& ranks) {
       int32_t set_id = -1;

@@ -28,7 +28,9 @@ struct process_set_snapshot {
   process_set_table table;
   /// The negotiator of every set this rank is a member of.
   std::map<int32_t, caf::actor> negotiators;
-  /// This process's global rank in the epoch the snapshot belongs to.
+  /// The membership epoch the snapshot belongs to, and this process's
+  /// global rank in it.
+  int64_t epoch = 0;
   int rank = 0;
   /// Not ok while no membership epoch serves (a reset in progress, or one
   /// that failed): every collective and process-set call fails with it.
@@ -43,6 +45,13 @@ public:
   }
   void store(std::shared_ptr<const process_set_snapshot> next) {
     std::atomic_store(&current_, std::move(next));
+  }
+  /// Publishes `next` only if `base` is still current; false when another
+  /// writer (a reset) came first.
+  bool replace(const std::shared_ptr<const process_set_snapshot>& base,
+               std::shared_ptr<const process_set_snapshot> next) {
+    auto expected = base;
+    return std::atomic_compare_exchange_strong(&current_, &expected, std::move(next));
   }
 
 private:
@@ -63,8 +72,10 @@ private:
 /// that never makes the call fails it on every rank with an error naming
 /// that rank, and its own late call fails the same way.
 ///
-/// `published` holds the global set (and its negotiator) when spawned;
-/// the registry publishes every change there.
+/// `published` holds the global set (and its negotiator) of the registry's
+/// epoch when spawned; the registry publishes every change there, unless a
+/// reset has replaced the snapshot meanwhile (the call then fails with
+/// status_code::reset).
 caf::actor spawn_process_set_registry(caf::actor_system& sys, caf::actor supervisor,
                                       const identity& id, const config& cfg,
                                       std::shared_ptr<process_set_snapshots> published);

@@ -100,6 +100,7 @@ struct runtime::impl {
   epoch_run run;
   std::mutex change_mtx;
   bool stopped = false;
+  std::vector<int> last_alive;  // previous ranks seen alive at the last reset
   // Last member: stops (and frees its port) first.
   std::unique_ptr<metrics::endpoint> metrics_server;
 
@@ -219,6 +220,7 @@ struct runtime::impl {
         result = start_group(next, id, deadline, global_negotiator);
       if (result.ok()) {
         auto first = std::make_shared<process_set_snapshot>(id.size, id.rank);
+        first->epoch = epoch;
         first->negotiators.emplace(0, std::move(global_negotiator));
         sets->store(std::move(first));
         next.registry = spawn_process_set_registry(system, next.supervisor, id, cfg, sets);
@@ -284,6 +286,17 @@ struct runtime::impl {
       unavailable({status_code::reset, "Troupe is resetting to membership epoch " +
                                          std::to_string(next.epoch) + "; retry after reset()."});
       auto alive = leave_epoch(next.epoch);
+      // After a failed reset no supervisor is left to ask: the ranks seen
+      // alive then are still the best knowledge.
+      if (alive.empty())
+        alive = last_alive;
+      last_alive = alive;
+      if (next.epoch != old.epoch + 1)
+        return failed_reset(
+          {status_code::reset, "this process is at membership epoch " +
+                                 std::to_string(old.epoch) + " but the job is at " +
+                                 std::to_string(next.epoch - 1) + ": it missed a reset"},
+          next.epoch);
       identity id = *old.id;
       if (store) {
         backends::rank_layout layout;
@@ -292,21 +305,25 @@ struct runtime::impl {
                                   old.id->hostname},
                                  deadline, layout);
         if (!joined.ok())
-          return failed_reset(joined);
+          return failed_reset(joined, next.epoch);
         static_cast<backends::rank_layout&>(id) = layout;
       }
       id.job_id = base.job_id + "/epoch" + std::to_string(next.epoch);
       auto started = bootstrap(next.epoch, id, deadline);
-      return started.ok() ? started : failed_reset(started);
+      return started.ok() ? started : failed_reset(started, next.epoch);
     } catch (const std::exception& e) {
-      return failed_reset({status_code::peer_lost, e.what()});
+      return failed_reset({status_code::peer_lost, e.what()}, current().epoch + 1);
     }
   }
 
-  status failed_reset(const status& why) {
+  // A failed reset leaves no epoch serving. It counts as epoch `failed`, so
+  // the next reset() advances past it to fresh store keys.
+  status failed_reset(const status& why, int64_t failed) {
     status s{status_code::reset, "reset() failed: " + why.message() + ". Call reset() again."};
     leave_epoch(std::nullopt);
     unavailable(s);
+    std::lock_guard<std::mutex> guard{run_mtx};
+    run.epoch = failed;
     return s;
   }
 
@@ -462,8 +479,10 @@ status ask_registry(const runtime& rt, caf::actor_system& system, const caf::act
   status result;
   if (!registry)
     return {status_code::reset, "Troupe has no membership epoch serving; call reset()."};
+  // Above the registry's worst case: two backstopped internal collectives
+  // (2 T + 5 s each) and a set start (T).
   const auto backstop = std::chrono::duration_cast<std::chrono::milliseconds>(
-    std::chrono::duration<double>(4 * rt.cfg().start_timeout_seconds + 10));
+    std::chrono::duration<double>(6 * rt.cfg().start_timeout_seconds + 15));
   caf::scoped_actor self{system};
   self->request(registry, backstop, std::forward<Ts>(xs)...)
     .receive([&](status& s, int32_t set_id) {
@@ -481,24 +500,32 @@ status ask_registry(const runtime& rt, caf::actor_system& system, const caf::act
 } // namespace
 
 status runtime::add_process_set(const std::vector<int>& ranks, int32_t& id) {
+  if (auto sets = impl_->sets->load(); sets && !sets->unavailable.ok())
+    return sets->unavailable;
   return ask_registry(*this, impl_->system, impl_->current().registry, &id,
                       add_set_atom::value, ranks);
 }
 
 status runtime::remove_process_set(int32_t id) {
+  if (auto sets = impl_->sets->load(); sets && !sets->unavailable.ok())
+    return sets->unavailable;
   return ask_registry(*this, impl_->system, impl_->current().registry, nullptr,
                       remove_set_atom::value, id);
 }
 
 status runtime::tune(int32_t id, const tuning& change) {
+  if (auto sets = impl_->sets->load(); sets && !sets->unavailable.ok())
+    return sets->unavailable;
   auto negotiator = impl_->negotiator_of(id);
   if (!negotiator)
     return {status_code::invalid_argument,
             "tune: this rank is not a member of process set " + std::to_string(id) + "."};
-  if (change.fusion_threshold_bytes.value_or(0) < 0 || change.cycle_time_ms.value_or(0) < 0 ||
+  const double cycle = change.cycle_time_ms.value_or(0);
+  if (change.fusion_threshold_bytes.value_or(0) < 0 || !(cycle >= 0 && cycle < 1e9) ||
       change.cache_capacity.value_or(0) < 0)
     return {status_code::invalid_argument,
-            "tune: fusion threshold, cycle time and cache capacity cannot be negative."};
+            "tune: fusion threshold, cycle time and cache capacity cannot be negative (cycle "
+            "time: a finite number of milliseconds)."};
   v1::Tuning t;
   if (change.fusion_threshold_bytes)
     t.set_fusion_threshold(*change.fusion_threshold_bytes);

@@ -235,10 +235,10 @@ void stop_group(supervisor_actor* self, uint32_t set_id) {
       self->demonitor(*child);
   self->send(g.negotiator, abort_atom::value,
              status{status_code::shut_down, "Process set has been removed."});
+  // The negotiator stops the backend once its running works returned.
   self->send(g.negotiator, shutdown_atom::value);
-  for (const auto* child : {&g.coordinator, &g.backend})
-    if (*child)
-      self->send_exit(*child, caf::exit_reason::user_shutdown);
+  if (g.coordinator)
+    self->send_exit(g.coordinator, caf::exit_reason::user_shutdown);
 }
 
 // A peer left. If it left because it lost another peer, that loss is the
@@ -280,8 +280,12 @@ void leave(supervisor_actor* self, const status& why, std::function<void()> done
   auto& st = self->state;
   abort_groups(self, why);
   const bool resetting = why.code() == status_code::reset;
-  const auto cause = static_cast<int32_t>(resetting ? why.code() : st.broken->code());
-  const auto cause_text = resetting ? why.message() : st.broken->message();
+  // A lost peer is the root cause peers should hear of; otherwise why we
+  // leave (not a peer's reset that broke the set before).
+  const auto& told =
+    !resetting && st.broken->code() == status_code::peer_lost ? *st.broken : why;
+  const auto cause = static_cast<int32_t>(told.code());
+  const auto cause_text = told.message();
   std::vector<uint32_t> ids;
   for (const auto& [id, g] : st.groups)
     ids.push_back(id);
