@@ -29,8 +29,9 @@ struct inbox {
 };
 
 // Stands in for a rank's supervisor (and for the co-located coordinator):
-// records everything. A fake backend answers each work with `moved` bytes.
-caf::behavior recorder(caf::event_based_actor* self, inbox* box, uint64_t moved) {
+// records everything. A fake backend answers each work with `moved` bytes,
+// or not at all with `answer` false (a work still running).
+caf::behavior recorder(caf::event_based_actor* self, inbox* box, uint64_t moved, bool answer) {
   return {
     [=](request_atom, int64_t, uint32_t, const std::string& bytes) {
       box->requests.push_back(bytes);
@@ -39,10 +40,12 @@ caf::behavior recorder(caf::event_based_actor* self, inbox* box, uint64_t moved)
       box->responses.push_back(bytes);
     },
     [=](executed_atom, const list_stats& s) { box->executed.push_back(s); },
+    [=](abort_atom, const status&) {},
     [=](execute_atom, const collective_work_ptr& w) {
       box->works.push_back(w);
-      self->send(caf::actor_cast<caf::actor>(self->current_sender()), executed_atom::value,
-                 w->id, status{}, list_stats{0, moved, 0.25});
+      if (answer)
+        self->send(caf::actor_cast<caf::actor>(self->current_sender()), executed_atom::value,
+                   w->id, status{}, list_stats{0, moved, 0.25});
     },
   };
 }
@@ -63,8 +66,8 @@ protected:
     sched_.run();
   }
 
-  caf::actor fake(inbox& box, uint64_t moved = 0) {
-    spawned_.push_back(sys_.spawn(recorder, &box, moved));
+  caf::actor fake(inbox& box, uint64_t moved = 0, bool answer = true) {
+    spawned_.push_back(sys_.spawn(recorder, &box, moved, answer));
     return spawned_.back();
   }
 
@@ -254,6 +257,41 @@ TEST_F(actor_protocol, negotiator_abort_fails_pending_handles) {
   sched_.run();
   ASSERT_TRUE(e->handle->done());
   EXPECT_EQ(e->handle->result().code(), status_code::peer_lost);
+}
+
+TEST_F(actor_protocol, a_running_work_completes_before_the_negotiator_stops) {
+  inbox endpoint, backend;
+  auto backend_actor = fake(backend, 0, false);
+  auto neg = negotiator(fake(endpoint), caf::actor{}, backend_actor);
+  std::vector<float> x(2);
+  auto e = std::make_shared<tensor_entry>();
+  e->request = request(0, "z", 2);
+  e->input = e->output = tensor{x.data(), data_type::float32, {2}};
+  e->handle = std::make_shared<detail::handle_state>();
+  submit_batch(neg, entry_batch{e});
+  v1::ResponseList list;
+  list.add_responses()->set_op(v1::OP_TYPE_ALLREDUCE);
+  list.mutable_responses(0)->add_tensor_names("z");
+  caf::anon_send(neg, response_atom::value, 0u, list.SerializeAsString());
+  sched_.run();
+  ASSERT_EQ(backend.works.size(), 1u);
+  // A reset: the set stops while the backend still holds the buffer.
+  caf::anon_send(neg, abort_atom::value, status{status_code::reset, "resetting"});
+  caf::anon_send(neg, shutdown_atom::value);
+  sched_.run();
+  EXPECT_FALSE(e->handle->done());  // the caller may not free x yet
+  caf::anon_send(neg, executed_atom::value, backend.works[0]->id,
+                 status{status_code::backend, "connection closed"}, list_stats{});
+  sched_.run();
+  ASSERT_TRUE(e->handle->done());
+  EXPECT_EQ(e->handle->result().code(), status_code::reset);
+  // The negotiator has stopped: a submission now fails instead of hanging.
+  auto late = std::make_shared<tensor_entry>(*e);
+  late->handle = std::make_shared<detail::handle_state>();
+  submit_batch(neg, entry_batch{late});
+  sched_.run();
+  ASSERT_TRUE(late->handle->done());
+  EXPECT_EQ(late->handle->result().code(), status_code::shut_down);
 }
 
 } // namespace

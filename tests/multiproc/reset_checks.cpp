@@ -62,7 +62,22 @@ int run_reset_checks(int rank, int size, int rounds) {
     if (i == warm_up)
       before = settled_resources();
     const auto start = troupe::epoch();
+    // Now and then a reset overtakes a collective still running: its handle
+    // must complete (ok, or the retryable reset), never hang.
+    std::vector<float> running;
+    handle in_flight;
+    if (i % 25 == 0) {
+      running.assign(4u << 20, 1.0f);
+      const tensor t{running.data(), data_type::float32, {static_cast<int64_t>(running.size())}};
+      in_flight = allreduce(t, t, "running." + std::to_string(i));
+    }
     const auto s = reset();
+    if (in_flight.valid()) {
+      const auto r = in_flight.wait_for(std::chrono::seconds(30));
+      expect(r.ok() || r.code() == status_code::reset || r.code() == status_code::peer_lost ||
+               r.code() == status_code::shut_down,
+             rank, "collective overtaken by reset " + std::to_string(i) + ": " + r.message());
+    }
     expect(s.ok(), rank, "reset " + std::to_string(i) + ": " + s.message());
     expect(troupe::epoch() == start + 1, rank,
            "epoch " + std::to_string(troupe::epoch()) + " after reset from " +
