@@ -112,18 +112,16 @@ void list_done(negotiator_state& st, negotiator_actor* self, list_stats moved) {
     self->send(st.local_coordinator, executed_atom::value, moved);
 }
 
-// Fails every entry the backend is not running. Running ones are failed too
-// when the peer is lost (they may never return); after a clean goodbye the
-// peer finished its part of them, so they complete on their own.
+// Fails every entry the backend is not running. Running ones complete when
+// the backend returns them (with `s` unless they succeeded): until then it
+// may still read or write the caller's memory, whatever happened to the
+// peers. A dead peer's sockets fail the backend's call at once; a frozen
+// one holds it until the backend's own timeout (TROUPE_GLOO_TIMEOUT_SECONDS).
 void fail_pending(negotiator_state& st, const status& s) {
-  const bool include_running = s.code() == status_code::peer_lost;
   std::unordered_map<std::string, tensor_entry_ptr> running;
-  if (!include_running)
-    for (const auto& [id, work] : st.in_flight)
-      for (const auto& e : work->entries)
-        running.emplace(e->request.tensor_name(), e);
-  else
-    st.in_flight.clear();
+  for (const auto& [id, work] : st.in_flight)
+    for (const auto& e : work->entries)
+      running.emplace(e->request.tensor_name(), e);
   auto table = std::move(st.table);
   st.table = std::move(running);
   for (auto& [name, e] : table)

@@ -9,8 +9,9 @@ namespace troupe::test {
 int run_reset_checks(int rank, int size, int rounds);
 
 /// `victim` dies (SIGKILL) during a 256 MiB allreduce: the others' handles
-/// fail with a retryable status, they reset() as a world one smaller, and a
-/// checked allreduce passes there. Returns the exit code.
+/// fail with a retryable status, the callers free their buffers the moment
+/// the handles complete, they reset() as a world one smaller, and a checked
+/// allreduce passes there. Returns the exit code.
 int run_reset_after_loss(int rank, int size, int victim);
 
 } // namespace troupe::test
