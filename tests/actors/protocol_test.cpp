@@ -105,6 +105,15 @@ v1::Request request(int rank, const std::string& name, int64_t length = 4) {
   return r;
 }
 
+// A float32 allreduce of `x` (caller-owned) from set rank 0.
+tensor_entry_ptr entry(const std::string& name, std::vector<float>& x) {
+  auto e = std::make_shared<tensor_entry>();
+  e->request = request(0, name, static_cast<int64_t>(x.size()));
+  e->input = e->output = tensor{x.data(), data_type::float32, {static_cast<int64_t>(x.size())}};
+  e->handle = std::make_shared<detail::handle_state>();
+  return e;
+}
+
 std::string request_list(std::vector<v1::Request> requests,
                          std::optional<v1::Tuning> tuning = std::nullopt) {
   v1::RequestList list;
@@ -186,10 +195,7 @@ TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning)
   inbox endpoint, local, backend;
   auto neg = negotiator(fake(endpoint), fake(local), fake(backend, 16));
   std::vector<float> x(4, 1.0f);
-  auto e = std::make_shared<tensor_entry>();
-  e->request = request(0, "x");
-  e->input = e->output = tensor{x.data(), data_type::float32, {4}};
-  e->handle = std::make_shared<detail::handle_state>();
+  auto e = entry("x", x);
   submit_batch(neg, entry_batch{e});
   sched_.run();
   ASSERT_EQ(endpoint.requests.size(), 1u);
@@ -248,10 +254,7 @@ TEST_F(actor_protocol, negotiator_abort_fails_pending_handles) {
   inbox endpoint, backend;
   auto neg = negotiator(fake(endpoint), caf::actor{}, fake(backend));
   std::vector<float> x(1);
-  auto e = std::make_shared<tensor_entry>();
-  e->request = request(0, "y", 1);
-  e->input = e->output = tensor{x.data(), data_type::float32, {1}};
-  e->handle = std::make_shared<detail::handle_state>();
+  auto e = entry("y", x);
   submit_batch(neg, entry_batch{e});
   caf::anon_send(neg, abort_atom::value, status{status_code::peer_lost, "rank 1 was lost"});
   sched_.run();
@@ -264,10 +267,7 @@ TEST_F(actor_protocol, a_running_work_completes_before_the_negotiator_stops) {
   auto backend_actor = fake(backend, 0, false);
   auto neg = negotiator(fake(endpoint), caf::actor{}, backend_actor);
   std::vector<float> x(2);
-  auto e = std::make_shared<tensor_entry>();
-  e->request = request(0, "z", 2);
-  e->input = e->output = tensor{x.data(), data_type::float32, {2}};
-  e->handle = std::make_shared<detail::handle_state>();
+  auto e = entry("z", x);
   submit_batch(neg, entry_batch{e});
   v1::ResponseList list;
   list.add_responses()->set_op(v1::OP_TYPE_ALLREDUCE);

@@ -2,6 +2,13 @@
 # a known number of checked allreduces and then hold until told to stop,
 # with /metrics on a free port range. Everything is bounded.
 
+# job_dir: sets `dir` to a fresh directory; at exit the job is told to stop
+# (and killed) and the directory removed.
+job_dir() {
+  dir=$(mktemp -d)
+  trap 'touch "$dir/stop"; kill "$job_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+}
+
 # free_base COUNT: prints a base port whose COUNT consecutive ports are free.
 free_base() {
   /usr/bin/python3 - "$1" <<'PY'

@@ -7,8 +7,7 @@ set -u
 run=$1 check=$2
 here=$(dirname "$0")
 . "$here/metrics_lib.sh"
-dir=$(mktemp -d)
-trap 'touch "$dir/stop"; kill "$job_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+job_dir
 n=50
 base=$(free_base 3) || exit 1
 launch "$run" "$dir" "$base" --mpi -np 2 "$check" hold "$n" "$dir/stop"

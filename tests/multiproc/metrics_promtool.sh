@@ -11,8 +11,7 @@ run=$1 check=$2
 here=$(dirname "$0")
 . "$here/metrics_lib.sh"
 command -v promtool > /dev/null || { echo "SKIP: promtool not installed"; exit 77; }
-dir=$(mktemp -d)
-trap 'touch "$dir/stop"; kill "$job_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+job_dir
 n=300
 base=$(free_base 3) || exit 1
 start_job "$run" "$check" "$dir" "$base" "$n"

@@ -8,8 +8,7 @@ set -u
 run=$1 check=$2
 here=$(dirname "$0")
 . "$here/metrics_lib.sh"
-dir=$(mktemp -d)
-trap 'touch "$dir/stop"; kill "$job_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+job_dir
 n=4000
 base=$(free_base 3) || exit 1
 start_job "$run" "$check" "$dir" "$base" "$n"

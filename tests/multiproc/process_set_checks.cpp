@@ -8,26 +8,13 @@
 #include <thread>
 #include <vector>
 
+#include "expect.hpp"
 #include "resource_counts.hpp"
 #include "troupe/troupe.hpp"
 
 namespace troupe::test {
 
 namespace {
-
-int failures = 0;
-
-void expect(bool ok, int rank, const std::string& what) {
-  if (!ok) {
-    ++failures;
-    std::printf("rank %d: FAIL %s\n", rank, what.c_str());
-  }
-}
-
-void expect_error(const status& s, const std::string& text, int rank, const std::string& what) {
-  expect(!s.ok() && s.message().find(text) != std::string::npos, rank,
-         what + ": expected an error containing '" + text + "', got '" + s.message() + "'");
-}
 
 // Allreduce (sum) of each member's global rank on `set`, checked.
 handle rank_sum(const process_set& set, const std::string& name, float& x) {
@@ -129,7 +116,7 @@ void add_remove_loop(int rank) {
   process_set warm;
   expect(add_process_set({1, 2}, warm).ok() && remove_process_set(warm).ok(), rank, "warm-up");
   const auto before = settled_resources();
-  for (int i = 0; i < 100 && failures == 0; ++i) {
+  for (int i = 0; i < 100 && failures() == 0; ++i) {
     process_set s;
     const std::vector<int> ranks = i % 2 ? std::vector<int>{1, 2} : std::vector<int>{0, 1, 3};
     expect(add_process_set(ranks, s).ok(), rank, "add round " + std::to_string(i));
@@ -206,10 +193,10 @@ int run_late_set_check(int rank, int size, double lateness) {
   process_set again;
   expect(add_process_set({0, 1}, again).ok() && remove_process_set(again).ok(), rank,
          "add/remove after the late registration");
-  if (failures == 0)
+  if (failures() == 0)
     std::printf("rank %d: PASS late add_process_set (%s)\n", rank,
                 expect_failure ? "failed everywhere" : "succeeded");
-  return failures == 0 ? 0 : 1;
+  return failures() == 0 ? 0 : 1;
 }
 
 int run_process_set_checks(int rank, int size) {
@@ -221,9 +208,9 @@ int run_process_set_checks(int rank, int size) {
   overlapping(rank);
   errors(rank);
   add_remove_loop(rank);
-  if (failures == 0)
+  if (failures() == 0)
     std::printf("rank %d: PASS process sets\n", rank);
-  return failures == 0 ? 0 : 1;
+  return failures() == 0 ? 0 : 1;
 }
 
 } // namespace troupe::test

@@ -9,20 +9,12 @@
 #include <vector>
 
 #include "resource_counts.hpp"
+#include "expect.hpp"
 #include "troupe/troupe.hpp"
 
 namespace troupe::test {
 
 namespace {
-
-int failures = 0;
-
-void expect(bool ok, int rank, const std::string& what) {
-  if (!ok) {
-    ++failures;
-    std::printf("rank %d: FAIL %s\n", rank, what.c_str());
-  }
-}
 
 // Sum over the current world of every rank's (rank + 1) * scale.
 bool checked_allreduce(const std::string& name, int rank, const process_set& set = {}) {
@@ -58,7 +50,7 @@ std::vector<int64_t> epochs_everywhere() {
 int run_reset_checks(int rank, int size, int rounds) {
   const int warm_up = 3;  // the first resets create what lives as long as the process
   resource_counts before;
-  for (int i = 0; i < warm_up + rounds && failures == 0; ++i) {
+  for (int i = 0; i < warm_up + rounds && failures() == 0; ++i) {
     if (i == warm_up)
       before = settled_resources();
     const auto start = troupe::epoch();
@@ -104,10 +96,10 @@ int run_reset_checks(int rank, int size, int rounds) {
                     " -> " + std::to_string(after.fds) + ", sockets " +
                     std::to_string(before.sockets) + " -> " + std::to_string(after.sockets);
   expect(after.within(before), rank, "leak over " + std::to_string(rounds) + " resets: " + text);
-  if (failures == 0)
+  if (failures() == 0)
     std::printf("rank %d: PASS %d in-place resets, epoch %lld everywhere; %s\n", rank, rounds,
                 static_cast<long long>(troupe::epoch()), text.c_str());
-  return failures == 0 ? 0 : 1;
+  return failures() == 0 ? 0 : 1;
 }
 
 int run_reset_after_loss(int rank, int size, int victim) {
@@ -138,12 +130,12 @@ int run_reset_after_loss(int rank, int size, int victim) {
          "new world: rank " + std::to_string(troupe::rank()) + " of " +
            std::to_string(troupe::size()));
   checked_allreduce("after.reset", rank);
-  if (failures == 0)
+  if (failures() == 0)
     std::printf("rank %d: PASS lost rank %d (%s), reset in %.3f s to rank %d of %d, epoch %lld\n",
                 rank, victim, to_string(lost.code()), took, troupe::rank(), troupe::size(),
                 static_cast<long long>(troupe::epoch()));
   std::fflush(stdout);
-  return failures == 0 ? 0 : 1;
+  return failures() == 0 ? 0 : 1;
 }
 
 } // namespace troupe::test
