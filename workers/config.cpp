@@ -67,7 +67,8 @@ const std::vector<knob>& knobs() {
      },
      [](const config& c) { return print_double(c.gloo_timeout_seconds); }},
     {"TROUPE_START_TIMEOUT", "HOROVOD_START_TIMEOUT", "start-timeout",
-     "seconds allowed for bootstrap (store, endpoints, backend mesh)",
+     "seconds allowed for bootstrap (store, endpoints, backend mesh), a reset, and each "
+     "step of a process-set registration",
      [](config& c, const std::string& s) {
        c.start_timeout_seconds = parse_positive("TROUPE_START_TIMEOUT", s);
      },
