@@ -78,9 +78,10 @@ protected:
   }
 
   caf::actor negotiator(const caf::actor& endpoint, const caf::actor& local_coordinator,
-                        const caf::actor& backend) {
+                        const caf::actor& cpu_backend) {
     spawned_.push_back(spawn_negotiator(sys_, negotiator_args{0, 0, metrics_, false}, endpoint,
-                                        local_coordinator, backend, caf::actor{}));
+                                        local_coordinator, {{device_kind::cpu, cpu_backend}},
+                                        caf::actor{}));
     return spawned_.back();
   }
 
