@@ -1,7 +1,9 @@
 #pragma once
 
 // The Troupe C++ API: a Horovod-style collective runtime. All collectives are
-// asynchronous and return a handle; none blocks the caller.
+// asynchronous and return a handle; none blocks the caller. A tensor on a
+// device this build has no backend for (CUDA without a GPU backend) fails
+// at submission with invalid_argument.
 
 #include <string>
 #include <vector>

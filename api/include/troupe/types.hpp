@@ -110,7 +110,8 @@ struct tensor {
 /// the result; it returns room for num_elements(shape) elements of the
 /// input's dtype on the input's device (may be null for an empty shape).
 /// The memory is the caller's, like an input's. Throwing fails the
-/// collective with the exception's message.
+/// collective on this rank with the exception's message; the other ranks
+/// may then wait for this one in the backend until its timeout.
 using output_allocator = std::function<void*(const shape_t& shape)>;
 
 } // namespace troupe
