@@ -32,7 +32,7 @@ struct negotiator_state {
   int64_t epoch = 0;
   caf::actor coordinator_endpoint;
   caf::actor local_coordinator;
-  caf::actor backend;
+  backend_actors backends;
   caf::actor timeline;  // null when no timeline can be written
   bool tracing = false;   // a timeline file is open: send it events
   bool mark_cycles = false;
@@ -270,6 +270,17 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
         complete(st, e, s);
       continue;
     }
+    const auto kind = static_cast<device_kind>(resp.device_kind());
+    const auto backend = st.backends.find(kind);
+    if (backend == st.backends.end()) {
+      const status s{status_code::invalid_argument,
+                     std::string("process set ") + std::to_string(st.set_id) +
+                       " has no backend for " + to_string(kind) + " tensors on rank " +
+                       std::to_string(st.set_rank) + " of the set"};
+      for (auto& e : work->entries)
+        complete(st, e, s);
+      continue;
+    }
     for (const auto& e : work->entries)
       trace(self, *e, "B", resp.op(), false);
     if (work->entries.empty())
@@ -279,7 +290,7 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
     if (st.tracing)
       work->trace = activity_tracer(st.timeline, *work);
     st.in_flight.emplace(work->id, work);
-    self->send(st.backend, execute_atom::value, work);
+    self->send(backend->second, execute_atom::value, work);
     ++launched;
   }
   if (launched == 0)
@@ -288,13 +299,13 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
     st.lists_running.push_back({launched, {}});
 }
 
-// The backend has let go of every buffer: stop it, then this actor.
+// The backends have let go of every buffer: stop them, then this actor.
 void finish_if_stopping(negotiator_actor* self) {
   auto& st = self->state;
   if (!st.stopping || !st.in_flight.empty())
     return;
-  if (st.backend)
-    self->send_exit(st.backend, caf::exit_reason::user_shutdown);
+  for (const auto& [kind, backend] : st.backends)
+    self->send_exit(backend, caf::exit_reason::user_shutdown);
   self->quit();
 }
 
@@ -330,14 +341,14 @@ void on_executed(negotiator_actor* self, uint64_t id, status& result, const list
 
 caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
                          caf::actor coordinator_endpoint, caf::actor local_coordinator,
-                         caf::actor backend, caf::actor timeline) {
+                         backend_actors backends, caf::actor timeline) {
   auto& st = self->state;
   st.set_id = args.process_set_id;
   st.set_rank = args.set_rank;
   st.epoch = args.epoch;
   st.coordinator_endpoint = std::move(coordinator_endpoint);
   st.local_coordinator = std::move(local_coordinator);
-  st.backend = std::move(backend);
+  st.backends = std::move(backends);
   st.timeline = std::move(timeline);
   st.tracing = st.timeline && args.tracing;
   st.metrics = std::move(args.metrics);
@@ -377,8 +388,8 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
       if (st.broken && !abort_escalates(*st.broken, why))
         return;
       st.broken = why;
-      if (st.backend)
-        self->send<caf::message_priority::high>(st.backend, abort_atom::value, why);
+      for (const auto& [kind, backend] : st.backends)
+        self->send<caf::message_priority::high>(backend, abort_atom::value, why);
       fail_pending(st, why);
       finish_if_stopping(self);
     },
@@ -398,8 +409,8 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
 caf::actor spawn_negotiator(caf::actor_system& sys, const negotiator_args& args,
                             const caf::actor& coordinator_endpoint,
                             const caf::actor& local_coordinator,
-                            const caf::actor& backend, const caf::actor& timeline) {
-  return sys.spawn(negotiator, args, coordinator_endpoint, local_coordinator, backend,
+                            const backend_actors& backends, const caf::actor& timeline) {
+  return sys.spawn(negotiator, args, coordinator_endpoint, local_coordinator, backends,
                    timeline);
 }
 

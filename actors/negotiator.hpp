@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "actors/backend_actors.hpp"
+
 namespace caf {
 class actor;
 class actor_system;
@@ -31,7 +33,9 @@ struct negotiator_args {
 /// Spawns the negotiator of one process set on this rank. It owns the set's
 /// tensor table: (submit, entry) registers a collective and asks the
 /// coordinator; (response, set id, bytes) runs or fails what the coordinator
-/// decided, in its order; (abort, status) fails everything pending.
+/// decided, in its order, each work on the backend of its response's
+/// device kind (failing it when `backends` has none); (abort, status) fails
+/// everything pending and is passed on to every backend.
 ///
 /// `coordinator_endpoint` receives (request, epoch, set id, RequestList
 /// bytes): the
@@ -44,6 +48,6 @@ struct negotiator_args {
 caf::actor spawn_negotiator(caf::actor_system& sys, const negotiator_args& args,
                             const caf::actor& coordinator_endpoint,
                             const caf::actor& local_coordinator,
-                            const caf::actor& backend, const caf::actor& timeline);
+                            const backend_actors& backends, const caf::actor& timeline);
 
 } // namespace troupe::actors

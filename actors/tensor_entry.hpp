@@ -22,6 +22,9 @@ struct tensor_entry {
   /// Alltoall: rows sent to each rank (empty = equal split). Not
   /// negotiated, as in Horovod.
   std::vector<int64_t> splits;
+  /// The caller's memory for a result sized by negotiation; empty: the
+  /// result goes to handle->output.
+  output_allocator allocate;
   std::shared_ptr<detail::handle_state> handle;
   /// Zeros a joined rank contributes in place of a tensor it never had.
   std::vector<char> stand_in;
@@ -85,8 +88,10 @@ struct list_stats {
 inline uint64_t payload_bytes(const collective_work& work) {
   uint64_t bytes = 0;
   for (const auto& e : work.entries)
-    bytes += work.response.op() == v1::OP_TYPE_ALLGATHER ? e->handle->output.size()
-                                                         : e->input.size_bytes();
+    bytes += work.response.op() == v1::OP_TYPE_ALLGATHER
+               ? static_cast<uint64_t>(num_elements(e->handle->output_shape)) *
+                   element_size(e->input.dtype)
+               : e->input.size_bytes();
   return bytes;
 }
 

@@ -1,5 +1,7 @@
 #include "api/submission.hpp"
 
+#include "backends/registry.hpp"
+
 namespace troupe::api {
 
 namespace {
@@ -22,6 +24,10 @@ std::string check_tensor(const tensor& t, const std::string& name) {
       return "tensor '" + name + "': negative dimension in shape " + to_string(t.shape);
   if (t.data == nullptr && num_elements(t.shape) > 0)
     return "tensor '" + name + "': null data pointer for a non-empty tensor";
+  if (t.device.ordinal < 0)
+    return "tensor '" + name + "': negative device ordinal " + std::to_string(t.device.ordinal);
+  if (auto missing = backends::missing_backend(t.device.kind); !missing.empty())
+    return "tensor '" + name + "' is on " + to_string(t.device) + ", but " + missing;
   return {};
 }
 
@@ -56,11 +62,15 @@ prepared prepare_allreduce(const tensor& input, const tensor& output, const std:
                    to_string(input.shape));
   if (output.data == nullptr && num_elements(output.shape) > 0)
     return invalid("allreduce of '" + name + "': null output pointer");
-  return ok({v1::OP_TYPE_ALLREDUCE, input, output, name, op, 0, prescale, postscale, {}});
+  if (!output.device.same_memory(input.device))
+    return invalid("allreduce of '" + name + "': output on " + to_string(output.device) +
+                   ", input on " + to_string(input.device) + "; both must be on one device");
+  return ok({v1::OP_TYPE_ALLREDUCE, input, output, name, op, 0, prescale, postscale, {}, {}});
 }
 
 prepared prepare_reducescatter(const tensor& input, const std::string& name, reduce_op op,
-                               double prescale, double postscale) {
+                               double prescale, double postscale,
+                               const output_allocator& allocate) {
   if (auto err = check_tensor(input, name); !err.empty())
     return invalid(err);
   if (op != reduce_op::sum && op != reduce_op::average)
@@ -71,20 +81,24 @@ prepared prepare_reducescatter(const tensor& input, const std::string& name, red
   if (input.shape.empty())
     return invalid("reducescatter of '" + name +
                    "': Reducescatter does not support scalar inputs");
-  return ok({v1::OP_TYPE_REDUCESCATTER, input, input, name, op, 0, prescale, postscale, {}});
+  return ok({v1::OP_TYPE_REDUCESCATTER, input, input, name, op, 0, prescale, postscale, {},
+             allocate});
 }
 
-prepared prepare_allgather(const tensor& input, const std::string& name) {
+prepared prepare_allgather(const tensor& input, const std::string& name,
+                           const output_allocator& allocate) {
   if (auto err = check_tensor(input, name); !err.empty())
     return invalid(err);
   if (input.shape.empty())
     return invalid("allgather of '" + name +
                    "': a scalar cannot be gathered; give the tensor at least one dimension");
-  return ok({v1::OP_TYPE_ALLGATHER, input, input, name, reduce_op::sum, 0, 1.0, 1.0, {}});
+  return ok(
+    {v1::OP_TYPE_ALLGATHER, input, input, name, reduce_op::sum, 0, 1.0, 1.0, {}, allocate});
 }
 
 prepared prepare_alltoall(const tensor& input, const std::string& name,
-                          const std::vector<int64_t>& splits, int set_size) {
+                          const std::vector<int64_t>& splits, int set_size,
+                          const output_allocator& allocate) {
   if (auto err = check_tensor(input, name); !err.empty())
     return invalid(err);
   const auto where = "alltoall of '" + name + "': ";
@@ -109,7 +123,8 @@ prepared prepare_alltoall(const tensor& input, const std::string& name,
       return invalid(where + "Sum of splits entries is greater than the first dimension of "
                              "tensor.");
   }
-  return ok({v1::OP_TYPE_ALLTOALL, input, input, name, reduce_op::sum, 0, 1.0, 1.0, splits});
+  return ok(
+    {v1::OP_TYPE_ALLTOALL, input, input, name, reduce_op::sum, 0, 1.0, 1.0, splits, allocate});
 }
 
 prepared prepare_broadcast(const tensor& t, int root_rank, const std::string& name,
@@ -119,17 +134,18 @@ prepared prepare_broadcast(const tensor& t, int root_rank, const std::string& na
   if (root_rank < 0 || root_rank >= set_size)
     return invalid("broadcast of '" + name + "': root rank " + std::to_string(root_rank) +
                    " is outside [0, " + std::to_string(set_size) + ")");
-  return ok({v1::OP_TYPE_BROADCAST, t, t, name, reduce_op::sum, root_rank, 1.0, 1.0, {}});
+  return ok({v1::OP_TYPE_BROADCAST, t, t, name, reduce_op::sum, root_rank, 1.0, 1.0, {}, {}});
 }
 
 prepared prepare_barrier() {
   const tensor none{nullptr, data_type::uint8, {0}};
-  return ok({v1::OP_TYPE_BARRIER, none, none, "barrier.noname", reduce_op::sum, 0, 1.0, 1.0, {}});
+  return ok(
+    {v1::OP_TYPE_BARRIER, none, none, "barrier.noname", reduce_op::sum, 0, 1.0, 1.0, {}, {}});
 }
 
 prepared prepare_join() {
   const tensor none{nullptr, data_type::int32, {0}};
-  return ok({v1::OP_TYPE_JOIN, none, none, "join.noname", reduce_op::sum, 0, 1.0, 1.0, {}});
+  return ok({v1::OP_TYPE_JOIN, none, none, "join.noname", reduce_op::sum, 0, 1.0, 1.0, {}, {}});
 }
 
 } // namespace troupe::api

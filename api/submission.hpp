@@ -24,6 +24,7 @@ struct submission {
   double prescale = 1.0;
   double postscale = 1.0;
   std::vector<int64_t> splits;
+  output_allocator allocate;  // empty: the result goes to the handle
 };
 
 /// A submission that passed the local checks, or the error it failed with.
@@ -35,10 +36,13 @@ struct prepared {
 prepared prepare_allreduce(const tensor& input, const tensor& output, const std::string& name,
                            reduce_op op, double prescale, double postscale, int set_size);
 prepared prepare_reducescatter(const tensor& input, const std::string& name, reduce_op op,
-                               double prescale, double postscale);
-prepared prepare_allgather(const tensor& input, const std::string& name);
+                               double prescale, double postscale,
+                               const output_allocator& allocate);
+prepared prepare_allgather(const tensor& input, const std::string& name,
+                           const output_allocator& allocate);
 prepared prepare_alltoall(const tensor& input, const std::string& name,
-                          const std::vector<int64_t>& splits, int set_size);
+                          const std::vector<int64_t>& splits, int set_size,
+                          const output_allocator& allocate);
 prepared prepare_broadcast(const tensor& t, int root_rank, const std::string& name,
                            int set_size);
 prepared prepare_barrier();

@@ -63,9 +63,12 @@ actors::tensor_entry_ptr make_entry(api::submission sub) {
   req.set_postscale_factor(sub.postscale);
   for (auto d : sub.input.shape)
     req.add_shape(d);
+  req.set_device_kind(static_cast<v1::DeviceKind>(sub.input.device.kind));
+  req.set_device_ordinal(sub.input.device.ordinal);
   e->input = std::move(sub.input);
   e->output = std::move(sub.output);
   e->splits = std::move(sub.splits);
+  e->allocate = std::move(sub.allocate);
   e->handle = std::make_shared<detail::handle_state>();
   return e;
 }
@@ -149,6 +152,21 @@ std::vector<handle> failed_all(size_t n, const status& s) {
 
 std::string member_name(const std::string& group, size_t i) {
   return group + "." + std::to_string(i);
+}
+
+// A grouped collective takes no allocator or one per member.
+status check_allocators(const std::vector<tensor>& inputs,
+                        const std::vector<output_allocator>& allocators,
+                        const std::string& group) {
+  if (allocators.empty() || allocators.size() == inputs.size())
+    return {};
+  return {status_code::invalid_argument,
+          "group '" + group + "': " + std::to_string(inputs.size()) + " inputs but " +
+            std::to_string(allocators.size()) + " output allocators"};
+}
+
+output_allocator allocator_of(const std::vector<output_allocator>& allocators, size_t i) {
+  return allocators.empty() ? output_allocator{} : allocators[i];
 }
 
 template <class F>
@@ -280,27 +298,31 @@ handle allreduce(const tensor& input, const tensor& output, const std::string& n
 }
 
 handle reducescatter(const tensor& input, const std::string& name, reduce_op op,
-                     double prescale_factor, double postscale_factor, const process_set& set) {
+                     double prescale_factor, double postscale_factor, const process_set& set,
+                     const output_allocator& allocate) {
   auto v = resolve(set, "Reducescatter");
   if (!v.error.ok())
     return failed(v.error);
   return submit_one(
-    api::prepare_reducescatter(input, name, op, prescale_factor, postscale_factor), v);
+    api::prepare_reducescatter(input, name, op, prescale_factor, postscale_factor, allocate),
+    v);
 }
 
-handle allgather(const tensor& input, const std::string& name, const process_set& set) {
+handle allgather(const tensor& input, const std::string& name, const process_set& set,
+                 const output_allocator& allocate) {
   auto v = resolve(set, "Allgather");
   if (!v.error.ok())
     return failed(v.error);
-  return submit_one(api::prepare_allgather(input, name), v);
+  return submit_one(api::prepare_allgather(input, name, allocate), v);
 }
 
 handle alltoall(const tensor& input, const std::string& name,
-                const std::vector<int64_t>& splits, const process_set& set) {
+                const std::vector<int64_t>& splits, const process_set& set,
+                const output_allocator& allocate) {
   auto v = resolve(set, "Alltoall");
   if (!v.error.ok())
     return failed(v.error);
-  return submit_one(api::prepare_alltoall(input, name, splits, v.size), v);
+  return submit_one(api::prepare_alltoall(input, name, splits, v.size, allocate), v);
 }
 
 handle broadcast(const tensor& t, int root_rank, const std::string& name,
@@ -361,27 +383,35 @@ std::vector<handle> grouped_allreduce(const std::vector<tensor>& inputs,
 }
 
 std::vector<handle> grouped_allgather(const std::vector<tensor>& inputs,
-                                      const std::string& name, const process_set& set) {
+                                      const std::string& name, const process_set& set,
+                                      const std::vector<output_allocator>& allocators) {
+  if (auto s = check_allocators(inputs, allocators, name); !s.ok())
+    return failed_all(inputs.size(), s);
   auto v = resolve(set, "Allgather");
   if (!v.error.ok())
     return failed_all(inputs.size(), v.error);
   std::vector<api::prepared> items;
   for (size_t i = 0; i < inputs.size(); ++i)
-    items.push_back(api::prepare_allgather(inputs[i], member_name(name, i)));
+    items.push_back(
+      api::prepare_allgather(inputs[i], member_name(name, i), allocator_of(allocators, i)));
   return submit(std::move(items), v, name);
 }
 
 std::vector<handle> grouped_reducescatter(const std::vector<tensor>& inputs,
                                           const std::string& name, reduce_op op,
                                           double prescale_factor, double postscale_factor,
-                                          const process_set& set) {
+                                          const process_set& set,
+                                          const std::vector<output_allocator>& allocators) {
+  if (auto s = check_allocators(inputs, allocators, name); !s.ok())
+    return failed_all(inputs.size(), s);
   auto v = resolve(set, "Reducescatter");
   if (!v.error.ok())
     return failed_all(inputs.size(), v.error);
   std::vector<api::prepared> items;
   for (size_t i = 0; i < inputs.size(); ++i)
     items.push_back(api::prepare_reducescatter(inputs[i], member_name(name, i), op,
-                                               prescale_factor, postscale_factor));
+                                               prescale_factor, postscale_factor,
+                                               allocator_of(allocators, i)));
   return submit(std::move(items), v, name);
 }
 

@@ -68,6 +68,20 @@ const char* to_string(status_code code) {
   return "unknown";
 }
 
+const char* to_string(device_kind kind) {
+  switch (kind) {
+    case device_kind::cpu: return "CPU";
+    case device_kind::cuda: return "CUDA";
+  }
+  return "unknown";
+}
+
+std::string to_string(const tensor_device& device) {
+  if (device.kind == device_kind::cpu)
+    return to_string(device.kind);
+  return std::string(to_string(device.kind)) + " device " + std::to_string(device.ordinal);
+}
+
 int64_t num_elements(const shape_t& shape) {
   int64_t n = 1;
   for (auto d : shape)

@@ -24,6 +24,14 @@ std::vector<std::string> built_cpu_backends() {
   return names;
 }
 
+std::string missing_backend(device_kind kind) {
+  switch (kind) {
+    case device_kind::cpu: return {};
+    case device_kind::cuda: return "this build has no GPU backend (NCCL: TROUPE_WITH_NCCL)";
+  }
+  return "device kind " + std::to_string(static_cast<int>(kind)) + " is unknown to this build";
+}
+
 std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std::string& name) {
   if (ctx.size == 1)
     return std::make_unique<local_backend>();

@@ -14,6 +14,10 @@ namespace troupe::backends {
 /// Names of the CPU backends this build has.
 std::vector<std::string> built_cpu_backends();
 
+/// Why a tensor on `kind` cannot run in this build ("this build has no GPU
+/// backend (NCCL: TROUPE_WITH_NCCL)"), or "" when a backend for it exists.
+std::string missing_backend(device_kind kind);
+
 /// Creates the CPU backend of a process set: a no-communication backend for
 /// a set of one, else `name` ("gloo", "mpi"; "" = gloo when the launcher's
 /// store is there, mpi under mpirun). Throws backend_error saying what is

@@ -12,9 +12,19 @@
 
 namespace troupe::workers {
 
+std::vector<caf::actor> process_set_group::children() const {
+  std::vector<caf::actor> all{negotiator};
+  if (coordinator)
+    all.push_back(coordinator);
+  for (const auto& [kind, backend] : backends)
+    all.push_back(backend);
+  return all;
+}
+
 bool process_set_group::owns(const caf::actor_addr& who) const {
-  return who == negotiator.address() || who == coordinator.address() ||
-         who == backend.address();
+  const auto all = children();
+  return std::any_of(all.begin(), all.end(),
+                     [&](const caf::actor& a) { return a.address() == who; });
 }
 
 process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
@@ -40,7 +50,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   g.members = spec.members;
   auto counted = spec.metrics->for_set(spec.set_id, set_size, impl->name());
   // The backend actor sees only its part, which keeps the whole set's alive.
-  g.backend = backends::spawn_backend_actor(
+  g.backends[device_kind::cpu] = backends::spawn_backend_actor(
     sys, std::move(impl), set_rank, set_size,
     std::shared_ptr<metrics::collective_metrics>(counted, &counted->collectives()));
   std::vector<caf::actor> member_endpoints;
@@ -63,7 +73,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   const bool tracing = !cfg.timeline.empty() && cfg.timeline != dynamic_timeline;
   g.negotiator = actors::spawn_negotiator(
     sys, actors::negotiator_args{spec.set_id, set_rank, counted, tracing, spec.epoch},
-    member_endpoints.front(), g.coordinator, g.backend, spec.timeline);
+    member_endpoints.front(), g.coordinator, g.backends, spec.timeline);
   return g;
 }
 

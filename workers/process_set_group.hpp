@@ -8,6 +8,7 @@
 
 #include <caf/actor.hpp>
 
+#include "actors/backend_actors.hpp"
 #include "workers/identity.hpp"
 
 namespace troupe::elastic {
@@ -23,9 +24,12 @@ namespace troupe::workers {
 struct process_set_group {
   caf::actor negotiator;
   caf::actor coordinator;  // only on the set's lowest rank
-  caf::actor backend;
+  /// One backend per device kind; spawn_group creates the CPU one.
+  actors::backend_actors backends;
   std::vector<int> members;  // the set's global ranks, ascending
 
+  /// Negotiator, coordinator (if here) and every backend.
+  std::vector<caf::actor> children() const;
   /// Whether `who` is one of them.
   bool owns(const caf::actor_addr& who) const;
 };
@@ -44,7 +48,7 @@ struct group_spec {
   caf::actor timeline;  // may be null
 };
 
-/// Spawns the set's backend actor (not connected yet), its coordinator when
+/// Spawns the set's CPU backend actor (not connected yet), its coordinator when
 /// this rank is the set's lowest, and its negotiator. Throws backend_error
 /// when the backend cannot be created.
 process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec);

@@ -202,16 +202,15 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self, uint32_t set
   } catch (const std::exception& e) {
     return {status{status_code::backend, e.what()}, caf::actor{}};
   }
-  for (const auto* child : {&g.backend, &g.coordinator, &g.negotiator})
-    if (*child)
-      self->monitor(*child);
+  for (const auto& child : g.children())
+    self->monitor(child);
   if (st.broken)
     self->send(g.negotiator, abort_atom::value, *st.broken);
   st.groups.emplace(set_id, g);
   auto rp = self->make_response_promise<status, caf::actor>();
   const auto deadline = std::chrono::milliseconds(
     static_cast<int64_t>(st.args.cfg.start_timeout_seconds * 1000));
-  self->request(g.backend, deadline, connect_atom::value)
+  self->request(g.backends.at(device_kind::cpu), deadline, connect_atom::value)
     .then(
       [=](status& connected) mutable { rp.deliver(std::move(connected), g.negotiator); },
       [=](caf::error& err) mutable {
@@ -230,9 +229,8 @@ void stop_group(supervisor_actor* self, uint32_t set_id) {
   if (node.empty())
     return;
   auto& g = node.mapped();
-  for (const auto* child : {&g.backend, &g.coordinator, &g.negotiator})
-    if (*child)
-      self->demonitor(*child);
+  for (const auto& child : g.children())
+    self->demonitor(child);
   self->send(g.negotiator, abort_atom::value,
              status{status_code::shut_down, "Process set has been removed."});
   // The negotiator stops the backend once its running works returned.

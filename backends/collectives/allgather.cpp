@@ -15,14 +15,10 @@ void run_allgather(const run_context& ctx, const v1::Response& resp, actors::ten
     o.counts.push_back(static_cast<size_t>(dim0 * row));
     rows += dim0;
   }
-  auto& h = *e.handle;
-  h.output_shape = shape;
-  h.output_shape[0] = rows;
-  // One spare byte keeps the pointer valid when every rank sent nothing.
-  h.output.resize(static_cast<size_t>(rows * row) * element_size(o.dtype) + 1);
-  o.output = h.output.data();
+  auto out_shape = shape;
+  out_shape[0] = rows;
+  o.output = result_buffer(e, out_shape);
   ctx.b.allgather(o);
-  h.output.pop_back();
 }
 
 void run_fused_allgather(const run_context& ctx, const v1::Response& resp,
@@ -63,14 +59,12 @@ void run_fused_allgather(const run_context& ctx, const v1::Response& resp,
   ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'B');
   std::vector<char*> out(tensors);
   for (size_t t = 0; t < tensors; ++t) {
-    auto& h = *entries[t]->handle;
     size_t all_rows = 0;
     for (size_t r = 0; r < ranks; ++r)
       all_rows += rows(t, r);
-    h.output_shape = entries[t]->input.shape;
-    h.output_shape[0] = static_cast<int64_t>(all_rows);
-    h.output.resize(all_rows * row_bytes(t));
-    out[t] = h.output.data();
+    auto shape = entries[t]->input.shape;
+    shape[0] = static_cast<int64_t>(all_rows);
+    out[t] = result_buffer(*entries[t], shape);
   }
   const char* from = buffer + mine;
   for (size_t r = 0; r < ranks; ++r)

@@ -24,18 +24,14 @@ void run_alltoall(const run_context& ctx, actors::tensor_entry& e) {
     o.send_bytes.push_back(send_rows[r] * row_bytes);
     o.recv_bytes.push_back(recv_rows[r] * row_bytes);
   }
-  auto& h = *e.handle;
-  const auto rows = std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t{0});
-  h.output_shape = shape;
-  h.output_shape[0] = rows;
-  // One spare byte keeps the pointers valid for empty tensors.
-  h.output.resize(static_cast<size_t>(rows * row_bytes) + 1);
+  auto out_shape = shape;
+  out_shape[0] = std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t{0});
+  // A valid pointer for an empty input too.
   char nothing = 0;
   o.input = e.input.data ? e.input.data : &nothing;
-  o.output = h.output.data();
+  o.output = result_buffer(e, out_shape);
   ctx.b.alltoall(o);
-  h.output.pop_back();
-  h.received_splits = std::move(recv_rows);
+  e.handle->received_splits = std::move(recv_rows);
 }
 
 } // namespace troupe::backends

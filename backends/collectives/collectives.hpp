@@ -33,6 +33,12 @@ struct scratch_buffers {
 /// buffer).
 void pack_inputs(const std::vector<actors::tensor_entry_ptr>& entries, char* buffer);
 
+/// Where the result of `e` goes once negotiation has sized it to `shape`
+/// (the input's dtype): memory from the caller's output_allocator, else the
+/// handle's output bytes. Records the shape on the handle. Never null, so
+/// an empty result can be handed to a backend too.
+char* result_buffer(actors::tensor_entry& e, const shape_t& shape);
+
 /// The local rank's place in the process set the backend serves.
 struct run_context {
   backend& b;

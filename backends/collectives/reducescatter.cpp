@@ -27,12 +27,12 @@ void run_reducescatter(const run_context& ctx, const v1::Response& resp,
   int64_t first = 0;
   for (int r = 0; r < ctx.rank; ++r)
     first += rows[static_cast<size_t>(r)];
-  auto& h = *e.handle;
-  const auto mine = rows[static_cast<size_t>(ctx.rank)];
-  h.output_shape = shape;
-  h.output_shape[0] = mine;
-  h.output.assign(scratch + first * static_cast<int64_t>(row_bytes),
-                  scratch + (first + mine) * static_cast<int64_t>(row_bytes));
+  auto out_shape = shape;
+  out_shape[0] = rows[static_cast<size_t>(ctx.rank)];
+  const auto bytes = static_cast<size_t>(out_shape[0]) * row_bytes;
+  char* out = result_buffer(e, out_shape);
+  if (bytes > 0)
+    std::memcpy(out, scratch + static_cast<size_t>(first) * row_bytes, bytes);
 }
 
 } // namespace troupe::backends

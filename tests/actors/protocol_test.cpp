@@ -26,6 +26,7 @@ struct inbox {
   std::vector<std::string> responses;  // ResponseList bytes
   std::vector<list_stats> executed;
   std::vector<collective_work_ptr> works;
+  int aborts = 0;
 };
 
 // Stands in for a rank's supervisor (and for the co-located coordinator):
@@ -40,7 +41,7 @@ caf::behavior recorder(caf::event_based_actor* self, inbox* box, uint64_t moved,
       box->responses.push_back(bytes);
     },
     [=](executed_atom, const list_stats& s) { box->executed.push_back(s); },
-    [=](abort_atom, const status&) {},
+    [=](abort_atom, const status&) { ++box->aborts; },
     [=](execute_atom, const collective_work_ptr& w) {
       box->works.push_back(w);
       if (answer)
@@ -78,10 +79,15 @@ protected:
   }
 
   caf::actor negotiator(const caf::actor& endpoint, const caf::actor& local_coordinator,
-                        const caf::actor& backend) {
+                        const backend_actors& backends) {
     spawned_.push_back(spawn_negotiator(sys_, negotiator_args{0, 0, metrics_, false}, endpoint,
-                                        local_coordinator, backend, caf::actor{}));
+                                        local_coordinator, backends, caf::actor{}));
     return spawned_.back();
+  }
+
+  caf::actor negotiator(const caf::actor& endpoint, const caf::actor& local_coordinator,
+                        const caf::actor& cpu_backend) {
+    return negotiator(endpoint, local_coordinator, {{device_kind::cpu, cpu_backend}});
   }
 
   caf::actor_system_config cfg_;
@@ -292,6 +298,88 @@ TEST_F(actor_protocol, a_running_work_completes_before_the_negotiator_stops) {
   sched_.run();
   ASSERT_TRUE(late->handle->done());
   EXPECT_EQ(late->handle->result().code(), status_code::shut_down);
+}
+
+tensor_entry_ptr entry_on(const std::string& name, std::vector<float>& x, v1::DeviceKind kind) {
+  auto e = entry(name, x);
+  e->request.set_device_kind(kind);
+  e->request.set_device_ordinal(kind == v1::DEVICE_KIND_CUDA ? 1 : 0);
+  return e;
+}
+
+std::string response_on(const std::string& name, v1::DeviceKind kind) {
+  v1::ResponseList list;
+  auto* resp = list.add_responses();
+  resp->set_op(v1::OP_TYPE_ALLREDUCE);
+  resp->set_device_kind(kind);
+  resp->add_tensor_names(name);
+  return list.SerializeAsString();
+}
+
+TEST_F(actor_protocol, device_kind_travels_to_the_coordinator_and_picks_the_backend) {
+  inbox endpoint, cpu, cuda;
+  auto neg = negotiator(fake(endpoint), caf::actor{},
+                        {{device_kind::cpu, fake(cpu)}, {device_kind::cuda, fake(cuda)}});
+  std::vector<float> x(2), y(2);
+  auto on_gpu = entry_on("g", x, v1::DEVICE_KIND_CUDA);
+  auto on_cpu = entry_on("c", y, v1::DEVICE_KIND_CPU);
+  submit_batch(neg, entry_batch{on_gpu});
+  submit_batch(neg, entry_batch{on_cpu});
+  sched_.run();
+  std::vector<v1::Request> sent;
+  for (const auto& bytes : endpoint.requests) {
+    v1::RequestList l;
+    ASSERT_TRUE(l.ParseFromString(bytes));
+    sent.insert(sent.end(), l.requests().begin(), l.requests().end());
+  }
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].device_kind(), v1::DEVICE_KIND_CUDA);
+  EXPECT_EQ(sent[0].device_ordinal(), 1);
+  EXPECT_EQ(sent[1].device_kind(), v1::DEVICE_KIND_CPU);
+  caf::anon_send(neg, response_atom::value, 0u, response_on("g", v1::DEVICE_KIND_CUDA));
+  caf::anon_send(neg, response_atom::value, 0u, response_on("c", v1::DEVICE_KIND_CPU));
+  sched_.run();
+  ASSERT_EQ(cuda.works.size(), 1u);
+  EXPECT_EQ(cuda.works[0]->entries.front(), on_gpu);
+  ASSERT_EQ(cpu.works.size(), 1u);
+  EXPECT_EQ(cpu.works[0]->entries.front(), on_cpu);
+  EXPECT_TRUE(on_gpu->handle->result().ok() && on_cpu->handle->result().ok());
+  // An abort reaches every backend of the set.
+  caf::anon_send(neg, abort_atom::value, status{status_code::reset, "resetting"});
+  sched_.run();
+  EXPECT_EQ(cpu.aborts, 1);
+  EXPECT_EQ(cuda.aborts, 1);
+}
+
+TEST_F(actor_protocol, a_work_for_a_device_without_backend_fails) {
+  inbox endpoint, cpu;
+  auto neg = negotiator(fake(endpoint), caf::actor{}, fake(cpu));
+  std::vector<float> x(2);
+  auto e = entry_on("g", x, v1::DEVICE_KIND_CUDA);
+  submit_batch(neg, entry_batch{e});
+  caf::anon_send(neg, response_atom::value, 0u, response_on("g", v1::DEVICE_KIND_CUDA));
+  sched_.run();
+  EXPECT_TRUE(cpu.works.empty());
+  ASSERT_TRUE(e->handle->done());
+  EXPECT_EQ(e->handle->result().code(), status_code::invalid_argument);
+  EXPECT_EQ(e->handle->result().message(),
+            "process set 0 has no backend for CUDA tensors on rank 0 of the set");
+}
+
+TEST_F(actor_protocol, coordinator_answers_with_the_members_device_kind) {
+  inbox rank0, rank1;
+  auto coord = coordinator({fake(rank0), fake(rank1)}, {{}, 0, 4, {}});
+  for (int r = 0; r < 2; ++r) {
+    auto req = request(r, "g");
+    req.set_device_kind(v1::DEVICE_KIND_CUDA);
+    caf::anon_send(coord, request_atom::value, 0u, request_list({req}));
+  }
+  sched_.run();
+  ASSERT_EQ(rank1.responses.size(), 1u);
+  auto list = parsed(rank1.responses[0]);
+  ASSERT_EQ(list.responses_size(), 1);
+  EXPECT_EQ(list.responses(0).op(), v1::OP_TYPE_ALLREDUCE);
+  EXPECT_EQ(list.responses(0).device_kind(), v1::DEVICE_KIND_CUDA);
 }
 
 } // namespace

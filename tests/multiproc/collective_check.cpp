@@ -26,6 +26,8 @@
 //                               4 ranks, static sets [0, 2] and [1, 3],
 //                               dynamic sets, errors, add/remove leak check
 //   collective_check errors     every user error, message checked on every rank
+//   collective_check allocate   allgather / alltoall / reducescatter results in
+//                               memory from an output_allocator
 //   collective_check join       uneven work ending in join()
 //   collective_check stall      a withheld tensor, with small stall times
 //   collective_check hold N STOP_FILE
@@ -63,6 +65,7 @@
 
 #include <unistd.h>
 
+#include "allocator_checks.hpp"
 #include "cache_checks.hpp"
 #include "checks.hpp"
 #include "process_set_checks.hpp"
@@ -272,6 +275,9 @@ int main(int argc, char** argv) {
     rc = timeline_dynamic(rank, size, argv[2]);
   else if (mode == "process-sets")
     rc = troupe::test::run_process_set_checks(rank, size);
+  else if (mode == "allocate")
+    rc = troupe::test::run_checks(troupe::test::allocator_checks(rank, size), rank,
+                                  "collectives into allocated outputs");
   else if (mode == "errors")
     rc = troupe::test::run_error_checks(rank, size);
   else if (mode == "join")

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <thread>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,37 @@ int run_error_checks(int rank, int size) {
   for (auto& h : grouped_allreduce({f4, {f.data(), data_type::float32, {-1}}}, {f4, f4}, "e.group"))
     immediate("group with a bad member", h,
               "group 'e.group': tensor 'e.group.1': negative dimension in shape [-1]");
+
+  // Devices: this build has no GPU backend.
+  const tensor cuda4{f.data(), data_type::float32, {4}, tensor_device::cuda(0)};
+  immediate("CUDA tensor", allreduce(cuda4, cuda4, "e.cuda"),
+            "tensor 'e.cuda' is on CUDA device 0, but this build has no GPU backend (NCCL: "
+            "TROUPE_WITH_NCCL)");
+  immediate("CUDA allgather", allgather(cuda4, "e.cuda_gather"),
+            "tensor 'e.cuda_gather' is on CUDA device 0, but this build has no GPU backend "
+            "(NCCL: TROUPE_WITH_NCCL)");
+  immediate("output on another device",
+            allreduce(f4, {f.data(), data_type::float32, {4}, tensor_device::cuda(1)},
+                      "e.devices"),
+            "allreduce of 'e.devices': output on CUDA device 1, input on CPU; both must be on "
+            "one device");
+  immediate("negative device",
+            broadcast({f.data(), data_type::float32, {4}, tensor_device::cuda(-1)}, 0,
+                      "e.ordinal"),
+            "tensor 'e.ordinal': negative device ordinal -1");
+
+  // Output allocators: one per member of a group, or none.
+  immediate("allocator count",
+            grouped_allgather({f4, f4}, "e.alloc", {}, {output_allocator{}}).front(),
+            "group 'e.alloc': 2 inputs but 1 output allocators");
+  // Thrown on every rank after the reduction (no rank waits for another):
+  // the collective fails with the allocator's message.
+  cases.push_back({"allocator throws",
+                   reducescatter(f4, "e.throws", reduce_op::sum, 1.0, 1.0, {},
+                                 [](const shape_t&) -> void* {
+                                   throw std::runtime_error("no memory for this result");
+                                 }),
+                   status_code::internal, "no memory for this result"});
 
   int failures = verify(rank, cases);
 

@@ -1,6 +1,8 @@
 """Every collective, dtype and variant (sync, async, in-place, grouped,
 non-contiguous) against references computed locally from every rank's input."""
 
+import time
+
 import pytest
 import torch
 
@@ -160,6 +162,28 @@ def test_allgather_non_contiguous_and_empty():
     assert torch.equal(hvd.allgather(full.t()), expected)
     empty = torch.zeros((0, 2)) if hvd.rank() == 0 else torch.ones((1, 2))
     assert hvd.allgather(empty).shape == (hvd.size() - 1, 2)
+
+
+def test_results_allocated_while_python_holds_the_gil():
+    # The runtime allocates these results by calling into Python from its
+    # backend thread; poll() keeps the GIL, so the loop below only ends if
+    # that thread gets the GIL between bytecodes.
+    mine = rank_tensor(hvd.rank(), (hvd.rank() + 1, 2), torch.int64)
+    square = rank_tensor(hvd.rank(), (hvd.size(), 2), torch.int64)
+    handles = [hvd.allgather_async(mine, name='gil.ag'),
+               hvd.alltoall_async(torch.cat([mine] * hvd.size()), name='gil.a2a'),
+               hvd.reducescatter_async(square, name='gil.rs', op=hvd.Sum)]
+    deadline = time.monotonic() + 60
+    while not all(hvd.poll(h) for h in handles) and time.monotonic() < deadline:
+        pass
+    assert all(hvd.poll(h) for h in handles)
+    gathered, (exchanged, _), scattered = [hvd.synchronize(h) for h in handles]
+    assert torch.equal(gathered, torch.cat([rank_tensor(r, (r + 1, 2), torch.int64)
+                                            for r in range(hvd.size())]))
+    assert torch.equal(exchanged, torch.cat([rank_tensor(r, (r + 1, 2), torch.int64)
+                                             for r in range(hvd.size())]))
+    summed = sum(rank_tensor(r, (hvd.size(), 2), torch.int64) for r in range(hvd.size()))
+    assert torch.equal(scattered, summed[hvd.rank():hvd.rank() + 1])
 
 
 def test_grouped_allgather():

@@ -19,8 +19,9 @@ namespace detail {
 /// ignored.
 class handle_state {
 public:
-  /// Allgather results live here: their size is known only after
-  /// negotiation. Written by the runtime before complete().
+  /// Allgather, alltoall and reducescatter results live here (their size is
+  /// known only after negotiation) unless the caller gave an
+  /// output_allocator. Written by the runtime before complete().
   std::vector<char> output;
   shape_t output_shape;
   /// Alltoall: rows received from each rank.
@@ -117,7 +118,8 @@ public:
   }
 
   /// Allgather, alltoall, reducescatter: the result's bytes and shape, valid
-  /// after a successful wait.
+  /// after a successful wait. With an output_allocator the bytes are in its
+  /// memory and output() is empty.
   const std::vector<char>& output() const {
     return state_->output;
   }

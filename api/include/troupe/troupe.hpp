@@ -1,7 +1,9 @@
 #pragma once
 
 // The Troupe C++ API: a Horovod-style collective runtime. All collectives are
-// asynchronous and return a handle; none blocks the caller.
+// asynchronous and return a handle; none blocks the caller. A tensor on a
+// device this build has no backend for (CUDA without a GPU backend) fails
+// at submission with invalid_argument.
 
 #include <string>
 #include <vector>
@@ -78,18 +80,21 @@ handle allreduce(const tensor& input, const tensor& output, const std::string& n
 /// Reduces (SUM or AVERAGE) `input` across ranks and leaves each rank a
 /// block of rows: with R rows and N ranks, ranks 0 .. R % N - 1 get
 /// R / N + 1 rows, the others R / N (Horovod's rule). The result is in
-/// handle::output() / handle::output_shape().
+/// handle::output() / handle::output_shape(), or in memory from `allocate`
+/// when given (see output_allocator; output() then stays empty).
 handle reducescatter(const tensor& input, const std::string& name,
                      reduce_op op = reduce_op::sum, double prescale_factor = 1.0,
-                     double postscale_factor = 1.0, const process_set& set = {});
+                     double postscale_factor = 1.0, const process_set& set = {},
+                     const output_allocator& allocate = {});
 
 /// Sends rows of `input` to every rank: `splits[r]` rows to rank r, in
 /// order (empty = equal split, which needs rows % size == 0). Trailing
 /// dimensions must agree across ranks. The received rows, concatenated in
-/// rank order, are in handle::output(); handle::received_splits() tells how
-/// many came from each rank.
+/// rank order, are in handle::output() (or in memory from `allocate`);
+/// handle::received_splits() tells how many came from each rank.
 handle alltoall(const tensor& input, const std::string& name,
-                const std::vector<int64_t>& splits = {}, const process_set& set = {});
+                const std::vector<int64_t>& splits = {}, const process_set& set = {},
+                const output_allocator& allocate = {});
 
 /// Completes once every rank has called it.
 handle barrier(const process_set& set = {});
@@ -112,19 +117,24 @@ std::vector<handle> grouped_allreduce(const std::vector<tensor>& inputs,
                                       double prescale_factor = 1.0,
                                       double postscale_factor = 1.0,
                                       const process_set& set = {});
+/// `allocators`: none, or one per input (a different count fails the group).
 std::vector<handle> grouped_allgather(const std::vector<tensor>& inputs,
-                                      const std::string& name, const process_set& set = {});
+                                      const std::string& name, const process_set& set = {},
+                                      const std::vector<output_allocator>& allocators = {});
 std::vector<handle> grouped_reducescatter(const std::vector<tensor>& inputs,
                                           const std::string& name,
                                           reduce_op op = reduce_op::sum,
                                           double prescale_factor = 1.0,
                                           double postscale_factor = 1.0,
-                                          const process_set& set = {});
+                                          const process_set& set = {},
+                                          const std::vector<output_allocator>& allocators = {});
 
 /// Concatenates every rank's `input` along the first dimension, in rank
 /// order. The first dimension may differ per rank; the others must agree.
-/// The result is in handle::output() / handle::output_shape().
-handle allgather(const tensor& input, const std::string& name, const process_set& set = {});
+/// The result is in handle::output() / handle::output_shape(), or in memory
+/// from `allocate` when given.
+handle allgather(const tensor& input, const std::string& name, const process_set& set = {},
+                 const output_allocator& allocate = {});
 
 /// Copies `root_rank`'s tensor into `tensor` on every other rank of the
 /// set; `root_rank` is a global rank.

@@ -1,6 +1,5 @@
 #include "api/python/src/py_handle.hpp"
 
-#include <cstring>
 #include <stdexcept>
 
 #include <pybind11/stl.h>
@@ -12,8 +11,26 @@ namespace py = pybind11;
 
 namespace troupe::python {
 
-py_handle::py_handle(std::vector<handle> members, py::object keep_alive)
-  : members_(std::move(members)), keep_alive_(std::move(keep_alive)) {
+output_allocator python_allocator(const py_callable& fn) {
+  std::weak_ptr<py::object> weak = fn;
+  return [weak](const shape_t& shape) -> void* {
+    py::gil_scoped_acquire gil;
+    // Released before the GIL (reverse order): a last reference dies under it.
+    const auto alive = weak.lock();
+    if (!alive)
+      throw std::runtime_error("the Python operation owning this result is gone");
+    try {
+      return reinterpret_cast<void*>((*alive)(shape).cast<uintptr_t>());
+    } catch (const py::error_already_set& e) {
+      throw std::runtime_error(e.what());
+    }
+  };
+}
+
+py_handle::py_handle(std::vector<handle> members, py::object keep_alive,
+                     std::vector<py_callable> allocators)
+  : members_(std::move(members)), keep_alive_(std::move(keep_alive)),
+    allocators_(std::move(allocators)) {
 }
 
 py_handle::~py_handle() {
@@ -51,20 +68,6 @@ const handle& py_handle::member(size_t i) const {
   return members_[i];
 }
 
-shape_t py_handle::output_shape(size_t i) const {
-  return member(i).output_shape();
-}
-
-void py_handle::copy_output(size_t i, uintptr_t dst, size_t nbytes) const {
-  const auto& out = member(i).output();
-  if (out.size() != nbytes)
-    throw std::length_error("result of member " + std::to_string(i) + " has " +
-                            std::to_string(out.size()) + " bytes, destination " +
-                            std::to_string(nbytes));
-  if (nbytes > 0)
-    std::memcpy(reinterpret_cast<void*>(dst), out.data(), nbytes);
-}
-
 std::vector<int64_t> py_handle::received_splits(size_t i) const {
   return member(i).received_splits();
 }
@@ -79,9 +82,6 @@ void bind_handle(py::module_& m) {
     .def("wait", &py_handle::wait, py::call_guard<py::gil_scoped_release>())
     .def("result", &py_handle::result)
     .def("members", &py_handle::members)
-    .def("output_shape", &py_handle::output_shape)
-    .def("copy_output", &py_handle::copy_output, py::arg("member"), py::arg("dst"),
-         py::arg("nbytes"))
     .def("received_splits", &py_handle::received_splits)
     .def("join_result", &py_handle::join_result);
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,12 +12,25 @@
 
 namespace troupe::python {
 
+/// A Python callable that allocates a result, shared with the runtime only
+/// through weak references (see python_allocator).
+using py_callable = std::shared_ptr<pybind11::object>;
+
+/// The output_allocator that calls `fn(shape)` for the data pointer of a
+/// result. It runs on a backend thread and takes the GIL for the call; the
+/// Python caller meanwhile waits with the GIL released (Handle.wait). It
+/// holds `fn` weakly, so the runtime may drop it on any thread without the
+/// GIL; `fn` itself belongs to the py_handle, released with it under the GIL.
+output_allocator python_allocator(const py_callable& fn);
+
 /// One Python-level operation: the handles of its members (one, or one per
-/// tensor of a grouped collective) and the Python objects whose memory the
-/// runtime reads or writes, held until every member has completed.
+/// tensor of a grouped collective), the Python objects whose memory the
+/// runtime reads or writes, and the callables allocating its results, held
+/// until every member has completed.
 class py_handle {
 public:
-  py_handle(std::vector<handle> members, pybind11::object keep_alive);
+  py_handle(std::vector<handle> members, pybind11::object keep_alive,
+            std::vector<py_callable> allocators = {});
 
   /// A handle dropped while its collective still runs waits for it, so the
   /// runtime never writes into freed memory.
@@ -34,9 +48,6 @@ public:
   size_t members() const {
     return members_.size();
   }
-  shape_t output_shape(size_t member) const;
-  /// Copies a member's result bytes to `dst`, which holds `nbytes`.
-  void copy_output(size_t member, uintptr_t dst, size_t nbytes) const;
   std::vector<int64_t> received_splits(size_t member) const;
   int join_result() const;
 
@@ -45,6 +56,7 @@ private:
 
   std::vector<handle> members_;
   pybind11::object keep_alive_;
+  std::vector<py_callable> allocators_;
 };
 
 } // namespace troupe::python

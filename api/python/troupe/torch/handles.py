@@ -79,10 +79,6 @@ def _dtype_code(tensor):
     return code
 
 
-def _nbytes(tensor):
-    return tensor.numel() * tensor.element_size()
-
-
 def _register(core_handle, finish):
     # Arguments rejected before anything was sent fail at once, as Horovod's
     # enqueue does.
@@ -95,11 +91,18 @@ def _register(core_handle, finish):
     return handle
 
 
-def _gathered(core_handle, member, dtype):
-    """A result whose shape is known only after negotiation, as a tensor."""
-    out = torch.empty(core_handle.output_shape(member), dtype=dtype)
-    core_handle.copy_output(member, out.data_ptr(), _nbytes(out))
-    return out
+class _Output:
+    """Allocates a result whose shape is known only after negotiation: the
+    runtime calls it once, from its backend thread with the GIL held, and
+    writes the result straight into the tensor."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.tensor = None
+
+    def __call__(self, shape):
+        self.tensor = torch.empty(shape, dtype=self.dtype)
+        return self.tensor.data_ptr()
 
 
 def _copy_back(targets, sources):

@@ -3,7 +3,9 @@ values (horovod/torch/mpi_ops.py).
 
 Tensors reach the runtime as (data pointer, dtype code, shape): a contiguous
 CPU tensor is read and written where it lies; a non-contiguous one goes
-through a contiguous copy (copied back for in-place ops). The objects owning
+through a contiguous copy (copied back for in-place ops). Results sized by
+negotiation (allgather, alltoall, reducescatter) are torch tensors the
+runtime allocates through a callback and writes directly. The objects owning
 that memory stay referenced by the core handle until the collective is over.
 Handles, names and codes are in troupe.torch.handles.
 """
@@ -16,7 +18,7 @@ from troupe.common.process_sets import check_process_set, global_process_set
 from troupe.torch.compression import Compression
 # Horovod's scripts import these from mpi_ops too.
 from troupe.torch.handles import (  # noqa: F401
-    Adasum, Average, Max, Min, Product, Sum, _copy_back, _dtype_code, _gathered, _op_name,
+    Adasum, Average, Max, Min, Product, Sum, _Output, _copy_back, _dtype_code, _op_name,
     _register, _resolve_op, _wait, init, poll, shutdown, synchronize)
 
 
@@ -209,9 +211,10 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
     src = tensor.contiguous()
+    out = _Output(src.dtype)
     core_handle = _core.allgather(src.data_ptr(), code, list(src.shape),
-                                  _op_name('allgather', name), src, process_set_id=ps_id)
-    return _register(core_handle, lambda h: _gathered(h, 0, src.dtype))
+                                  _op_name('allgather', name), src, out, process_set_id=ps_id)
+    return _register(core_handle, lambda _: out.tensor)
 
 
 def _own_rows(gathered_first_dims, process_set):
@@ -249,12 +252,12 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     tensors = list(tensors)
     codes = [_dtype_code(t) for t in tensors]
     srcs = [t.contiguous() for t in tensors]
+    outs = [_Output(s.dtype) for s in srcs]
     core_handle = _core.grouped_allgather([s.data_ptr() for s in srcs], codes,
                                           [list(s.shape) for s in srcs],
-                                          _op_name('grouped_allgather', name), srcs,
+                                          _op_name('grouped_allgather', name), srcs, outs,
                                           process_set_id=ps_id)
-    return _register(core_handle,
-                     lambda h: [_gathered(h, i, s.dtype) for i, s in enumerate(srcs)])
+    return _register(core_handle, lambda _: [o.tensor for o in outs])
 
 
 class HorovodGroupedAllgather(torch.autograd.Function):
@@ -357,11 +360,12 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     code = _dtype_code(tensor)
     split_list = _split_list(splits)
     src = tensor.contiguous()
+    out = _Output(src.dtype)
     core_handle = _core.alltoall(src.data_ptr(), code, list(src.shape),
-                                 _op_name('alltoall', name), split_list, src,
+                                 _op_name('alltoall', name), split_list, src, out,
                                  process_set_id=ps_id)
     return _register(core_handle, lambda h: (
-        _gathered(h, 0, src.dtype), torch.tensor(h.received_splits(0), dtype=torch.int32)))
+        out.tensor, torch.tensor(h.received_splits(0), dtype=torch.int32)))
 
 
 class HorovodAlltoall(torch.autograd.Function):
@@ -398,11 +402,12 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
     src = tensor.contiguous()
+    out = _Output(src.dtype)
     core_handle = _core.reducescatter(src.data_ptr(), code, list(src.shape),
                                       _op_name('reducescatter', name), op,
-                                      float(prescale_factor), float(postscale_factor), src,
+                                      float(prescale_factor), float(postscale_factor), src, out,
                                       process_set_id=ps_id)
-    return _register(core_handle, lambda h: _gathered(h, 0, src.dtype))
+    return _register(core_handle, lambda _: out.tensor)
 
 
 def _reducescatter_grad(grad, op, process_set, prescale_factor, postscale_factor):
@@ -454,12 +459,12 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     tensors = list(tensors)
     codes = [_dtype_code(t) for t in tensors]
     srcs = [t.contiguous() for t in tensors]
+    outs = [_Output(s.dtype) for s in srcs]
     core_handle = _core.grouped_reducescatter(
         [s.data_ptr() for s in srcs], codes, [list(s.shape) for s in srcs],
         _op_name('grouped_reducescatter', name), op, float(prescale_factor),
-        float(postscale_factor), srcs, process_set_id=ps_id)
-    return _register(core_handle,
-                     lambda h: [_gathered(h, i, s.dtype) for i, s in enumerate(srcs)])
+        float(postscale_factor), srcs, outs, process_set_id=ps_id)
+    return _register(core_handle, lambda _: [o.tensor for o in outs])
 
 
 class HorovodGroupedReducescatter(torch.autograd.Function):
