@@ -5,6 +5,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <thread>
 
 #include <unistd.h>
 
@@ -29,6 +30,9 @@ namespace {
 
 using namespace troupe::actors;
 using clock = std::chrono::steady_clock;
+
+// Between two attempts to reach a peer's endpoint.
+constexpr auto retry_pause = std::chrono::milliseconds(50);
 
 caf::actor_system_config make_caf_config(const config& cfg) {
   caf::actor_system_config c;
@@ -162,7 +166,16 @@ struct runtime::impl {
                                              deadline - clock::now()))
               : all.at(static_cast<size_t>(peer));
       auto [host, peer_port] = split_address(peer_address);
+      // A handshake can time out on a loaded host (seen with 6 ranks on 2
+      // cores while the nodes were already connected from the previous
+      // epoch); the peer is listening, so try again until the deadline.
       auto remote = system.middleman().remote_actor(host, peer_port);
+      while (!remote && clock::now() + retry_pause < deadline) {
+        spdlog::warn("troupe rank {}: connecting to rank {} at {} failed ({}); retrying",
+                     id.rank, peer, peer_address, system.render(remote.error()));
+        std::this_thread::sleep_for(retry_pause);
+        remote = system.middleman().remote_actor(host, peer_port);
+      }
       if (!remote)
         return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) +
                                           " at " + peer_address + ": " +
