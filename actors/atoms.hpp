@@ -29,6 +29,9 @@ using connect_atom = caf::atom_constant<caf::atom("connect")>;
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using peers_atom = caf::atom_constant<caf::atom("peers")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
+// A process's directory: a supervisor enters its epoch; peers look it up.
+using enter_atom = caf::atom_constant<caf::atom("enter")>;
+using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
 // Process-set registry: register or remove a set (collective).
 using add_set_atom = caf::atom_constant<caf::atom("add_set")>;
 using remove_set_atom = caf::atom_constant<caf::atom("remove_set")>;

@@ -20,6 +20,7 @@
 #include "elastic/store.hpp"
 #include "metrics/endpoint.hpp"
 #include "metrics/rank_metrics.hpp"
+#include "workers/directory.hpp"
 #include "workers/membership.hpp"
 #include "workers/process_set_registry.hpp"
 #include "workers/supervisor.hpp"
@@ -84,7 +85,6 @@ struct epoch_run {
   int64_t epoch = 0;
   std::shared_ptr<const identity> id;
   caf::actor supervisor;
-  uint16_t port = 0;  // where the supervisor is published
   caf::actor registry;
 };
 
@@ -98,6 +98,9 @@ struct runtime::impl {
   std::shared_ptr<elastic::store_client> store;  // null for a job of one, or under mpirun
   std::optional<backends::external_launch> launch;
   std::shared_ptr<process_set_snapshots> sets = std::make_shared<process_set_snapshots>();
+  // Published once: peers find each epoch's supervisor through it.
+  caf::actor directory;
+  uint16_t directory_port = 0;
   // The current epoch. The mutex is held only to read or swap it, never
   // across a wait; `change_mtx` serialises reset() and stop().
   mutable std::mutex run_mtx;
@@ -141,19 +144,26 @@ struct runtime::impl {
     return {};
   }
 
-  // Publishes `run`'s supervisor, connects to every lower rank and
-  // introduces itself; higher ranks connect to us and do the same. The
-  // addresses go through the store (keys under the epoch's job prefix) or,
-  // under mpirun, an MPI allgather.
-  status connect_peers(epoch_run& next, const identity& id, clock::time_point deadline) {
-    auto port = system.middleman().publish(next.supervisor, 0, nullptr, true);
+  // Publishes the directory (once per runtime).
+  status publish_directory() {
+    directory = spawn_directory(system);
+    auto port = system.middleman().publish(directory, 0, nullptr, true);
     if (!port)
       return {status_code::internal,
               "cannot publish this rank's endpoint: " + system.render(port.error())};
-    next.port = *port;
+    directory_port = *port;
+    return {};
+  }
+
+  // Connects to every lower rank's supervisor of `next`'s epoch (found
+  // through that rank's directory) and introduces this one; higher ranks
+  // do the same with us. The directories' addresses go through the store
+  // (keys under the epoch's job prefix) or, under mpirun, an MPI allgather.
+  status connect_peers(epoch_run& next, const identity& id, clock::time_point deadline) {
+    caf::anon_send(directory, enter_atom::value, next.epoch, next.supervisor);
     if (id.size == 1)
       return {};
-    const auto address = id.hostname + ":" + std::to_string(*port);
+    const auto address = id.hostname + ":" + std::to_string(directory_port);
     auto key = [&id](int rank) { return id.job_id + "/endpoint/" + std::to_string(rank); };
     std::vector<std::string> all;
     if (store)
@@ -167,8 +177,8 @@ struct runtime::impl {
               : all.at(static_cast<size_t>(peer));
       auto [host, peer_port] = split_address(peer_address);
       // A handshake can time out on a loaded host (seen with 6 ranks on 2
-      // cores while the nodes were already connected from the previous
-      // epoch); the peer is listening, so try again until the deadline.
+      // cores); the peer is listening, so try again until the deadline. After
+      // the first epoch this is the middleman's cached handle.
       auto remote = system.middleman().remote_actor(host, peer_port);
       while (!remote && clock::now() + retry_pause < deadline) {
         spdlog::warn("troupe rank {}: connecting to rank {} at {} failed ({}); retrying",
@@ -180,9 +190,26 @@ struct runtime::impl {
         return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) +
                                           " at " + peer_address + ": " +
                                           system.render(remote.error())};
-      caf::anon_send(*remote, hello_atom::value, static_cast<int32_t>(id.rank), next.supervisor,
-                     address);
-      caf::anon_send(next.supervisor, hello_atom::value, static_cast<int32_t>(peer), *remote,
+      caf::actor supervisor;
+      status found;
+      caf::scoped_actor self{system};
+      self->request(*remote, deadline - clock::now(), lookup_atom::value, next.epoch)
+        .receive([&](caf::actor& a) { supervisor = std::move(a); },
+                 [&](caf::error& err) {
+                   found = {status_code::timeout,
+                            "rank " + std::to_string(peer) + " at " + peer_address +
+                              " did not enter membership epoch " + std::to_string(next.epoch) +
+                              " before the start timeout: " + system.render(err)};
+                 });
+      if (!found.ok())
+        return found;
+      if (!supervisor)
+        return {status_code::reset, "rank " + std::to_string(peer) + " at " + peer_address +
+                                      " has moved past membership epoch " +
+                                      std::to_string(next.epoch)};
+      caf::anon_send(supervisor, hello_atom::value, static_cast<int32_t>(id.rank),
+                     next.supervisor, address);
+      caf::anon_send(next.supervisor, hello_atom::value, static_cast<int32_t>(peer), supervisor,
                      peer_address);
     }
     status result{status_code::timeout,
@@ -248,7 +275,7 @@ struct runtime::impl {
 
   // Takes the current epoch's actors down: (shutdown) tells the peers and
   // waits for them; (reset) answers which previous ranks can join the next
-  // epoch. Unpublishing closes the endpoint's port.
+  // epoch.
   std::vector<int> leave_epoch(std::optional<int64_t> next_epoch) {
     auto old = current();
     std::vector<int> alive;
@@ -265,8 +292,6 @@ struct runtime::impl {
     self->send_exit(old.supervisor, caf::exit_reason::user_shutdown);
     if (old.registry)
       self->send_exit(old.registry, caf::exit_reason::user_shutdown);
-    if (old.port != 0)
-      system.middleman().unpublish(old.supervisor, old.port);
     std::lock_guard<std::mutex> guard{run_mtx};
     run.supervisor = nullptr;
     run.registry = nullptr;
@@ -358,6 +383,11 @@ struct runtime::impl {
       return;
     stopped = true;
     leave_epoch(std::nullopt);
+    if (!directory)
+      return;
+    if (directory_port != 0)
+      system.middleman().unpublish(directory, directory_port);
+    caf::anon_send_exit(directory, caf::exit_reason::user_shutdown);
   }
 };
 
@@ -417,7 +447,9 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
     result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
     return nullptr;
   }
-  result = m.bootstrap(0, id, deadline);
+  result = m.publish_directory();
+  if (result.ok())
+    result = m.bootstrap(0, id, deadline);
   if (!result.ok())
     return nullptr;  // the destructor stops what was started
   return rt;
