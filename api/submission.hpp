@@ -25,6 +25,7 @@ struct submission {
   double postscale = 1.0;
   std::vector<int64_t> splits;
   output_allocator allocate;  // empty: the result goes to the handle
+  v1::Request request;        // what the coordinator sees, built by the checks
 };
 
 /// A submission that passed the local checks, or the error it failed with.

@@ -53,18 +53,7 @@ handle failed(const status& s) {
 
 actors::tensor_entry_ptr make_entry(api::submission sub) {
   auto e = std::make_shared<actors::tensor_entry>();
-  auto& req = e->request;
-  req.set_op(sub.op);
-  req.set_tensor_name(sub.name);
-  req.set_dtype(static_cast<v1::DataType>(sub.input.dtype));
-  req.set_reduce_op(static_cast<v1::ReduceOp>(sub.rop));
-  req.set_root_rank(sub.root);
-  req.set_prescale_factor(sub.prescale);
-  req.set_postscale_factor(sub.postscale);
-  for (auto d : sub.input.shape)
-    req.add_shape(d);
-  req.set_device_kind(static_cast<v1::DeviceKind>(sub.input.device.kind));
-  req.set_device_ordinal(sub.input.device.ordinal);
+  e->request = std::move(sub.request);
   e->input = std::move(sub.input);
   e->output = std::move(sub.output);
   e->splits = std::move(sub.splits);

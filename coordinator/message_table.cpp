@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "proto/op_properties.hpp"
+#include "proto/request_checks.hpp"
 #include "troupe/types.hpp"
 
 namespace troupe::coordinator {
@@ -123,16 +124,6 @@ v1::Response make_response(const std::string& name,
     if (auto e = mismatch("tensor shapes", shape_text))
       return *e;
   }
-  if (op == v1::OP_TYPE_REDUCESCATTER) {
-    if (first.reduce_op() != v1::REDUCE_OP_SUM && first.reduce_op() != v1::REDUCE_OP_AVERAGE)
-      return error_response(name, fmt::format("Reducescatter of tensor '{}': Reducescatter "
-                                              "currently only supports AVERAGE and SUM.",
-                                              name));
-    if (first.shape_size() == 0)
-      return error_response(name, fmt::format("Reducescatter of tensor '{}': Reducescatter "
-                                              "does not support scalar inputs.",
-                                              name));
-  }
   if (op == v1::OP_TYPE_BROADCAST) {
     if (auto e = mismatch("root ranks",
                           [](const auto& r) { return std::to_string(r.root_rank()); }))
@@ -142,10 +133,7 @@ v1::Response make_response(const std::string& name,
     if (auto e = mismatch("tensor ranks (number of dimensions)",
                           [](const auto& r) { return std::to_string(r.shape_size()); }))
       return *e;
-    if (first.shape_size() == 0)
-      return error_response(name, fmt::format("Cannot {} scalar tensor '{}': it needs at "
-                                              "least one dimension.",
-                                              op_text(op), name));
+    // Not scalars: every request passed check_request in add().
     auto trailing = [](const v1::Request& r) {
       return to_string(shape_t(r.shape().begin() + 1, r.shape().end()));
     };
@@ -181,6 +169,8 @@ std::optional<std::string> message_table::add(const v1::Request& request) {
   if (rank < 0 || rank >= set_size_)
     return fmt::format("request for '{}' from rank {} outside the set of size {}",
                        request.tensor_name(), rank, set_size_);
+  if (auto err = check_request(request); !err.empty())
+    return reject(request, err);
   if (request.op() == v1::OP_TYPE_JOIN)
     return join(rank);
   if (answer_late(request))
@@ -300,6 +290,22 @@ void message_table::fail_entry(const std::string& name, v1::ErrorCode code,
   }
   tombstones_.emplace(name, std::move(t));
   tombstone_order_.push_back(name);
+}
+
+std::string message_table::reject(const v1::Request& request, const std::string& err) {
+  const auto& name = request.tensor_name();
+  const auto why = fmt::format("rank {} sent an invalid request: {}", request.request_rank(), err);
+  if (entries_.count(name)) {
+    abandon(name, v1::ERROR_CODE_INVALID_ARGUMENT, why);
+    // The rank that sent it has had its answer: it owes nothing.
+    if (auto t = tombstones_.find(name); t != tombstones_.end())
+      t->second.owed[static_cast<size_t>(request.request_rank())] = false;
+  } else {
+    auto resp = error_response(name, why);
+    resp.mutable_error()->set_code(v1::ERROR_CODE_INVALID_ARGUMENT);
+    failed_.push_back(std::move(resp));
+  }
+  return why;
 }
 
 bool message_table::answer_late(const v1::Request& request) {

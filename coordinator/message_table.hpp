@@ -24,9 +24,11 @@ public:
 
   explicit message_table(int32_t set_size);
 
-  /// Records one member's request (a JOIN marks the member joined). Returns an error text (and records
-  /// nothing) for a request that can only come from a broken peer: rank out
-  /// of range or the same rank asking twice for one name.
+  /// Records one member's request (a JOIN marks the member joined). Returns
+  /// an error text for a request that can only come from a broken peer: rank
+  /// out of range or the same rank asking twice for one name (recorded
+  /// nothing), or one that fails check_request (the tensor fails on every
+  /// member that asked).
   std::optional<std::string> add(const v1::Request& request);
 
   /// Names that every member has requested, oldest first.
@@ -106,6 +108,11 @@ private:
 
   // Drops one entry, queues its error, remembers who still owes it.
   void fail_entry(const std::string& name, v1::ErrorCode code, const std::string& why);
+
+  // Fails a request that breaks check_request (only a broken or hostile
+  // peer sends one: the API checks first) and whatever the other members
+  // asked under its name; returns the error, for the log.
+  std::string reject(const v1::Request& request, const std::string& err);
 
   // Answers a request for an abandoned tensor; false if it is not one.
   bool answer_late(const v1::Request& request);

@@ -321,3 +321,36 @@ TEST(message_table, cpu_gpu_mix_is_horovods_device_error) {
 
 } // namespace
 } // namespace troupe::coordinator
+
+namespace troupe::coordinator {
+namespace {
+
+TEST(message_table, a_malformed_request_fails_its_tensor_everywhere) {
+  message_table t{2};
+  t.add(request(0, "w"));
+  auto bad = request(1, "w");
+  bad.set_shape(0, -5);  // the API never sends this: a broken or hostile peer
+  auto err = t.add(bad);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("rank 1 sent an invalid request: tensor 'w': negative dimension"),
+            std::string::npos);
+  auto failed = t.take_failed();
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].error().code(), v1::ERROR_CODE_INVALID_ARGUMENT);
+  EXPECT_EQ(t.pending(), 0u);
+  // Unknown op and dtype numbers from the wire are refused the same way.
+  auto unknown = request(0, "u");
+  unknown.set_op(static_cast<v1::OpType>(42));
+  EXPECT_TRUE(t.add(unknown));
+  auto dtype = request(0, "d");
+  dtype.set_dtype(static_cast<v1::DataType>(99));
+  EXPECT_TRUE(t.add(dtype));
+  EXPECT_EQ(t.take_failed().size(), 2u);
+  // The name is usable again.
+  t.add(request(0, "w"));
+  t.add(request(1, "w"));
+  EXPECT_TRUE(t.has_ready());
+}
+
+} // namespace
+} // namespace troupe::coordinator

@@ -1,0 +1,58 @@
+#include "request_checks.hpp"
+
+#include "op_properties.hpp"
+#include "troupe/types.hpp"
+
+namespace troupe {
+
+namespace {
+
+bool floating(v1::DataType d) {
+  return d == v1::DATA_TYPE_FLOAT16 || d == v1::DATA_TYPE_BFLOAT16 ||
+         d == v1::DATA_TYPE_FLOAT32 || d == v1::DATA_TYPE_FLOAT64;
+}
+
+} // namespace
+
+std::string check_request(const v1::Request& r) {
+  const auto& name = r.tensor_name();
+  if (name.empty())
+    return "a collective needs a non-empty tensor name";
+  const auto& op = properties(r.op());
+  if (!op.executed && r.op() != v1::OP_TYPE_JOIN)
+    return "tensor '" + name + "': unknown operation " + std::to_string(r.op());
+  if (!v1::DataType_IsValid(r.dtype()))
+    return "tensor '" + name + "': unknown dtype " + std::to_string(r.dtype());
+  if (!v1::ReduceOp_IsValid(r.reduce_op()))
+    return "tensor '" + name + "': unknown reduction " + std::to_string(r.reduce_op());
+  const shape_t shape(r.shape().begin(), r.shape().end());
+  for (auto d : shape)
+    if (d < 0)
+      return "tensor '" + name + "': negative dimension in shape " + to_string(shape);
+  if (r.device_ordinal() < 0)
+    return "tensor '" + name + "': negative device ordinal " + std::to_string(r.device_ordinal());
+  const auto where = std::string(op.label) + " of '" + name + "': ";
+  if (r.op() == v1::OP_TYPE_REDUCESCATTER) {
+    if (r.reduce_op() != v1::REDUCE_OP_SUM && r.reduce_op() != v1::REDUCE_OP_AVERAGE)
+      return where + "Reducescatter currently only supports AVERAGE and SUM.";
+    if (shape.empty())
+      return where + "Reducescatter does not support scalar inputs";
+  }
+  if (op.reduces) {
+    if (r.reduce_op() == v1::REDUCE_OP_ADASUM && !floating(r.dtype()))
+      return where + "Adasum supports floating-point tensors, not " +
+             to_string(static_cast<data_type>(r.dtype()));
+    if (r.dtype() == v1::DATA_TYPE_BOOL &&
+        (r.reduce_op() == v1::REDUCE_OP_AVERAGE || r.prescale_factor() != 1.0 ||
+         r.postscale_factor() != 1.0))
+      return "tensor '" + name + "': bool supports sum, min, max and product without "
+             "prescale/postscale factors";
+  }
+  if (op.gathers && shape.empty())
+    return where + (r.op() == v1::OP_TYPE_ALLGATHER
+                      ? "a scalar cannot be gathered; give the tensor at least one dimension"
+                      : "a scalar cannot be exchanged; give the tensor at least one dimension");
+  return {};
+}
+
+} // namespace troupe
