@@ -13,7 +13,7 @@
 
 #include <caf/io/all.hpp>
 
-#include "actors/atoms.hpp"
+#include "actors/protocols.hpp"
 #include "backends/registry.hpp"
 #include "elastic/membership_epoch.hpp"
 #include "elastic/store.hpp"
@@ -42,6 +42,9 @@ caf::actor_system_config make_caf_config(const config& cfg) {
     std::chrono::duration<double>(cfg.heartbeat_timeout_seconds));
   c.set("middleman.heartbeat-interval", caf::timespan{timeout / 5});
   c.set("middleman.connection-timeout", timeout);
+  // Handles that cross ranks once per process set (see supervisor.cpp).
+  c.add_message_type<coordinator_actor>("troupe.coordinator_actor");
+  c.add_message_type<member_actor>("troupe.member_actor");
   return c;
 }
 
@@ -81,7 +84,7 @@ struct epoch_run {
   std::shared_ptr<const identity> id;
   caf::actor supervisor;
   uint16_t port = 0;  // where the supervisor is published
-  caf::actor registry;
+  process_set_registry_actor registry;
 };
 
 struct runtime::impl {
@@ -184,7 +187,7 @@ struct runtime::impl {
 
   // Starts the global set; `negotiator` receives its negotiator.
   status start_group(const epoch_run& next, const identity& id, clock::time_point deadline,
-                     caf::actor& negotiator) {
+                     negotiator_actor& negotiator) {
     status result;
     caf::scoped_actor self{system};
     std::vector<int> everyone(static_cast<size_t>(id.size));
@@ -193,7 +196,7 @@ struct runtime::impl {
       ->request(next.supervisor, deadline - clock::now(), start_atom::value, uint32_t{0},
                 everyone, uint64_t{0})
       .receive(
-        [&](status& s, caf::actor& neg) {
+        [&](status& s, negotiator_actor& neg) {
           result = std::move(s);
           negotiator = std::move(neg);
         },
@@ -215,7 +218,7 @@ struct runtime::impl {
     status result;
     try {
       result = connect_peers(next, id, deadline);
-      caf::actor global_negotiator;
+      negotiator_actor global_negotiator;
       if (result.ok())
         result = start_group(next, id, deadline, global_negotiator);
       if (result.ok()) {
@@ -329,12 +332,12 @@ struct runtime::impl {
 
   // The negotiator of set `id` on this rank, from the latest snapshot;
   // null when this rank is not a member.
-  caf::actor negotiator_of(int32_t id) const {
+  negotiator_actor negotiator_of(int32_t id) const {
     auto now = sets->load();
     if (!now)
       return {};
     auto it = now->negotiators.find(id);
-    return it == now->negotiators.end() ? caf::actor{} : it->second;
+    return it == now->negotiators.end() ? negotiator_actor{} : it->second;
   }
 
   // Once: the supervisor's goodbye fails what is pending, which returns a
@@ -474,7 +477,8 @@ namespace {
 // Waits for the registry's answer. Its own deadlines (one per collective
 // step) come first; this only bounds a registry that stopped answering.
 template <class... Ts>
-status ask_registry(const runtime& rt, caf::actor_system& system, const caf::actor& registry,
+status ask_registry(const runtime& rt, caf::actor_system& system,
+                    const process_set_registry_actor& registry,
                     int32_t* id, Ts&&... xs) {
   status result;
   if (!registry)

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "actors/atoms.hpp"
+#include "actors/protocols.hpp"
 #include "actors/timeline.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "workers/process_set_group.hpp"
@@ -146,45 +146,46 @@ void on_hello(supervisor_actor* self, int32_t rank, const caf::actor& endpoint,
     st.peers_waiter->deliver(true);
 }
 
-// Forwards a peer's control message to the actor of its process set. One
-// from another membership epoch is refused: its sender is not part of this
-// epoch's sets (it missed a reset, or this rank did).
-template <class Atom>
-void route(supervisor_actor* self, int64_t epoch, uint32_t set, std::string bytes) {
-  constexpr bool request = std::is_same_v<Atom, request_atom>;
-  if (epoch != self->state.args.epoch) {
-    spdlog::error("troupe rank {}: refused a {} for process set {} from membership epoch {}; "
-                  "this rank is at epoch {} (the sender missed a reset, or this rank did)",
-                  self->state.args.id.rank, request ? "request" : "response", set, epoch,
-                  self->state.args.epoch);
+// The coordinator's rank has connected set `set`, so every member's group
+// exists: tell each member's supervisor the coordinator's handle, once.
+// From then on negotiators and coordinator talk directly.
+void announce_coordinator(supervisor_actor* self, const process_set_group& g, uint32_t set) {
+  auto& st = self->state;
+  for (auto r : g.members)
+    self->send(st.peers[static_cast<size_t>(r)], coordinator_atom::value, st.args.epoch, set,
+               g.serial, g.coordinator);
+}
+
+// Passes a set's coordinator on to this rank's negotiator. The set may have
+// been removed (or removed and its id reused) a moment ago: a late
+// announcement is dropped.
+void on_coordinator(supervisor_actor* self, int64_t epoch, uint32_t set, uint64_t serial,
+                    const coordinator_actor& coordinator) {
+  auto& st = self->state;
+  if (!same_epoch(st.args.epoch, epoch, "supervisor", set))
+    return;
+  st.args.metrics->supervisor_mailbox_depth(self->mailbox().size());
+  auto it = st.groups.find(set);
+  if (it == st.groups.end() || it->second.serial != serial) {
+    spdlog::warn("troupe rank {}: dropped the coordinator of process set {} (registration {}), "
+                 "which does not run here",
+                 st.args.id.rank, set, serial);
     return;
   }
-  auto it = self->state.groups.find(set);
-  const caf::actor* dest = nullptr;
-  if (it != self->state.groups.end())
-    dest = request ? &it->second.coordinator : &it->second.negotiator;
-  if (!dest || !*dest) {
-    // A set removed a moment ago can still see late messages.
-    spdlog::warn("troupe rank {}: dropped a {} for process set {}, which has no {} here",
-                 self->state.args.id.rank, request ? "request" : "response", set,
-                 request ? "coordinator" : "negotiator");
-    return;
-  }
-  self->state.args.metrics->supervisor_mailbox_depth(self->mailbox().size());
-  self->send(*dest, Atom::value, set, std::move(bytes));
+  self->send(it->second.negotiator, coordinator_atom::value, coordinator);
 }
 
 // Starts this rank's part of process set `set_id` (global ranks `members`)
 // and answers once its backend has connected to the other members. The
 // rendezvous blocks, so it runs in the detached backend actor while this
 // actor keeps serving messages.
-caf::result<status, caf::actor> start_group(supervisor_actor* self, uint32_t set_id,
+caf::result<status, negotiator_actor> start_group(supervisor_actor* self, uint32_t set_id,
                                             std::vector<int> members, uint64_t serial) {
   auto& st = self->state;
   if (st.groups.count(set_id))
     return {status{status_code::invalid_argument,
                    fmt::format("process set {} is already running here", set_id)},
-            caf::actor{}};
+            negotiator_actor{}};
   group_spec spec;
   spec.set_id = set_id;
   spec.members = std::move(members);
@@ -194,30 +195,33 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self, uint32_t set
   spec.cfg = &st.args.cfg;
   spec.store = st.args.store;
   spec.metrics = st.args.metrics;
-  spec.endpoints = &st.peers;
   spec.timeline = st.timeline;
   process_set_group g;
   try {
     g = spawn_group(self->system(), spec);
   } catch (const std::exception& e) {
-    return {status{status_code::backend, e.what()}, caf::actor{}};
+    return {status{status_code::backend, e.what()}, negotiator_actor{}};
   }
   for (const auto& child : g.children())
     self->monitor(child);
   if (st.broken)
     self->send(g.negotiator, abort_atom::value, *st.broken);
   st.groups.emplace(set_id, g);
-  auto rp = self->make_response_promise<status, caf::actor>();
+  auto rp = self->make_response_promise<status, negotiator_actor>();
   const auto deadline = std::chrono::milliseconds(
     static_cast<int64_t>(st.args.cfg.start_timeout_seconds * 1000));
   self->request(g.backends.at(device_kind::cpu), deadline, connect_atom::value)
     .then(
-      [=](status& connected) mutable { rp.deliver(std::move(connected), g.negotiator); },
+      [=](status& connected) mutable {
+        if (connected.ok() && g.coordinator)
+          announce_coordinator(self, g, set_id);
+        rp.deliver(std::move(connected), g.negotiator);
+      },
       [=](caf::error& err) mutable {
         rp.deliver(status{status_code::timeout,
                           "backend rendezvous did not complete: " +
                             self->system().render(err)},
-                   caf::actor{});
+                   negotiator_actor{});
       });
   return rp;
 }
@@ -350,11 +354,9 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
       stop_group(self, set_id);
       return true;
     },
-    [=](request_atom, int64_t epoch, uint32_t set, std::string& bytes) {
-      route<request_atom>(self, epoch, set, std::move(bytes));
-    },
-    [=](response_atom, int64_t epoch, uint32_t set, std::string& bytes) {
-      route<response_atom>(self, epoch, set, std::move(bytes));
+    [=](coordinator_atom, int64_t epoch, uint32_t set, uint64_t serial,
+        const coordinator_actor& coordinator) {
+      on_coordinator(self, epoch, set, serial, coordinator);
     },
     [=](bye_atom, int32_t rank, int32_t cause, const std::string& cause_text) {
       on_bye(self, rank, static_cast<status_code>(cause), cause_text);

@@ -30,11 +30,13 @@ struct supervisor_args {
 };
 
 /// Spawns the per-rank supervisor. It is this rank's endpoint: peers send it
-/// (hello, rank, endpoint, address) at bootstrap, (request|response, set id,
-/// bytes) for the process sets, (bye, rank) when they shut down. It owns the
-/// actor group of every process set (negotiator, coordinator on the set's
-/// lowest rank, detached backend), monitors peers and children, and turns a
-/// lost peer into an abort of the groups.
+/// (hello, rank, endpoint, address) at bootstrap, (bye, rank) when they shut
+/// down, and, once per process set, (coordinator, epoch, set id, serial,
+/// handle) from the set's coordinator rank, passed on to the negotiator;
+/// collectives then go between negotiators and coordinator directly. It
+/// owns the actor group of every process set (negotiator, coordinator on
+/// the set's lowest rank, detached backend), monitors peers and children,
+/// and turns a lost peer into an abort of the groups.
 ///
 /// Bootstrap protocol from the runtime: (peers) -> true once every peer has
 /// said hello; (start) -> (status, negotiator of the global set);
