@@ -74,8 +74,9 @@ void trace(negotiator_self self, const tensor_entry& e, const char* phase, v1::O
   if (!self->state.tracing)
     return;
   caf::anon_send(self->state.timeline, timeline_atom::value, e.request.tensor_name(),
-             std::string(phase), (negotiation ? "NEGOTIATE_" : "") + std::string(properties(op).name),
-             timeline_now_us());
+                 std::string(phase),
+                 (negotiation ? "NEGOTIATE_" : "") + std::string(properties(op).name),
+                 timeline_now_us());
 }
 
 // The backend's activities (MEMCPY_IN_FUSION_BUFFER, GLOO_ALLREDUCE, ...)

@@ -24,8 +24,8 @@ struct backend_state {
 
 actors::backend_actor::behavior_type
 serve_backend(actors::backend_actor::stateful_pointer<backend_state> self,
-                            std::shared_ptr<backend> impl, int set_rank, int set_size,
-                            std::shared_ptr<metrics::collective_metrics> metrics) {
+              std::shared_ptr<backend> impl, int set_rank, int set_size,
+              std::shared_ptr<metrics::collective_metrics> metrics) {
   self->state.impl = std::move(impl);
   self->state.metrics = std::move(metrics);
   self->state.set_rank = set_rank;
@@ -63,8 +63,8 @@ serve_backend(actors::backend_actor::stateful_pointer<backend_state> self,
 } // namespace
 
 actors::backend_actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                               int set_rank, int set_size,
-                               std::shared_ptr<metrics::collective_metrics> metrics) {
+                                          int set_rank, int set_size,
+                                          std::shared_ptr<metrics::collective_metrics> metrics) {
   return sys.spawn<caf::detached>(serve_backend, std::shared_ptr<backend>(std::move(b)),
                                   set_rank, set_size, std::move(metrics));
 }

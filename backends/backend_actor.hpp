@@ -20,7 +20,7 @@ namespace troupe::backends {
 /// status) queued works answer with that status without running.
 /// `metrics` (required) counts what ran.
 actors::backend_actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                               int set_rank, int set_size,
-                               std::shared_ptr<metrics::collective_metrics> metrics);
+                                          int set_rank, int set_size,
+                                          std::shared_ptr<metrics::collective_metrics> metrics);
 
 } // namespace troupe::backends
