@@ -59,6 +59,27 @@ using process_set_registry_actor = caf::typed_actor<
   caf::replies_to<add_set_atom, std::vector<int>>::with<status, int32_t>,
   caf::replies_to<remove_set_atom, int32_t>::with<status, int32_t>>;
 
+/// What a rank's supervisor takes from its peers' supervisors: once per
+/// process set, the coordinator's handle, (coordinator, epoch, set id,
+/// registration serial, handle), from the set's lowest rank; (bye, rank,
+/// cause, cause text) -> true when a peer leaves (shutdown or reset).
+using peer_actor = caf::typed_actor<
+  caf::reacts_to<coordinator_atom, int64_t, uint32_t, uint64_t, coordinator_actor>,
+  caf::replies_to<bye_atom, int32_t, int32_t, std::string>::with<bool>>;
+
+/// A rank's supervisor of one membership epoch (workers/supervisor.hpp):
+/// a peer to the others, and what the runtime and the registry ask of it.
+using supervisor_actor = peer_actor::extend<
+  caf::reacts_to<hello_atom, int32_t, peer_actor, std::string>,
+  caf::replies_to<peers_atom>::with<bool>,
+  caf::replies_to<start_atom, uint32_t, std::vector<int>, uint64_t>::with<status,
+                                                                          negotiator_actor>,
+  caf::replies_to<stop_atom, uint32_t>::with<bool>,
+  caf::replies_to<tl_start_atom, std::string, bool>::with<status>,
+  caf::replies_to<tl_stop_atom>::with<status>,
+  caf::replies_to<shutdown_atom>::with<bool>,
+  caf::replies_to<reset_atom, int64_t>::with<std::vector<int>>>;
+
 /// Hands `batch` to a negotiator (see submitted_batch).
 inline void submit_batch(const negotiator_actor& negotiator, entry_batch batch) {
   caf::anon_send(negotiator, submit_atom::value,

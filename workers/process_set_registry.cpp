@@ -22,7 +22,7 @@ std::string disagreement(const std::vector<std::vector<int32_t>>& all) {
 
 struct registry_state {
   int64_t epoch = 0;  // the membership epoch this registry serves
-  caf::actor supervisor;
+  supervisor_actor supervisor;
   identity id;
   config cfg;
   std::shared_ptr<process_set_snapshots> published;
@@ -210,7 +210,7 @@ status remove(registry_self self, int32_t id) {
 }
 
 process_set_registry_actor::behavior_type
-registry(registry_self self, caf::actor supervisor, identity id, config cfg,
+registry(registry_self self, supervisor_actor supervisor, identity id, config cfg,
          std::shared_ptr<process_set_snapshots> published) {
   auto& st = self->state;
   st.supervisor = std::move(supervisor);
@@ -233,7 +233,7 @@ registry(registry_self self, caf::actor supervisor, identity id, config cfg,
 } // namespace
 
 process_set_registry_actor
-spawn_process_set_registry(caf::actor_system& sys, caf::actor supervisor,
+spawn_process_set_registry(caf::actor_system& sys, supervisor_actor supervisor,
                                       const identity& id, const config& cfg,
                                       std::shared_ptr<process_set_snapshots> published) {
   return sys.spawn<caf::detached>(registry, std::move(supervisor), id, cfg,

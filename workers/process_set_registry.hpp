@@ -76,7 +76,7 @@ private:
 /// reset has replaced the snapshot meanwhile (the call then fails with
 /// status_code::reset).
 actors::process_set_registry_actor
-spawn_process_set_registry(caf::actor_system& sys, caf::actor supervisor,
+spawn_process_set_registry(caf::actor_system& sys, actors::supervisor_actor supervisor,
                                       const identity& id, const config& cfg,
                                       std::shared_ptr<process_set_snapshots> published);
 

@@ -42,9 +42,11 @@ caf::actor_system_config make_caf_config(const config& cfg) {
     std::chrono::duration<double>(cfg.heartbeat_timeout_seconds));
   c.set("middleman.heartbeat-interval", caf::timespan{timeout / 5});
   c.set("middleman.connection-timeout", timeout);
-  // Handles that cross ranks once per process set (see supervisor.cpp).
+  // Handles that cross ranks: a peer's supervisor at bootstrap, a set's
+  // coordinator and members once per process set (see supervisor.cpp).
   c.add_message_type<coordinator_actor>("troupe.coordinator_actor");
   c.add_message_type<member_actor>("troupe.member_actor");
+  c.add_message_type<peer_actor>("troupe.peer_actor");
   return c;
 }
 
@@ -82,7 +84,7 @@ std::string joined(const std::vector<std::string>& names) {
 struct epoch_run {
   int64_t epoch = 0;
   std::shared_ptr<const identity> id;
-  caf::actor supervisor;
+  supervisor_actor supervisor;
   uint16_t port = 0;  // where the supervisor is published
   process_set_registry_actor registry;
 };
@@ -165,15 +167,15 @@ struct runtime::impl {
                                              deadline - clock::now()))
               : all.at(static_cast<size_t>(peer));
       auto [host, peer_port] = split_address(peer_address);
-      auto remote = system.middleman().remote_actor(host, peer_port);
+      auto remote = system.middleman().remote_actor<supervisor_actor>(host, peer_port);
       if (!remote)
         return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) +
                                           " at " + peer_address + ": " +
                                           system.render(remote.error())};
-      caf::anon_send(*remote, hello_atom::value, static_cast<int32_t>(id.rank), next.supervisor,
-                     address);
-      caf::anon_send(next.supervisor, hello_atom::value, static_cast<int32_t>(peer), *remote,
-                     peer_address);
+      caf::anon_send(*remote, hello_atom::value, static_cast<int32_t>(id.rank),
+                     peer_actor{next.supervisor}, address);
+      caf::anon_send(next.supervisor, hello_atom::value, static_cast<int32_t>(peer),
+                     peer_actor{*remote}, peer_address);
     }
     status result{status_code::timeout,
                   "not every rank connected before the start timeout (TROUPE_START_TIMEOUT)"};
@@ -258,8 +260,8 @@ struct runtime::impl {
     if (old.port != 0)
       system.middleman().unpublish(old.supervisor, old.port);
     std::lock_guard<std::mutex> guard{run_mtx};
-    run.supervisor = nullptr;
-    run.registry = nullptr;
+    run.supervisor = supervisor_actor{};
+    run.registry = process_set_registry_actor{};
     return alive;
   }
 
@@ -544,7 +546,8 @@ status runtime::tune(int32_t id, const tuning& change) {
 namespace {
 
 template <class... Ts>
-status ask_supervisor(caf::actor_system& system, const caf::actor& supervisor, Ts&&... xs) {
+status ask_supervisor(caf::actor_system& system, const supervisor_actor& supervisor,
+                      Ts&&... xs) {
   status result;
   caf::scoped_actor self{system};
   self->request(supervisor, std::chrono::seconds(15), std::forward<Ts>(xs)...)

@@ -1,15 +1,13 @@
 #pragma once
 
+// Include only from .cpp files: CAF headers are expensive.
+
 #include <memory>
 #include <string>
 
+#include "actors/protocols.hpp"
 #include "workers/config.hpp"
 #include "workers/identity.hpp"
-
-namespace caf {
-class actor;
-class actor_system;
-} // namespace caf
 
 namespace troupe::elastic {
 class store_client;
@@ -29,7 +27,8 @@ struct supervisor_args {
   int64_t epoch = 0;  // the membership epoch this supervisor serves
 };
 
-/// Spawns the per-rank supervisor. It is this rank's endpoint: peers send it
+/// Spawns the per-rank supervisor (protocol: actors::supervisor_actor). It is
+/// this rank's endpoint: peers send it
 /// (hello, rank, endpoint, address) at bootstrap, (bye, rank) when they shut
 /// down, and, once per process set, (coordinator, epoch, set id, serial,
 /// handle) from the set's coordinator rank, passed on to the negotiator;
@@ -45,6 +44,6 @@ struct supervisor_args {
 /// and every peer neither lost nor shut down), after the groups stopped
 /// (pending collectives fail with status_code::reset) and peers were told.
 /// The supervisor stops after either: one supervisor per membership epoch.
-caf::actor spawn_supervisor(caf::actor_system& sys, supervisor_args args);
+actors::supervisor_actor spawn_supervisor(caf::actor_system& sys, supervisor_args args);
 
 } // namespace troupe::workers
