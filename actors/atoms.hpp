@@ -14,18 +14,21 @@ namespace troupe::actors {
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
 // Negotiator to itself: send the requests collected so far.
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
-// Negotiator -> supervisor of the coordinator's rank -> coordinator
-// (RequestList bytes), across processes.
+// Negotiator -> coordinator (RequestList bytes), across processes.
 using request_atom = caf::atom_constant<caf::atom("request")>;
-// Coordinator -> every member's supervisor -> negotiator (ResponseList
-// bytes), across processes.
+// Coordinator -> every member's negotiator (ResponseList bytes), across
+// processes.
 using response_atom = caf::atom_constant<caf::atom("response")>;
+// A set starts: the supervisor of the coordinator's rank -> every member's
+// supervisor -> negotiator (the coordinator's handle), once.
+using coordinator_atom = caf::atom_constant<caf::atom("coord")>;
 // Negotiator -> backend, and the backend's completion reply.
 using execute_atom = caf::atom_constant<caf::atom("execute")>;
 using executed_atom = caf::atom_constant<caf::atom("executed")>;
 // Backend: build the communicator (blocking rendezvous).
 using connect_atom = caf::atom_constant<caf::atom("connect")>;
 // Bootstrap: a peer introduces its endpoint; wait for all peers; start.
+// Also a negotiator introducing itself to its coordinator.
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using peers_atom = caf::atom_constant<caf::atom("peers")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
@@ -62,15 +65,6 @@ using stats_atom = caf::atom_constant<caf::atom("stats")>;
 // Negotiator: send a settings change (troupe.v1.Tuning bytes) to the
 // coordinator with the next request list.
 using tune_atom = caf::atom_constant<caf::atom("tune")>;
-
-/// Hands `batch` to a negotiator (see submitted_batch).
-inline void submit_batch(const caf::actor& negotiator, entry_batch batch) {
-  caf::anon_send(negotiator, submit_atom::value,
-                 std::make_shared<submitted_batch>(
-                   std::move(batch), status{status_code::shut_down,
-                                            "The process set stopped before this collective "
-                                            "was accepted (shutdown, reset or removal)."}));
-}
 
 /// A set already aborted is aborted again only when a peer is lost after a
 /// clean goodbye: work still running may then never return.

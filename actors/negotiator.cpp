@@ -6,7 +6,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/atoms.hpp"
 #include "actors/cache_view.hpp"
 #include "actors/timeline.hpp"
 #include "metrics/rank_metrics.hpp"
@@ -30,8 +29,9 @@ struct negotiator_state {
   uint32_t set_id = 0;
   int32_t set_rank = 0;
   int64_t epoch = 0;
-  caf::actor coordinator_endpoint;
-  caf::actor local_coordinator;
+  // Null until the supervisor passes it on: requests wait in the outbox.
+  coordinator_actor coordinator;
+  coordinator_actor local_coordinator;
   backend_actors backends;
   caf::actor timeline;  // null when no timeline can be written
   bool tracing = false;   // a timeline file is open: send it events
@@ -63,19 +63,20 @@ struct negotiator_state {
   static constexpr const char* name = "troupe.negotiator";
 };
 
-using negotiator_actor = caf::stateful_actor<negotiator_state>;
+using negotiator_self = negotiator_actor::stateful_pointer<negotiator_state>;
 
 // Timeline spans, Horovod's names: NEGOTIATE_<OP> from submission to the
 // coordinator's answer, then <OP> while the backend runs it.
 // Names are built only when a timeline is written: nothing on the hot path
 // otherwise.
-void trace(negotiator_actor* self, const tensor_entry& e, const char* phase, v1::OpType op,
+void trace(negotiator_self self, const tensor_entry& e, const char* phase, v1::OpType op,
            bool negotiation) {
   if (!self->state.tracing)
     return;
-  self->send(self->state.timeline, timeline_atom::value, e.request.tensor_name(),
-             std::string(phase), (negotiation ? "NEGOTIATE_" : "") + std::string(properties(op).name),
-             timeline_now_us());
+  caf::anon_send(self->state.timeline, timeline_atom::value, e.request.tensor_name(),
+                 std::string(phase),
+                 (negotiation ? "NEGOTIATE_" : "") + std::string(properties(op).name),
+                 timeline_now_us());
 }
 
 // The backend's activities (MEMCPY_IN_FUSION_BUFFER, GLOO_ALLREDUCE, ...)
@@ -97,14 +98,14 @@ void complete(negotiator_state& st, const tensor_entry_ptr& e, status s) {
 }
 
 // Sampled on submission and after each response list, not per message.
-void observe_depths(negotiator_state& st, negotiator_actor* self) {
+void observe_depths(negotiator_state& st, negotiator_self self) {
   st.metrics->queue_depth(st.table.size());
   st.metrics->mailbox_depth(metrics::actor_kind::negotiator, self->mailbox().size());
 }
 
 // Tells the co-located coordinator that one more response list is done
 // here, and what it moved.
-void list_done(negotiator_state& st, negotiator_actor* self, list_stats moved) {
+void list_done(negotiator_state& st, negotiator_self self, list_stats moved) {
   st.metrics->cycle();
   observe_depths(st, self);
   moved.lists = 1;
@@ -129,11 +130,11 @@ void fail_pending(negotiator_state& st, const status& s) {
       e->handle->complete(s);
 }
 
-void flush_requests(negotiator_actor* self);
+void flush_requests(negotiator_self self);
 
 // Accepts the whole batch or none of it: a group with one member refused
 // would otherwise wait forever for that member at the coordinator.
-void on_submit(negotiator_actor* self, const entry_batch& batch) {
+void on_submit(negotiator_self self, const entry_batch& batch) {
   auto& st = self->state;
   auto fail_batch = [&](const status& s) {
     for (const auto& e : batch)
@@ -168,11 +169,14 @@ void on_submit(negotiator_actor* self, const entry_batch& batch) {
   }
 }
 
-// Sends what was submitted since the last flush as one RequestList. Cache
-// hits are decided here, against the cache state the list reports.
-void flush_requests(negotiator_actor* self) {
+// Sends what was submitted since the last flush as one RequestList, once
+// the coordinator is known. Cache hits are decided here, against the cache
+// state the list reports.
+void flush_requests(negotiator_self self) {
   auto& st = self->state;
   st.flush_scheduled = false;
+  if (!st.coordinator)
+    return;
   v1::RequestList list;
   list.set_process_set_id(st.set_id);
   list.set_lists_applied(st.cache.lists_applied());
@@ -196,7 +200,7 @@ void flush_requests(negotiator_actor* self) {
   }
   st.outbox.clear();
   if (list.requests_size() > 0 || list.has_tuning())
-    self->send(st.coordinator_endpoint, request_atom::value, st.epoch, st.set_id,
+    self->send(st.coordinator, request_atom::value, st.epoch, st.set_id,
                list.SerializeAsString());
 }
 
@@ -229,7 +233,7 @@ void on_all_joined(negotiator_state& st, const v1::Response& resp) {
   complete(st, e, {});
 }
 
-void on_response_list(negotiator_actor* self, const std::string& bytes) {
+void on_response_list(negotiator_self self, const std::string& bytes) {
   auto& st = self->state;
   v1::ResponseList list;
   if (!list.ParseFromString(bytes)) {
@@ -237,7 +241,8 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
     return;
   }
   if (st.tracing && st.mark_cycles)
-    self->send(st.timeline, timeline_atom::value, std::string("CYCLE_START"), timeline_now_us());
+    caf::anon_send(st.timeline, timeline_atom::value, std::string("CYCLE_START"),
+                   timeline_now_us());
   if (list.tuning().has_cache_capacity())
     st.cache.clear();  // the coordinator emptied its cache as of this list
   st.cache.apply(list, [&](const std::string& name) -> const v1::Request* {
@@ -300,7 +305,7 @@ void on_response_list(negotiator_actor* self, const std::string& bytes) {
 }
 
 // The backends have let go of every buffer: stop them, then this actor.
-void finish_if_stopping(negotiator_actor* self) {
+void finish_if_stopping(negotiator_self self) {
   auto& st = self->state;
   if (!st.stopping || !st.in_flight.empty())
     return;
@@ -309,7 +314,7 @@ void finish_if_stopping(negotiator_actor* self) {
   self->quit();
 }
 
-void on_executed(negotiator_actor* self, uint64_t id, status& result, const list_stats& moved) {
+void on_executed(negotiator_self self, uint64_t id, status& result, const list_stats& moved) {
   auto& st = self->state;
   auto node = st.in_flight.extract(id);
   if (node.empty())
@@ -339,14 +344,13 @@ void on_executed(negotiator_actor* self, uint64_t id, status& result, const list
   }
 }
 
-caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
-                         caf::actor coordinator_endpoint, caf::actor local_coordinator,
-                         backend_actors backends, caf::actor timeline) {
+negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args args,
+                                          coordinator_actor local_coordinator,
+                                          backend_actors backends, caf::actor timeline) {
   auto& st = self->state;
   st.set_id = args.process_set_id;
   st.set_rank = args.set_rank;
   st.epoch = args.epoch;
-  st.coordinator_endpoint = std::move(coordinator_endpoint);
   st.local_coordinator = std::move(local_coordinator);
   st.backends = std::move(backends);
   st.timeline = std::move(timeline);
@@ -357,8 +361,20 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
       on_submit(self, std::exchange(in->entries, {}));
     },
     [=](flush_atom) { flush_requests(self); },
-    [=](response_atom, uint32_t, const std::string& bytes) {
-      on_response_list(self, bytes);
+    [=](response_atom, int64_t epoch, uint32_t set, const std::string& bytes) {
+      if (same_epoch(self->state.epoch, epoch, "negotiator", set))
+        on_response_list(self, bytes);
+    },
+    // Once per set: the introduction goes first, so the coordinator knows
+    // where to answer before it sees this rank's first request.
+    [=](coordinator_atom, coordinator_actor& coordinator) {
+      auto& st = self->state;
+      if (st.coordinator)
+        return;
+      st.coordinator = std::move(coordinator);
+      self->send(st.coordinator, hello_atom::value, st.set_rank,
+                 member_actor{caf::actor_cast<negotiator_actor>(self)});
+      flush_requests(self);
     },
     [=](executed_atom, uint64_t id, status& result, const list_stats& moved) {
       on_executed(self, id, result, moved);
@@ -406,12 +422,10 @@ caf::behavior negotiator(negotiator_actor* self, negotiator_args args,
 
 } // namespace
 
-caf::actor spawn_negotiator(caf::actor_system& sys, const negotiator_args& args,
-                            const caf::actor& coordinator_endpoint,
-                            const caf::actor& local_coordinator,
-                            const backend_actors& backends, const caf::actor& timeline) {
-  return sys.spawn(negotiator, args, coordinator_endpoint, local_coordinator, backends,
-                   timeline);
+negotiator_actor spawn_negotiator(caf::actor_system& sys, const negotiator_args& args,
+                                  const coordinator_actor& local_coordinator,
+                                  const backend_actors& backends, const caf::actor& timeline) {
+  return sys.spawn(negotiate, args, local_coordinator, backends, timeline);
 }
 
 } // namespace troupe::actors

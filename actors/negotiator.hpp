@@ -1,14 +1,11 @@
 #pragma once
 
+// Include only from .cpp files: CAF headers are expensive.
+
 #include <cstdint>
 #include <memory>
 
 #include "actors/backend_actors.hpp"
-
-namespace caf {
-class actor;
-class actor_system;
-} // namespace caf
 
 namespace troupe::metrics {
 class set_metrics;
@@ -32,22 +29,23 @@ struct negotiator_args {
 
 /// Spawns the negotiator of one process set on this rank. It owns the set's
 /// tensor table: (submit, entry) registers a collective and asks the
-/// coordinator; (response, set id, bytes) runs or fails what the coordinator
-/// decided, in its order, each work on the backend of its response's
-/// device kind (failing it when `backends` has none); (abort, status) fails
-/// everything pending and is passed on to every backend.
+/// coordinator; (response, epoch, set id, bytes) runs or fails what the
+/// coordinator decided, in its order, each work on the backend of its
+/// response's device kind (failing it when `backends` has none); (abort,
+/// status) fails everything pending and is passed on to every backend.
 ///
-/// `coordinator_endpoint` receives (request, epoch, set id, RequestList
-/// bytes): the
-/// endpoint of the coordinator's rank. `local_coordinator` is the coordinator
-/// itself when it lives in this process (else a null handle): it is told
-/// when this rank has executed a response list, so it can batch the next.
-/// `timeline` (or a null handle) receives NEGOTIATE_<OP> and <OP> spans
-/// and the backend's activities while tracing; (tracing, on, mark_cycles)
-/// turns that on or off, with a CYCLE_START marker per response list.
-caf::actor spawn_negotiator(caf::actor_system& sys, const negotiator_args& args,
-                            const caf::actor& coordinator_endpoint,
-                            const caf::actor& local_coordinator,
-                            const backend_actors& backends, const caf::actor& timeline);
+/// It talks to the coordinator directly, wherever that lives, once told its
+/// handle, (coordinator, handle): it then introduces itself, (hello, set
+/// rank, self), and sends what it held back meanwhile as (request, epoch,
+/// set id, RequestList bytes). A response list from another membership
+/// epoch is refused. `local_coordinator` is the coordinator itself when it
+/// lives in this process (else a null handle): it is told when this rank
+/// has executed a response list, so it can batch the next. `timeline` (or
+/// a null handle) receives NEGOTIATE_<OP> and <OP> spans and the backend's
+/// activities while tracing; (tracing, on, mark_cycles) turns that on or
+/// off, with a CYCLE_START marker per response list.
+negotiator_actor spawn_negotiator(caf::actor_system& sys, const negotiator_args& args,
+                                  const coordinator_actor& local_coordinator,
+                                  const backend_actors& backends, const caf::actor& timeline);
 
 } // namespace troupe::actors

@@ -2,7 +2,6 @@
 
 #include <optional>
 
-#include "actors/atoms.hpp"
 #include "backends/execute.hpp"
 #include "metrics/collective_metrics.hpp"
 
@@ -23,9 +22,10 @@ struct backend_state {
   static constexpr const char* name = "troupe.backend";
 };
 
-caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
-                            std::shared_ptr<backend> impl, int set_rank, int set_size,
-                            std::shared_ptr<metrics::collective_metrics> metrics) {
+actors::backend_actor::behavior_type
+serve_backend(actors::backend_actor::stateful_pointer<backend_state> self,
+              std::shared_ptr<backend> impl, int set_rank, int set_size,
+              std::shared_ptr<metrics::collective_metrics> metrics) {
   self->state.impl = std::move(impl);
   self->state.metrics = std::move(metrics);
   self->state.set_rank = set_rank;
@@ -43,13 +43,11 @@ caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
     // one running: after an abort they answer at once instead of running
     // against peers that are gone or have stopped.
     [=](abort_atom, const status& why) { self->state.aborted = why; },
-    [=](execute_atom, const collective_work_ptr& work) {
+    [=](execute_atom, const collective_work_ptr& work)
+      -> caf::result<executed_atom, uint64_t, status, list_stats> {
       auto& st = self->state;
-      auto reply = caf::actor_cast<caf::actor>(self->current_sender());
-      if (st.aborted) {
-        self->send(reply, executed_atom::value, work->id, *st.aborted, list_stats{});
-        return;
-      }
+      if (st.aborted)
+        return {executed_atom::value, work->id, *st.aborted, list_stats{}};
       const auto start = std::chrono::steady_clock::now();
       auto result =
         execute({*st.impl, st.set_rank, st.set_size, st.scratch, work->trace}, *work);
@@ -57,17 +55,17 @@ caf::behavior backend_actor(caf::stateful_actor<backend_state>* self,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       st.metrics->executed(*work, result, seconds, self->mailbox().size());
       const list_stats moved{0, result.ok() ? payload_bytes(*work) : 0, seconds};
-      self->send(reply, executed_atom::value, work->id, std::move(result), moved);
+      return {executed_atom::value, work->id, std::move(result), moved};
     },
   };
 }
 
 } // namespace
 
-caf::actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                               int set_rank, int set_size,
-                               std::shared_ptr<metrics::collective_metrics> metrics) {
-  return sys.spawn<caf::detached>(backend_actor, std::shared_ptr<backend>(std::move(b)),
+actors::backend_actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
+                                          int set_rank, int set_size,
+                                          std::shared_ptr<metrics::collective_metrics> metrics) {
+  return sys.spawn<caf::detached>(serve_backend, std::shared_ptr<backend>(std::move(b)),
                                   set_rank, set_size, std::move(metrics));
 }
 

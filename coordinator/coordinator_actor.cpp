@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "actors/atoms.hpp"
 #include "coordinator/fusion.hpp"
 #include "coordinator/message_table.hpp"
 #include "coordinator/response_cache.hpp"
@@ -22,7 +21,9 @@ using namespace troupe::actors;
 struct coordinator_state {
   uint32_t set_id = 0;
   int64_t epoch = 0;
-  std::vector<caf::actor> members;
+  // By set rank; null until the member's (hello).
+  std::vector<member_actor> members;
+  size_t members_known = 0;
   std::unique_ptr<message_table> table;
   std::unique_ptr<stall_inspector> stalls;
   std::unique_ptr<response_cache> cache;
@@ -45,7 +46,7 @@ struct coordinator_state {
   static constexpr const char* name = "troupe.coordinator";
 };
 
-using coordinator_actor = caf::stateful_actor<coordinator_state>;
+using coordinator_self = coordinator_actor::stateful_pointer<coordinator_state>;
 
 bool cacheable(const v1::Response& resp, const message_table::requests& by_rank) {
   // A joined rank has no request of its own to send as a cache hit.
@@ -93,7 +94,7 @@ void update_cache(coordinator_state& st, v1::ResponseList& list,
 
 // With a cycle time, lists go out at most once per cycle: returns false
 // (and arranges a wake-up) when the current cycle has not elapsed yet.
-bool cycle_elapsed(coordinator_actor* self) {
+bool cycle_elapsed(coordinator_self self) {
   auto& st = self->state;
   if (st.cycle_time.count() == 0)
     return true;
@@ -108,10 +109,10 @@ bool cycle_elapsed(coordinator_actor* self) {
   return false;
 }
 
-void try_emit(coordinator_actor* self) {
+void try_emit(coordinator_self self) {
   auto& st = self->state;
-  if (st.in_flight > 0 || (!st.table->has_ready() && !st.table->has_failed() && !st.tuning) ||
-      !cycle_elapsed(self))
+  if (st.in_flight > 0 || st.members_known < st.members.size() ||
+      (!st.table->has_ready() && !st.table->has_failed() && !st.tuning) || !cycle_elapsed(self))
     return;
   const auto seq = ++st.lists_emitted;
   v1::ResponseList list;
@@ -137,16 +138,15 @@ void try_emit(coordinator_actor* self) {
                  "(TROUPE_CACHE_CAPACITY=0) or increasing the cache capacity "
                  "(TROUPE_CACHE_CAPACITY>{}).",
                  st.cache->size());
-  auto msg =
-    caf::make_message(response_atom::value, st.epoch, st.set_id, list.SerializeAsString());
+  const auto bytes = list.SerializeAsString();
   for (const auto& member : st.members)
-    self->send(member, msg);
+    self->send(member, response_atom::value, st.epoch, st.set_id, bytes);
   ++st.in_flight;
   st.last_emit = std::chrono::steady_clock::now();
 }
 
 // Wakes the coordinator at the earliest deadline of a pending tensor.
-void schedule_deadline_check(coordinator_actor* self) {
+void schedule_deadline_check(coordinator_self self) {
   auto& st = self->state;
   auto next = st.table->next_deadline();
   if (!next || (st.deadline_timer && *st.deadline_timer <= *next))
@@ -157,7 +157,7 @@ void schedule_deadline_check(coordinator_actor* self) {
   self->delayed_send(self, wait, deadline_atom::value, ++st.deadline_token);
 }
 
-void check_deadlines(coordinator_actor* self, uint64_t token) {
+void check_deadlines(coordinator_self self, uint64_t token) {
   auto& st = self->state;
   if (token != st.deadline_token)
     return;  // superseded by an earlier deadline's check
@@ -169,7 +169,7 @@ void check_deadlines(coordinator_actor* self, uint64_t token) {
   try_emit(self);
 }
 
-void on_requests(coordinator_actor* self, const std::string& bytes) {
+void on_requests(coordinator_self self, const std::string& bytes) {
   auto& st = self->state;
   v1::RequestList list;
   if (!list.ParseFromString(bytes)) {
@@ -203,7 +203,7 @@ void on_requests(coordinator_actor* self, const std::string& bytes) {
   try_emit(self);
 }
 
-void check_stalls(coordinator_actor* self) {
+void check_stalls(coordinator_self self) {
   auto& st = self->state;
   auto verdict = st.stalls->check(*st.table, message_table::clock::now());
   if (!verdict.warning.empty())
@@ -224,11 +224,24 @@ void check_stalls(coordinator_actor* self) {
   self->delayed_send(self, st.stalls->interval(), stall_atom::value);
 }
 
-caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
-                          std::vector<caf::actor> members, coordinator_options options,
-                          std::shared_ptr<metrics::set_metrics> metrics) {
+void on_hello(coordinator_self self, int32_t set_rank, member_actor& member) {
   auto& st = self->state;
-  const auto set_size = static_cast<int32_t>(members.size());
+  if (set_rank < 0 || static_cast<size_t>(set_rank) >= st.members.size() ||
+      st.members[static_cast<size_t>(set_rank)]) {
+    spdlog::error("coordinator of set {}: ignored a second or invalid introduction of set "
+                  "rank {}",
+                  st.set_id, set_rank);
+    return;
+  }
+  st.members[static_cast<size_t>(set_rank)] = std::move(member);
+  ++st.members_known;
+  try_emit(self);
+}
+
+coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_id,
+                                            int32_t set_size, coordinator_options options,
+                                            std::shared_ptr<metrics::set_metrics> metrics) {
+  auto& st = self->state;
   st.metrics = std::move(metrics);
   st.set_id = set_id;
   st.epoch = options.epoch;
@@ -237,7 +250,7 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
   st.table = std::make_unique<message_table>(set_size);
   st.stalls = std::make_unique<stall_inspector>(options.stall);
   st.cache = std::make_unique<response_cache>(options.cache_capacity, set_size);
-  st.members = std::move(members);
+  st.members.resize(static_cast<size_t>(set_size));
   if (options.stall.enabled)
     self->delayed_send(self, st.stalls->interval(), stall_atom::value);
   return {
@@ -246,7 +259,13 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
       self->state.cycle_timer_set = false;
       try_emit(self);
     },
-    [=](request_atom, uint32_t, const std::string& bytes) { on_requests(self, bytes); },
+    [=](hello_atom, int32_t set_rank, member_actor& member) {
+      on_hello(self, set_rank, member);
+    },
+    [=](request_atom, int64_t epoch, uint32_t set, const std::string& bytes) {
+      if (same_epoch(self->state.epoch, epoch, "coordinator", set))
+        on_requests(self, bytes);
+    },
     [=](deadline_atom, uint64_t token) { check_deadlines(self, token); },
     [=](executed_atom, const list_stats& done) {
       auto& st = self->state;
@@ -262,12 +281,10 @@ caf::behavior coordinator(coordinator_actor* self, uint32_t set_id,
 
 } // namespace
 
-caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
-                             std::vector<caf::actor> member_endpoints,
-                             const coordinator_options& options,
-                             std::shared_ptr<metrics::set_metrics> metrics) {
-  return sys.spawn(coordinator, process_set_id, std::move(member_endpoints), options,
-                   std::move(metrics));
+coordinator_actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
+                                    int32_t set_size, const coordinator_options& options,
+                                    std::shared_ptr<metrics::set_metrics> metrics) {
+  return sys.spawn(coordinate, process_set_id, set_size, options, std::move(metrics));
 }
 
 } // namespace troupe::coordinator

@@ -1,16 +1,13 @@
 #pragma once
 
+// Include only from .cpp files: CAF headers are expensive.
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
+#include "actors/protocols.hpp"
 #include "coordinator/stall_inspector.hpp"
-
-namespace caf {
-class actor;
-class actor_system;
-} // namespace caf
 
 namespace troupe::metrics {
 class set_metrics;
@@ -31,10 +28,13 @@ struct coordinator_options {
   int64_t epoch = 0;
 };
 
-/// Spawns the coordinator of one process set (on the set's lowest rank).
-/// It collects (request, set id, RequestList bytes) from every member,
-/// decides what runs and in which order, and sends one ResponseList to
-/// every member's endpoint as (response, epoch, set id, bytes).
+/// Spawns the coordinator of one process set of `set_size` members (on the
+/// set's lowest rank); protocol: actors::coordinator_actor. Every member
+/// introduces its negotiator, (hello, set rank, handle), then sends
+/// (request, epoch, set id, RequestList bytes) directly; one from another
+/// membership epoch is refused. The coordinator decides what runs and in
+/// which order, and sends one ResponseList to every member as (response,
+/// epoch, set id, bytes), once every member has introduced itself.
 ///
 /// Readiness is event-driven: a ready tensor is sent at once when the
 /// previous response list has been executed on this rank (reported by the
@@ -50,9 +50,8 @@ struct coordinator_options {
 /// shutdown time, failed on the ranks that did submit them. `metrics` (the
 /// set's, required) gets the stall counts and the coordinator's mailbox
 /// depth.
-caf::actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
-                             std::vector<caf::actor> member_endpoints,
-                             const coordinator_options& options,
-                             std::shared_ptr<metrics::set_metrics> metrics);
+actors::coordinator_actor spawn_coordinator(caf::actor_system& sys, uint32_t process_set_id,
+                                            int32_t set_size, const coordinator_options& options,
+                                            std::shared_ptr<metrics::set_metrics> metrics);
 
 } // namespace troupe::coordinator

@@ -4,24 +4,26 @@
 #include <vector>
 
 #include "actors/atoms.hpp"
+#include "actors/protocols.hpp"
 
 namespace troupe::workers {
 
 namespace {
 
 using namespace troupe::actors;
+using troupe::actors::supervisor_actor;
 
 struct directory_state {
   int64_t epoch = -1;
-  caf::actor supervisor;
+  supervisor_actor supervisor;
   // Lookups of epochs that have not entered yet.
-  std::vector<std::pair<int64_t, caf::typed_response_promise<caf::actor>>> waiting;
+  std::vector<std::pair<int64_t, caf::typed_response_promise<supervisor_actor>>> waiting;
   static constexpr const char* name = "troupe.directory";
 };
 
 caf::behavior directory(caf::stateful_actor<directory_state>* self) {
   return {
-    [=](enter_atom, int64_t epoch, const caf::actor& supervisor) {
+    [=](enter_atom, int64_t epoch, const supervisor_actor& supervisor) {
       auto& st = self->state;
       if (epoch < st.epoch)
         return;
@@ -32,16 +34,16 @@ caf::behavior directory(caf::stateful_actor<directory_state>* self) {
         if (asked > epoch)
           st.waiting.emplace_back(asked, std::move(rp));
         else
-          rp.deliver(asked == epoch ? supervisor : caf::actor{});
+          rp.deliver(asked == epoch ? supervisor : supervisor_actor{});
       }
     },
-    [=](lookup_atom, int64_t epoch) -> caf::result<caf::actor> {
+    [=](lookup_atom, int64_t epoch) -> caf::result<supervisor_actor> {
       auto& st = self->state;
       if (epoch == st.epoch)
         return st.supervisor;
       if (epoch < st.epoch)
-        return caf::actor{};
-      auto rp = self->make_response_promise<caf::actor>();
+        return supervisor_actor{};
+      auto rp = self->make_response_promise<supervisor_actor>();
       st.waiting.emplace_back(epoch, rp);
       return rp;
     },

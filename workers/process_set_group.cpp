@@ -13,11 +13,11 @@
 namespace troupe::workers {
 
 std::vector<caf::actor> process_set_group::children() const {
-  std::vector<caf::actor> all{negotiator};
+  std::vector<caf::actor> all{caf::actor_cast<caf::actor>(negotiator)};
   if (coordinator)
-    all.push_back(coordinator);
+    all.push_back(caf::actor_cast<caf::actor>(coordinator));
   for (const auto& [kind, backend] : backends)
-    all.push_back(backend);
+    all.push_back(caf::actor_cast<caf::actor>(backend));
   return all;
 }
 
@@ -48,17 +48,15 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   auto impl = backends::make_cpu_backend(ctx, cfg.cpu_operations);
   process_set_group g;
   g.members = spec.members;
+  g.serial = spec.serial;
   auto counted = spec.metrics->for_set(spec.set_id, set_size, impl->name());
   // The backend actor sees only its part, which keeps the whole set's alive.
   g.backends[device_kind::cpu] = backends::spawn_backend_actor(
     sys, std::move(impl), set_rank, set_size,
     std::shared_ptr<metrics::collective_metrics>(counted, &counted->collectives()));
-  std::vector<caf::actor> member_endpoints;
-  for (auto r : spec.members)
-    member_endpoints.push_back((*spec.endpoints)[static_cast<size_t>(r)]);
-  // Coordinator and negotiator exist before the backend is connected: a
-  // faster peer's first request may arrive while our rendezvous is still
-  // running, and the backend runs queued work only after (connect).
+  // Coordinator and negotiator exist before the backend is connected: the
+  // backend runs queued work only after (connect), and once the
+  // coordinator's rank has connected, every member's group exists.
   if (set_rank == 0) {
     coordinator::coordinator_options options;
     options.stall = {cfg.stall_check, cfg.stall_check_seconds, cfg.stall_shutdown_seconds};
@@ -67,13 +65,12 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
     options.cycle_time =
       std::chrono::microseconds(static_cast<int64_t>(cfg.cycle_time_ms * 1000));
     options.epoch = spec.epoch;
-    g.coordinator = coordinator::spawn_coordinator(sys, spec.set_id, member_endpoints, options,
-                                                   counted);
+    g.coordinator = coordinator::spawn_coordinator(sys, spec.set_id, set_size, options, counted);
   }
   const bool tracing = !cfg.timeline.empty() && cfg.timeline != dynamic_timeline;
   g.negotiator = actors::spawn_negotiator(
     sys, actors::negotiator_args{spec.set_id, set_rank, counted, tracing, spec.epoch},
-    member_endpoints.front(), g.coordinator, g.backends, spec.timeline);
+    g.coordinator, g.backends, spec.timeline);
   return g;
 }
 

@@ -6,8 +6,6 @@
 #include <memory>
 #include <vector>
 
-#include <caf/actor.hpp>
-
 #include "actors/backend_actors.hpp"
 #include "workers/identity.hpp"
 
@@ -22,11 +20,12 @@ namespace troupe::workers {
 
 /// The actors that run one process set on this rank.
 struct process_set_group {
-  caf::actor negotiator;
-  caf::actor coordinator;  // only on the set's lowest rank
+  actors::negotiator_actor negotiator;
+  actors::coordinator_actor coordinator;  // only on the set's lowest rank
   /// One backend per device kind; spawn_group creates the CPU one.
   actors::backend_actors backends;
   std::vector<int> members;  // the set's global ranks, ascending
+  uint64_t serial = 0;       // registration number: tells a late message apart
 
   /// Negotiator, coordinator (if here) and every backend.
   std::vector<caf::actor> children() const;
@@ -44,12 +43,12 @@ struct group_spec {
   const config* cfg = nullptr;
   std::shared_ptr<elastic::store_client> store;
   std::shared_ptr<metrics::rank_metrics> metrics;  // gives the set its series
-  const std::vector<caf::actor>* endpoints = nullptr;  // every rank's supervisor
   caf::actor timeline;  // may be null
 };
 
 /// Spawns the set's CPU backend actor (not connected yet), its coordinator when
-/// this rank is the set's lowest, and its negotiator. Throws backend_error
+/// this rank is the set's lowest, and its negotiator, which learns the
+/// coordinator's handle later (see supervisor.cpp). Throws backend_error
 /// when the backend cannot be created.
 process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec);
 

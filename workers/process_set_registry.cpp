@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "actors/atoms.hpp"
 
 namespace troupe::workers {
 
@@ -23,7 +22,7 @@ std::string disagreement(const std::vector<std::vector<int32_t>>& all) {
 
 struct registry_state {
   int64_t epoch = 0;  // the membership epoch this registry serves
-  caf::actor supervisor;
+  supervisor_actor supervisor;
   identity id;
   config cfg;
   std::shared_ptr<process_set_snapshots> published;
@@ -31,7 +30,7 @@ struct registry_state {
   static constexpr const char* name = "troupe.process_set_registry";
 };
 
-using registry_actor = caf::stateful_actor<registry_state>;
+using registry_self = process_set_registry_actor::stateful_pointer<registry_state>;
 
 milliseconds deadline(const registry_state& st) {
   return milliseconds(static_cast<int64_t>(st.cfg.start_timeout_seconds * 1000));
@@ -51,7 +50,7 @@ const status superseded{status_code::reset,
 // coordinator fails it on every rank once the deadline has passed; the
 // local wait is only a backstop should the coordinator's rank vanish
 // without the supervisor noticing.
-status run_internal(registry_actor* self, const tensor_entry_ptr& e) {
+status run_internal(registry_self self, const tensor_entry_ptr& e) {
   auto& st = self->state;
   auto sets = own_snapshot(st);
   if (!sets)
@@ -78,7 +77,7 @@ tensor_entry_ptr internal_entry(v1::OpType op, const std::string& name) {
 // An allgather of `values` (the same count on every rank): every rank's
 // values, in rank order. The entry owns its input (stand_in): the backend
 // may still read it after this call gave up waiting.
-status gather(registry_actor* self, const std::string& name, const std::vector<int32_t>& values,
+status gather(registry_self self, const std::string& name, const std::vector<int32_t>& values,
               std::vector<std::vector<int32_t>>& all) {
   auto e = internal_entry(v1::OP_TYPE_ALLGATHER, name);
   e->request.add_shape(static_cast<int64_t>(values.size()));
@@ -98,12 +97,12 @@ status gather(registry_actor* self, const std::string& name, const std::vector<i
   return {};
 }
 
-status barrier(registry_actor* self, const std::string& name) {
+status barrier(registry_self self, const std::string& name) {
   return run_internal(self, internal_entry(v1::OP_TYPE_BARRIER, name));
 }
 
 // Starts this rank's part of set `id`; the negotiator goes into `next`.
-status start_set(registry_actor* self, int32_t id, const std::vector<int>& members,
+status start_set(registry_self self, int32_t id, const std::vector<int>& members,
                  uint64_t serial, process_set_snapshot& next) {
   auto& st = self->state;
   status started;
@@ -112,7 +111,7 @@ status start_set(registry_actor* self, int32_t id, const std::vector<int>& membe
     ->request(st.supervisor, deadline(st), start_atom::value, static_cast<uint32_t>(id), members,
               serial)
     .receive(
-      [&](status& s, caf::actor& negotiator) {
+      [&](status& s, negotiator_actor& negotiator) {
         started = std::move(s);
         if (started.ok())
           next.negotiators[id] = std::move(negotiator);
@@ -129,7 +128,7 @@ std::string next_tag(registry_state& st) {
   return std::to_string(st.epoch) + "." + std::to_string(++st.serial);
 }
 
-status add(registry_actor* self, const std::vector<int>& ranks, int32_t& id) {
+status add(registry_self self, const std::vector<int>& ranks, int32_t& id) {
   auto& st = self->state;
   const auto tag = next_tag(st);
   const auto world = st.id.size;
@@ -181,7 +180,7 @@ status add(registry_actor* self, const std::vector<int>& ranks, int32_t& id) {
                          : status{registered.code(), "add_process_set: " + registered.message()};
 }
 
-status remove(registry_actor* self, int32_t id) {
+status remove(registry_self self, int32_t id) {
   auto& st = self->state;
   const auto tag = next_tag(st);
   std::vector<std::vector<int32_t>> all;
@@ -210,8 +209,9 @@ status remove(registry_actor* self, int32_t id) {
                       : status{removed.code(), "remove_process_set: " + removed.message()};
 }
 
-caf::behavior registry(registry_actor* self, caf::actor supervisor, identity id, config cfg,
-                       std::shared_ptr<process_set_snapshots> published) {
+process_set_registry_actor::behavior_type
+registry(registry_self self, supervisor_actor supervisor, identity id, config cfg,
+         std::shared_ptr<process_set_snapshots> published) {
   auto& st = self->state;
   st.supervisor = std::move(supervisor);
   st.id = std::move(id);
@@ -219,20 +219,21 @@ caf::behavior registry(registry_actor* self, caf::actor supervisor, identity id,
   st.published = std::move(published);
   st.epoch = st.published->load()->epoch;
   return {
-    [=](add_set_atom, const std::vector<int>& ranks) {
+    [=](add_set_atom, const std::vector<int>& ranks) -> caf::result<status, int32_t> {
       int32_t set_id = -1;
       auto s = add(self, ranks, set_id);
-      return caf::make_message(std::move(s), set_id);
+      return {std::move(s), set_id};
     },
-    [=](remove_set_atom, int32_t set_id) {
-      return caf::make_message(remove(self, set_id), set_id);
+    [=](remove_set_atom, int32_t set_id) -> caf::result<status, int32_t> {
+      return {remove(self, set_id), set_id};
     },
   };
 }
 
 } // namespace
 
-caf::actor spawn_process_set_registry(caf::actor_system& sys, caf::actor supervisor,
+process_set_registry_actor
+spawn_process_set_registry(caf::actor_system& sys, supervisor_actor supervisor,
                                       const identity& id, const config& cfg,
                                       std::shared_ptr<process_set_snapshots> published) {
   return sys.spawn<caf::detached>(registry, std::move(supervisor), id, cfg,

@@ -8,8 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include <caf/actor.hpp>
-
+#include "actors/protocols.hpp"
 #include "workers/config.hpp"
 #include "workers/identity.hpp"
 #include "workers/process_set_table.hpp"
@@ -27,7 +26,7 @@ struct process_set_snapshot {
   }
   process_set_table table;
   /// The negotiator of every set this rank is a member of.
-  std::map<int32_t, caf::actor> negotiators;
+  std::map<int32_t, actors::negotiator_actor> negotiators;
   /// The membership epoch the snapshot belongs to, and this process's
   /// global rank in it.
   int64_t epoch = 0;
@@ -62,8 +61,8 @@ private:
 /// registration waits for collectives on the global set. It serialises the
 /// calls of all threads in its mailbox; no API lock is held meanwhile.
 ///
-/// (add_set, ranks) -> (status, id) and (remove_set, id) -> (status, id) are
-/// collective over the global set, called by every rank in the same order
+/// Protocol: actors::process_set_registry_actor. (add_set, ranks) ->
+/// (status, id) and (remove_set, id) -> (status, id) are collective over the global set, called by every rank in the same order
 /// (Horovod's contract): an allgather of the arguments checks that the
 /// ranks agree, members start (or stop) their part of the set, and a
 /// global barrier returns the call everywhere once every rank is done, so
@@ -76,7 +75,8 @@ private:
 /// epoch when spawned; the registry publishes every change there, unless a
 /// reset has replaced the snapshot meanwhile (the call then fails with
 /// status_code::reset).
-caf::actor spawn_process_set_registry(caf::actor_system& sys, caf::actor supervisor,
+actors::process_set_registry_actor
+spawn_process_set_registry(caf::actor_system& sys, actors::supervisor_actor supervisor,
                                       const identity& id, const config& cfg,
                                       std::shared_ptr<process_set_snapshots> published);
 

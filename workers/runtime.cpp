@@ -14,7 +14,7 @@
 
 #include <caf/io/all.hpp>
 
-#include "actors/atoms.hpp"
+#include "actors/protocols.hpp"
 #include "backends/registry.hpp"
 #include "elastic/membership_epoch.hpp"
 #include "elastic/store.hpp"
@@ -47,6 +47,13 @@ caf::actor_system_config make_caf_config(const config& cfg) {
     std::chrono::duration<double>(cfg.heartbeat_timeout_seconds));
   c.set("middleman.heartbeat-interval", caf::timespan{timeout / 5});
   c.set("middleman.connection-timeout", timeout);
+  // Handles that cross ranks: a peer's supervisor at bootstrap (found in its
+// directory), a set's
+  // coordinator and members once per process set (see supervisor.cpp).
+  c.add_message_type<coordinator_actor>("troupe.coordinator_actor");
+  c.add_message_type<member_actor>("troupe.member_actor");
+  c.add_message_type<peer_actor>("troupe.peer_actor");
+  c.add_message_type<supervisor_actor>("troupe.supervisor_actor");
   return c;
 }
 
@@ -84,8 +91,8 @@ std::string joined(const std::vector<std::string>& names) {
 struct epoch_run {
   int64_t epoch = 0;
   std::shared_ptr<const identity> id;
-  caf::actor supervisor;
-  caf::actor registry;
+  supervisor_actor supervisor;
+  process_set_registry_actor registry;
 };
 
 struct runtime::impl {
@@ -190,11 +197,11 @@ struct runtime::impl {
         return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) +
                                           " at " + peer_address + ": " +
                                           system.render(remote.error())};
-      caf::actor supervisor;
+      supervisor_actor supervisor;
       status found;
       caf::scoped_actor self{system};
       self->request(*remote, deadline - clock::now(), lookup_atom::value, next.epoch)
-        .receive([&](caf::actor& a) { supervisor = std::move(a); },
+        .receive([&](supervisor_actor& a) { supervisor = std::move(a); },
                  [&](caf::error& err) {
                    found = {status_code::timeout,
                             "rank " + std::to_string(peer) + " at " + peer_address +
@@ -208,9 +215,9 @@ struct runtime::impl {
                                       " has moved past membership epoch " +
                                       std::to_string(next.epoch)};
       caf::anon_send(supervisor, hello_atom::value, static_cast<int32_t>(id.rank),
-                     next.supervisor, address);
-      caf::anon_send(next.supervisor, hello_atom::value, static_cast<int32_t>(peer), supervisor,
-                     peer_address);
+                     peer_actor{next.supervisor}, address);
+      caf::anon_send(next.supervisor, hello_atom::value, static_cast<int32_t>(peer),
+                     peer_actor{supervisor}, peer_address);
     }
     status result{status_code::timeout,
                   "not every rank connected before the start timeout (TROUPE_START_TIMEOUT)"};
@@ -224,7 +231,7 @@ struct runtime::impl {
 
   // Starts the global set; `negotiator` receives its negotiator.
   status start_group(const epoch_run& next, const identity& id, clock::time_point deadline,
-                     caf::actor& negotiator) {
+                     negotiator_actor& negotiator) {
     status result;
     caf::scoped_actor self{system};
     std::vector<int> everyone(static_cast<size_t>(id.size));
@@ -233,7 +240,7 @@ struct runtime::impl {
       ->request(next.supervisor, deadline - clock::now(), start_atom::value, uint32_t{0},
                 everyone, uint64_t{0})
       .receive(
-        [&](status& s, caf::actor& neg) {
+        [&](status& s, negotiator_actor& neg) {
           result = std::move(s);
           negotiator = std::move(neg);
         },
@@ -255,7 +262,7 @@ struct runtime::impl {
     status result;
     try {
       result = connect_peers(next, id, deadline);
-      caf::actor global_negotiator;
+      negotiator_actor global_negotiator;
       if (result.ok())
         result = start_group(next, id, deadline, global_negotiator);
       if (result.ok()) {
@@ -293,8 +300,8 @@ struct runtime::impl {
     if (old.registry)
       self->send_exit(old.registry, caf::exit_reason::user_shutdown);
     std::lock_guard<std::mutex> guard{run_mtx};
-    run.supervisor = nullptr;
-    run.registry = nullptr;
+    run.supervisor = supervisor_actor{};
+    run.registry = process_set_registry_actor{};
     return alive;
   }
 
@@ -367,12 +374,12 @@ struct runtime::impl {
 
   // The negotiator of set `id` on this rank, from the latest snapshot;
   // null when this rank is not a member.
-  caf::actor negotiator_of(int32_t id) const {
+  negotiator_actor negotiator_of(int32_t id) const {
     auto now = sets->load();
     if (!now)
       return {};
     auto it = now->negotiators.find(id);
-    return it == now->negotiators.end() ? caf::actor{} : it->second;
+    return it == now->negotiators.end() ? negotiator_actor{} : it->second;
   }
 
   // Once: the supervisor's goodbye fails what is pending, which returns a
@@ -519,7 +526,8 @@ namespace {
 // Waits for the registry's answer. Its own deadlines (one per collective
 // step) come first; this only bounds a registry that stopped answering.
 template <class... Ts>
-status ask_registry(const runtime& rt, caf::actor_system& system, const caf::actor& registry,
+status ask_registry(const runtime& rt, caf::actor_system& system,
+                    const process_set_registry_actor& registry,
                     int32_t* id, Ts&&... xs) {
   status result;
   if (!registry)
@@ -585,7 +593,8 @@ status runtime::tune(int32_t id, const tuning& change) {
 namespace {
 
 template <class... Ts>
-status ask_supervisor(caf::actor_system& system, const caf::actor& supervisor, Ts&&... xs) {
+status ask_supervisor(caf::actor_system& system, const supervisor_actor& supervisor,
+                      Ts&&... xs) {
   status result;
   caf::scoped_actor self{system};
   self->request(supervisor, std::chrono::seconds(15), std::forward<Ts>(xs)...)

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "actors/atoms.hpp"
+#include "actors/protocols.hpp"
 #include "actors/timeline.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "workers/process_set_group.hpp"
@@ -24,7 +24,7 @@ constexpr auto bye_timeout = std::chrono::seconds(1);
 
 struct supervisor_state {
   supervisor_args args;
-  std::vector<caf::actor> peers;  // endpoint per rank; self at own rank
+  std::vector<peer_actor> peers;  // endpoint per rank; self at own rank
   std::vector<std::string> peer_addresses;
   std::vector<bool> left;
   // Lost, or shut down for good: not part of the next membership epoch.
@@ -37,7 +37,7 @@ struct supervisor_state {
   static constexpr const char* name = "troupe.supervisor";
 };
 
-using supervisor_actor = caf::stateful_actor<supervisor_state>;
+using supervisor_self = supervisor_actor::stateful_pointer<supervisor_state>;
 
 // "trace.json" -> "trace.<rank>.json": every rank writes its own view.
 std::string timeline_path(const std::string& path, int rank) {
@@ -52,7 +52,7 @@ const status no_dynamic_timeline{
   status_code::invalid_argument,
   "Set TROUPE_TIMELINE=DYNAMIC (or HOROVOD_TIMELINE=DYNAMIC) to enable dynamic timeline usage."};
 
-caf::result<status> start_timeline(supervisor_actor* self, const std::string& path,
+caf::result<status> start_timeline(supervisor_self self, const std::string& path,
                                    bool mark_cycles) {
   auto& st = self->state;
   if (!st.timeline)
@@ -74,20 +74,20 @@ caf::result<status> start_timeline(supervisor_actor* self, const std::string& pa
   return rp;
 }
 
-status stop_timeline(supervisor_actor* self) {
+status stop_timeline(supervisor_self self) {
   auto& st = self->state;
   if (!st.timeline)
     return no_dynamic_timeline;
   for (const auto& [id, g] : st.groups)
     self->send(g.negotiator, tracing_atom::value, false, false);
-  self->send(st.timeline, tl_stop_atom::value);
+  caf::anon_send(st.timeline, tl_stop_atom::value);
   return {};
 }
 
 // `rank` left or was lost: the sets it belongs to (the global one always)
 // cannot complete their collectives; sets without it keep running. No
 // rank: every set (this rank leaves). Negotiators ignore repeated aborts.
-void abort_groups(supervisor_actor* self, status why, std::optional<int> rank = std::nullopt) {
+void abort_groups(supervisor_self self, status why, std::optional<int> rank = std::nullopt) {
   auto& st = self->state;
   if (!st.broken || abort_escalates(*st.broken, why)) {
     if (why.code() == status_code::shut_down || why.code() == status_code::reset)
@@ -108,7 +108,7 @@ std::optional<int> peer_rank(const supervisor_state& st, const caf::actor_addr& 
   return std::nullopt;
 }
 
-void on_down(supervisor_actor* self, const caf::down_msg& dm) {
+void on_down(supervisor_self self, const caf::down_msg& dm) {
   auto& st = self->state;
   for (const auto& [id, g] : st.groups)
     if (g.owns(dm.source)) {
@@ -130,7 +130,7 @@ void on_down(supervisor_actor* self, const caf::down_msg& dm) {
                *r);
 }
 
-void on_hello(supervisor_actor* self, int32_t rank, const caf::actor& endpoint,
+void on_hello(supervisor_self self, int32_t rank, const peer_actor& endpoint,
               const std::string& address) {
   auto& st = self->state;
   const auto slot = static_cast<size_t>(rank);
@@ -146,45 +146,46 @@ void on_hello(supervisor_actor* self, int32_t rank, const caf::actor& endpoint,
     st.peers_waiter->deliver(true);
 }
 
-// Forwards a peer's control message to the actor of its process set. One
-// from another membership epoch is refused: its sender is not part of this
-// epoch's sets (it missed a reset, or this rank did).
-template <class Atom>
-void route(supervisor_actor* self, int64_t epoch, uint32_t set, std::string bytes) {
-  constexpr bool request = std::is_same_v<Atom, request_atom>;
-  if (epoch != self->state.args.epoch) {
-    spdlog::error("troupe rank {}: refused a {} for process set {} from membership epoch {}; "
-                  "this rank is at epoch {} (the sender missed a reset, or this rank did)",
-                  self->state.args.id.rank, request ? "request" : "response", set, epoch,
-                  self->state.args.epoch);
+// The coordinator's rank has connected set `set`, so every member's group
+// exists: tell each member's supervisor the coordinator's handle, once.
+// From then on negotiators and coordinator talk directly.
+void announce_coordinator(supervisor_self self, const process_set_group& g, uint32_t set) {
+  auto& st = self->state;
+  for (auto r : g.members)
+    self->send(st.peers[static_cast<size_t>(r)], coordinator_atom::value, st.args.epoch, set,
+               g.serial, g.coordinator);
+}
+
+// Passes a set's coordinator on to this rank's negotiator. The set may have
+// been removed (or removed and its id reused) a moment ago: a late
+// announcement is dropped.
+void on_coordinator(supervisor_self self, int64_t epoch, uint32_t set, uint64_t serial,
+                    const coordinator_actor& coordinator) {
+  auto& st = self->state;
+  if (!same_epoch(st.args.epoch, epoch, "supervisor", set))
+    return;
+  st.args.metrics->supervisor_mailbox_depth(self->mailbox().size());
+  auto it = st.groups.find(set);
+  if (it == st.groups.end() || it->second.serial != serial) {
+    spdlog::warn("troupe rank {}: dropped the coordinator of process set {} (registration {}), "
+                 "which does not run here",
+                 st.args.id.rank, set, serial);
     return;
   }
-  auto it = self->state.groups.find(set);
-  const caf::actor* dest = nullptr;
-  if (it != self->state.groups.end())
-    dest = request ? &it->second.coordinator : &it->second.negotiator;
-  if (!dest || !*dest) {
-    // A set removed a moment ago can still see late messages.
-    spdlog::warn("troupe rank {}: dropped a {} for process set {}, which has no {} here",
-                 self->state.args.id.rank, request ? "request" : "response", set,
-                 request ? "coordinator" : "negotiator");
-    return;
-  }
-  self->state.args.metrics->supervisor_mailbox_depth(self->mailbox().size());
-  self->send(*dest, Atom::value, set, std::move(bytes));
+  self->send(it->second.negotiator, coordinator_atom::value, coordinator);
 }
 
 // Starts this rank's part of process set `set_id` (global ranks `members`)
 // and answers once its backend has connected to the other members. The
 // rendezvous blocks, so it runs in the detached backend actor while this
 // actor keeps serving messages.
-caf::result<status, caf::actor> start_group(supervisor_actor* self, uint32_t set_id,
+caf::result<status, negotiator_actor> start_group(supervisor_self self, uint32_t set_id,
                                             std::vector<int> members, uint64_t serial) {
   auto& st = self->state;
   if (st.groups.count(set_id))
     return {status{status_code::invalid_argument,
                    fmt::format("process set {} is already running here", set_id)},
-            caf::actor{}};
+            negotiator_actor{}};
   group_spec spec;
   spec.set_id = set_id;
   spec.members = std::move(members);
@@ -194,36 +195,39 @@ caf::result<status, caf::actor> start_group(supervisor_actor* self, uint32_t set
   spec.cfg = &st.args.cfg;
   spec.store = st.args.store;
   spec.metrics = st.args.metrics;
-  spec.endpoints = &st.peers;
   spec.timeline = st.timeline;
   process_set_group g;
   try {
     g = spawn_group(self->system(), spec);
   } catch (const std::exception& e) {
-    return {status{status_code::backend, e.what()}, caf::actor{}};
+    return {status{status_code::backend, e.what()}, negotiator_actor{}};
   }
   for (const auto& child : g.children())
     self->monitor(child);
   if (st.broken)
     self->send(g.negotiator, abort_atom::value, *st.broken);
   st.groups.emplace(set_id, g);
-  auto rp = self->make_response_promise<status, caf::actor>();
+  auto rp = self->make_response_promise<status, negotiator_actor>();
   const auto deadline = std::chrono::milliseconds(
     static_cast<int64_t>(st.args.cfg.start_timeout_seconds * 1000));
   self->request(g.backends.at(device_kind::cpu), deadline, connect_atom::value)
     .then(
-      [=](status& connected) mutable { rp.deliver(std::move(connected), g.negotiator); },
+      [=](status& connected) mutable {
+        if (connected.ok() && g.coordinator)
+          announce_coordinator(self, g, set_id);
+        rp.deliver(std::move(connected), g.negotiator);
+      },
       [=](caf::error& err) mutable {
         rp.deliver(status{status_code::timeout,
                           "backend rendezvous did not complete: " +
                             self->system().render(err)},
-                   caf::actor{});
+                   negotiator_actor{});
       });
   return rp;
 }
 
 // Stops this rank's part of a removed set: what is pending there fails.
-void stop_group(supervisor_actor* self, uint32_t set_id) {
+void stop_group(supervisor_self self, uint32_t set_id) {
   auto& st = self->state;
   auto node = st.groups.extract(set_id);
   if (node.empty())
@@ -241,7 +245,7 @@ void stop_group(supervisor_actor* self, uint32_t set_id) {
 
 // A peer left. If it left because it lost another peer, that loss is the
 // root cause, and it may reach us before our own heartbeat notices.
-void on_bye(supervisor_actor* self, int32_t rank, status_code cause,
+void on_bye(supervisor_self self, int32_t rank, status_code cause,
             const std::string& cause_text) {
   auto& st = self->state;
   if (rank < 0 || static_cast<size_t>(rank) >= st.left.size())
@@ -274,7 +278,7 @@ void on_bye(supervisor_actor* self, int32_t rank, status_code cause,
 // acknowledgements, since the process may exit next; a reset does not: the
 // connections stay, and the peers are resetting too. `done` answers the
 // caller; then the supervisor stops.
-void leave(supervisor_actor* self, const status& why, std::function<void()> done) {
+void leave(supervisor_self self, const status& why, std::function<void()> done) {
   auto& st = self->state;
   abort_groups(self, why);
   const bool resetting = why.code() == status_code::reset;
@@ -302,9 +306,9 @@ void leave(supervisor_actor* self, const status& why, std::function<void()> done
   for (size_t r = 0; r < st.peers.size(); ++r) {
     if (static_cast<int>(r) == st.args.id.rank || !st.peers[r] || st.left[r])
       continue;
-    self->demonitor(st.peers[r]);
+    self->demonitor(st.peers[r].address());
     if (resetting) {
-      self->send(st.peers[r], bye_atom::value, st.args.id.rank, cause, cause_text);
+      caf::anon_send(st.peers[r], bye_atom::value, st.args.id.rank, cause, cause_text);
       continue;
     }
     ++*outstanding;
@@ -315,14 +319,14 @@ void leave(supervisor_actor* self, const status& why, std::function<void()> done
   finish();
 }
 
-caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
+supervisor_actor::behavior_type supervise(supervisor_self self, supervisor_args args) {
   auto& st = self->state;
   const auto n = static_cast<size_t>(args.id.size);
   st.peers.resize(n);
   st.peer_addresses.resize(n);
   st.left.resize(n, false);
   st.gone.resize(n, false);
-  st.peers[static_cast<size_t>(args.id.rank)] = caf::actor_cast<caf::actor>(self);
+  st.peers[static_cast<size_t>(args.id.rank)] = caf::actor_cast<supervisor_actor>(self);
   st.args = std::move(args);
   // DYNAMIC: the timeline exists but writes only between start_timeline()
   // and stop_timeline().
@@ -333,7 +337,7 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
                                                    : timeline_path(timeline, st.args.id.rank));
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   return {
-    [=](hello_atom, int32_t rank, const caf::actor& endpoint, const std::string& address) {
+    [=](hello_atom, int32_t rank, const peer_actor& endpoint, const std::string& address) {
       on_hello(self, rank, endpoint, address);
     },
     [=](peers_atom) -> caf::result<bool> {
@@ -346,17 +350,15 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
     [=](start_atom, uint32_t set_id, std::vector<int>& members, uint64_t serial) {
       return start_group(self, set_id, std::move(members), serial);
     },
-    [=](stop_atom, uint32_t set_id) {
+    [=](stop_atom, uint32_t set_id) -> bool {
       stop_group(self, set_id);
       return true;
     },
-    [=](request_atom, int64_t epoch, uint32_t set, std::string& bytes) {
-      route<request_atom>(self, epoch, set, std::move(bytes));
+    [=](coordinator_atom, int64_t epoch, uint32_t set, uint64_t serial,
+        const coordinator_actor& coordinator) {
+      on_coordinator(self, epoch, set, serial, coordinator);
     },
-    [=](response_atom, int64_t epoch, uint32_t set, std::string& bytes) {
-      route<response_atom>(self, epoch, set, std::move(bytes));
-    },
-    [=](bye_atom, int32_t rank, int32_t cause, const std::string& cause_text) {
+    [=](bye_atom, int32_t rank, int32_t cause, const std::string& cause_text) -> bool {
       on_bye(self, rank, static_cast<status_code>(cause), cause_text);
       return true;
     },
@@ -364,7 +366,7 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
       return start_timeline(self, path, mark_cycles);
     },
     [=](tl_stop_atom) { return stop_timeline(self); },
-    [=](shutdown_atom) {
+    [=](shutdown_atom) -> caf::result<bool> {
       auto rp = self->make_response_promise<bool>();
       leave(self, {status_code::shut_down, "Troupe has been shut down on this rank."},
             [rp]() mutable { rp.deliver(true); });
@@ -372,7 +374,7 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
     },
     // Answers with the ranks that can take part in the next epoch (this
     // one, and every peer neither lost nor shut down), then leaves.
-    [=](reset_atom, int64_t next_epoch) {
+    [=](reset_atom, int64_t next_epoch) -> caf::result<std::vector<int>> {
       auto& st = self->state;
       std::vector<int> alive;
       for (size_t r = 0; r < st.gone.size(); ++r)
@@ -391,8 +393,8 @@ caf::behavior supervisor(supervisor_actor* self, supervisor_args args) {
 
 } // namespace
 
-caf::actor spawn_supervisor(caf::actor_system& sys, supervisor_args args) {
-  return sys.spawn(supervisor, std::move(args));
+supervisor_actor spawn_supervisor(caf::actor_system& sys, supervisor_args args) {
+  return sys.spawn(supervise, std::move(args));
 }
 
 } // namespace troupe::workers

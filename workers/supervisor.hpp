@@ -1,15 +1,13 @@
 #pragma once
 
+// Include only from .cpp files: CAF headers are expensive.
+
 #include <memory>
 #include <string>
 
+#include "actors/protocols.hpp"
 #include "workers/config.hpp"
 #include "workers/identity.hpp"
-
-namespace caf {
-class actor;
-class actor_system;
-} // namespace caf
 
 namespace troupe::elastic {
 class store_client;
@@ -29,12 +27,15 @@ struct supervisor_args {
   int64_t epoch = 0;  // the membership epoch this supervisor serves
 };
 
-/// Spawns the per-rank supervisor. It is this rank's endpoint: peers send it
-/// (hello, rank, endpoint, address) at bootstrap, (request|response, set id,
-/// bytes) for the process sets, (bye, rank) when they shut down. It owns the
-/// actor group of every process set (negotiator, coordinator on the set's
-/// lowest rank, detached backend), monitors peers and children, and turns a
-/// lost peer into an abort of the groups.
+/// Spawns the per-rank supervisor (protocol: actors::supervisor_actor). It is
+/// this rank's endpoint: peers send it
+/// (hello, rank, endpoint, address) at bootstrap, (bye, rank) when they shut
+/// down, and, once per process set, (coordinator, epoch, set id, serial,
+/// handle) from the set's coordinator rank, passed on to the negotiator;
+/// collectives then go between negotiators and coordinator directly. It
+/// owns the actor group of every process set (negotiator, coordinator on
+/// the set's lowest rank, detached backend), monitors peers and children,
+/// and turns a lost peer into an abort of the groups.
 ///
 /// Bootstrap protocol from the runtime: (peers) -> true once every peer has
 /// said hello; (start) -> (status, negotiator of the global set);
@@ -43,6 +44,6 @@ struct supervisor_args {
 /// and every peer neither lost nor shut down), after the groups stopped
 /// (pending collectives fail with status_code::reset) and peers were told.
 /// The supervisor stops after either: one supervisor per membership epoch.
-caf::actor spawn_supervisor(caf::actor_system& sys, supervisor_args args);
+actors::supervisor_actor spawn_supervisor(caf::actor_system& sys, supervisor_args args);
 
 } // namespace troupe::workers

@@ -4,7 +4,6 @@
 
 #include <caf/all.hpp>
 
-#include "actors/atoms.hpp"
 #include "actors/negotiator.hpp"
 #include "coordinator/coordinator_actor.hpp"
 #include "metrics/rank_metrics.hpp"
@@ -20,33 +19,55 @@ caf::actor_system_config& testing_config(caf::actor_system_config& cfg) {
   return cfg;
 }
 
-// What a fake peer received: control-plane bytes, completions, works.
+using executed_promise = caf::typed_response_promise<executed_atom, uint64_t, status, list_stats>;
+
+// What a fake peer received: control-plane bytes, introductions,
+// completions, works.
 struct inbox {
   std::vector<std::string> requests;   // RequestList bytes
   std::vector<std::string> responses;  // ResponseList bytes
+  std::vector<std::pair<int32_t, member_actor>> hellos;
+  std::vector<std::string> order;  // "hello" and "request", as received
   std::vector<list_stats> executed;
   std::vector<collective_work_ptr> works;
+  std::vector<executed_promise> running;  // works a fake backend holds
   int aborts = 0;
 };
 
-// Stands in for a rank's supervisor (and for the co-located coordinator):
-// records everything. A fake backend answers each work with `moved` bytes,
-// or not at all with `answer` false (a work still running).
-caf::behavior recorder(caf::event_based_actor* self, inbox* box, uint64_t moved, bool answer) {
+// Stands in for a coordinator or a member's negotiator: records what the
+// actor under test sends it.
+caf::behavior recorder(caf::event_based_actor*, inbox* box) {
   return {
+    [=](hello_atom, int32_t set_rank, const member_actor& member) {
+      box->hellos.emplace_back(set_rank, member);
+      box->order.emplace_back("hello");
+    },
     [=](request_atom, int64_t, uint32_t, const std::string& bytes) {
       box->requests.push_back(bytes);
+      box->order.emplace_back("request");
     },
     [=](response_atom, int64_t, uint32_t, const std::string& bytes) {
       box->responses.push_back(bytes);
     },
     [=](executed_atom, const list_stats& s) { box->executed.push_back(s); },
+  };
+}
+
+// A backend that answers each work with `moved` bytes, or holds it with
+// `answer` false (a work still running).
+backend_actor::behavior_type fake_backend(backend_actor::pointer self, inbox* box,
+                                          uint64_t moved, bool answer) {
+  return {
+    [=](connect_atom) { return status{}; },
     [=](abort_atom, const status&) { ++box->aborts; },
-    [=](execute_atom, const collective_work_ptr& w) {
+    [=](execute_atom,
+        const collective_work_ptr& w) -> caf::result<executed_atom, uint64_t, status, list_stats> {
       box->works.push_back(w);
       if (answer)
-        self->send(caf::actor_cast<caf::actor>(self->current_sender()), executed_atom::value,
-                   w->id, status{}, list_stats{0, moved, 0.25});
+        return {executed_atom::value, w->id, status{}, list_stats{0, moved, 0.25}};
+      box->running.push_back(
+        self->make_response_promise<executed_atom, uint64_t, status, list_stats>());
+      return box->running.back();
     },
   };
 }
@@ -67,27 +88,47 @@ protected:
     sched_.run();
   }
 
-  caf::actor fake(inbox& box, uint64_t moved = 0, bool answer = true) {
-    spawned_.push_back(sys_.spawn(recorder, &box, moved, answer));
-    return spawned_.back();
+  // A recorder standing in for an actor of interface Handle.
+  template <class Handle>
+  Handle fake(inbox& box) {
+    spawned_.push_back(sys_.spawn(recorder, &box));
+    return caf::actor_cast<Handle>(spawned_.back());
   }
 
-  caf::actor coordinator(std::vector<caf::actor> members, coordinator::coordinator_options o) {
+  backend_actor backend(inbox& box, uint64_t moved = 0, bool answer = true) {
+    auto b = sys_.spawn(fake_backend, &box, moved, answer);
+    spawned_.push_back(caf::actor_cast<caf::actor>(b));
+    return b;
+  }
+
+  // A coordinator whose members have introduced themselves.
+  coordinator_actor coordinator(std::vector<member_actor> members,
+                                coordinator::coordinator_options o) {
     o.stall.enabled = false;
-    spawned_.push_back(coordinator::spawn_coordinator(sys_, 0, std::move(members), o, metrics_));
-    return spawned_.back();
+    auto c = coordinator::spawn_coordinator(sys_, 0, static_cast<int32_t>(members.size()), o,
+                                            metrics_);
+    spawned_.push_back(caf::actor_cast<caf::actor>(c));
+    for (size_t r = 0; r < members.size(); ++r)
+      caf::anon_send(c, hello_atom::value, static_cast<int32_t>(r), members[r]);
+    return c;
   }
 
-  caf::actor negotiator(const caf::actor& endpoint, const caf::actor& local_coordinator,
-                        const backend_actors& backends) {
-    spawned_.push_back(spawn_negotiator(sys_, negotiator_args{0, 0, metrics_, false}, endpoint,
-                                        local_coordinator, backends, caf::actor{}));
-    return spawned_.back();
+  // A negotiator that has not been told its coordinator yet.
+  negotiator_actor negotiator(const coordinator_actor& local_coordinator,
+                              const backend_actors& backends) {
+    auto n = spawn_negotiator(sys_, negotiator_args{0, 0, metrics_, false}, local_coordinator,
+                              backends, caf::actor{});
+    spawned_.push_back(caf::actor_cast<caf::actor>(n));
+    return n;
   }
 
-  caf::actor negotiator(const caf::actor& endpoint, const caf::actor& local_coordinator,
-                        const caf::actor& cpu_backend) {
-    return negotiator(endpoint, local_coordinator, {{device_kind::cpu, cpu_backend}});
+  // A negotiator told `coordinator`, as its supervisor would.
+  negotiator_actor negotiator(const coordinator_actor& coordinator,
+                              const coordinator_actor& local_coordinator,
+                              const backend_actor& cpu_backend) {
+    auto n = negotiator(local_coordinator, {{device_kind::cpu, cpu_backend}});
+    caf::anon_send(n, coordinator_atom::value, coordinator);
+    return n;
   }
 
   caf::actor_system_config cfg_;
@@ -138,19 +179,19 @@ v1::ResponseList parsed(const std::string& bytes) {
 
 TEST_F(actor_protocol, coordinator_switches_fusion_at_a_list_boundary_and_reports_its_sample) {
   inbox rank0, rank1;
-  auto coord = coordinator({fake(rank0), fake(rank1)}, {{}, 0, 4, {}});
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
   // List 1: "a" alone; no fusion configured.
-  caf::anon_send(coord, request_atom::value, 0u, request_list({request(0, "a")}));
-  caf::anon_send(coord, request_atom::value, 0u, request_list({request(1, "a")}));
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(0, "a")}));
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(1, "a")}));
   sched_.run();
   ASSERT_EQ(rank0.responses.size(), 1u);
   EXPECT_FALSE(parsed(rank0.responses[0]).has_tuning());
   // While list 1 runs, b and c become ready and rank 1 asks for fusion.
   v1::Tuning fuse;
   fuse.set_fusion_threshold(1 << 20);
-  caf::anon_send(coord, request_atom::value, 0u,
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u,
                  request_list({request(0, "b"), request(0, "c")}));
-  caf::anon_send(coord, request_atom::value, 0u,
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u,
                  request_list({request(1, "b"), request(1, "c")}, fuse));
   sched_.run();
   EXPECT_EQ(rank0.responses.size(), 1u);  // nothing new before list 1 has run here
@@ -180,10 +221,10 @@ TEST_F(actor_protocol, coordinator_switches_fusion_at_a_list_boundary_and_report
 
 TEST_F(actor_protocol, coordinator_fails_a_missed_deadline_on_every_member) {
   inbox rank0, rank1;
-  auto coord = coordinator({fake(rank0), fake(rank1)}, {{}, 0, 4, {}});
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
   auto late = request(0, "troupe.process_set.add.1");
   late.set_deadline_ms(20);
-  caf::anon_send(coord, request_atom::value, 0u, request_list({late}));
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({late}));
   sched_.run();
   EXPECT_TRUE(rank0.responses.empty());
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -198,8 +239,9 @@ TEST_F(actor_protocol, coordinator_fails_a_missed_deadline_on_every_member) {
 }
 
 TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning) {
-  inbox endpoint, local, backend;
-  auto neg = negotiator(fake(endpoint), fake(local), fake(backend, 16));
+  inbox endpoint, local, backend_box;
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), fake<coordinator_actor>(local),
+                        backend(backend_box, 16));
   std::vector<float> x(4, 1.0f);
   auto e = entry("x", x);
   submit_batch(neg, entry_batch{e});
@@ -225,9 +267,9 @@ TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning)
   resp->set_op(v1::OP_TYPE_ALLREDUCE);
   resp->add_tensor_names("x");
   resp->add_cache_ids(3);
-  caf::anon_send(neg, response_atom::value, 0u, list.SerializeAsString());
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
   sched_.run();
-  ASSERT_EQ(backend.works.size(), 1u);
+  ASSERT_EQ(backend_box.works.size(), 1u);
   EXPECT_TRUE(e->handle->done());
   EXPECT_TRUE(e->handle->result().ok());
   ASSERT_EQ(local.executed.size(), 1u);
@@ -251,14 +293,14 @@ TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning)
   *done = *resp;
   done->clear_cache_ids();
   done->add_cache_ids(0);
-  caf::anon_send(neg, response_atom::value, 0u, resize.SerializeAsString());
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, resize.SerializeAsString());
   sched_.run();
   EXPECT_EQ(again(), 0u);
 }
 
 TEST_F(actor_protocol, negotiator_abort_fails_pending_handles) {
-  inbox endpoint, backend;
-  auto neg = negotiator(fake(endpoint), caf::actor{}, fake(backend));
+  inbox endpoint, backend_box;
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(backend_box));
   std::vector<float> x(1);
   auto e = entry("y", x);
   submit_batch(neg, entry_batch{e});
@@ -269,24 +311,23 @@ TEST_F(actor_protocol, negotiator_abort_fails_pending_handles) {
 }
 
 TEST_F(actor_protocol, a_running_work_completes_before_the_negotiator_stops) {
-  inbox endpoint, backend;
-  auto backend_actor = fake(backend, 0, false);
-  auto neg = negotiator(fake(endpoint), caf::actor{}, backend_actor);
+  inbox endpoint, backend_box;
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(backend_box, 0, false));
   std::vector<float> x(2);
   auto e = entry("z", x);
   submit_batch(neg, entry_batch{e});
   v1::ResponseList list;
   list.add_responses()->set_op(v1::OP_TYPE_ALLREDUCE);
   list.mutable_responses(0)->add_tensor_names("z");
-  caf::anon_send(neg, response_atom::value, 0u, list.SerializeAsString());
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
   sched_.run();
-  ASSERT_EQ(backend.works.size(), 1u);
+  ASSERT_EQ(backend_box.works.size(), 1u);
   // A reset: the set stops while the backend still holds the buffer.
   caf::anon_send(neg, abort_atom::value, status{status_code::reset, "resetting"});
   caf::anon_send(neg, shutdown_atom::value);
   sched_.run();
   EXPECT_FALSE(e->handle->done());  // the caller may not free x yet
-  caf::anon_send(neg, executed_atom::value, backend.works[0]->id,
+  caf::anon_send(neg, executed_atom::value, backend_box.works[0]->id,
                  status{status_code::backend, "connection closed"}, list_stats{});
   sched_.run();
   ASSERT_TRUE(e->handle->done());
@@ -318,8 +359,9 @@ std::string response_on(const std::string& name, v1::DeviceKind kind) {
 
 TEST_F(actor_protocol, device_kind_travels_to_the_coordinator_and_picks_the_backend) {
   inbox endpoint, cpu, cuda;
-  auto neg = negotiator(fake(endpoint), caf::actor{},
-                        {{device_kind::cpu, fake(cpu)}, {device_kind::cuda, fake(cuda)}});
+  auto neg =
+    negotiator({}, {{device_kind::cpu, backend(cpu)}, {device_kind::cuda, backend(cuda)}});
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(endpoint));
   std::vector<float> x(2), y(2);
   auto on_gpu = entry_on("g", x, v1::DEVICE_KIND_CUDA);
   auto on_cpu = entry_on("c", y, v1::DEVICE_KIND_CPU);
@@ -336,8 +378,8 @@ TEST_F(actor_protocol, device_kind_travels_to_the_coordinator_and_picks_the_back
   EXPECT_EQ(sent[0].device_kind(), v1::DEVICE_KIND_CUDA);
   EXPECT_EQ(sent[0].device_ordinal(), 1);
   EXPECT_EQ(sent[1].device_kind(), v1::DEVICE_KIND_CPU);
-  caf::anon_send(neg, response_atom::value, 0u, response_on("g", v1::DEVICE_KIND_CUDA));
-  caf::anon_send(neg, response_atom::value, 0u, response_on("c", v1::DEVICE_KIND_CPU));
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, response_on("g", v1::DEVICE_KIND_CUDA));
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, response_on("c", v1::DEVICE_KIND_CPU));
   sched_.run();
   ASSERT_EQ(cuda.works.size(), 1u);
   EXPECT_EQ(cuda.works[0]->entries.front(), on_gpu);
@@ -353,11 +395,11 @@ TEST_F(actor_protocol, device_kind_travels_to_the_coordinator_and_picks_the_back
 
 TEST_F(actor_protocol, a_work_for_a_device_without_backend_fails) {
   inbox endpoint, cpu;
-  auto neg = negotiator(fake(endpoint), caf::actor{}, fake(cpu));
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(cpu));
   std::vector<float> x(2);
   auto e = entry_on("g", x, v1::DEVICE_KIND_CUDA);
   submit_batch(neg, entry_batch{e});
-  caf::anon_send(neg, response_atom::value, 0u, response_on("g", v1::DEVICE_KIND_CUDA));
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, response_on("g", v1::DEVICE_KIND_CUDA));
   sched_.run();
   EXPECT_TRUE(cpu.works.empty());
   ASSERT_TRUE(e->handle->done());
@@ -368,11 +410,11 @@ TEST_F(actor_protocol, a_work_for_a_device_without_backend_fails) {
 
 TEST_F(actor_protocol, coordinator_answers_with_the_members_device_kind) {
   inbox rank0, rank1;
-  auto coord = coordinator({fake(rank0), fake(rank1)}, {{}, 0, 4, {}});
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
   for (int r = 0; r < 2; ++r) {
     auto req = request(r, "g");
     req.set_device_kind(v1::DEVICE_KIND_CUDA);
-    caf::anon_send(coord, request_atom::value, 0u, request_list({req}));
+    caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({req}));
   }
   sched_.run();
   ASSERT_EQ(rank1.responses.size(), 1u);
@@ -380,6 +422,90 @@ TEST_F(actor_protocol, coordinator_answers_with_the_members_device_kind) {
   ASSERT_EQ(list.responses_size(), 1);
   EXPECT_EQ(list.responses(0).op(), v1::OP_TYPE_ALLREDUCE);
   EXPECT_EQ(list.responses(0).device_kind(), v1::DEVICE_KIND_CUDA);
+}
+
+TEST_F(actor_protocol, negotiator_holds_requests_until_told_its_coordinator_then_introduces_itself) {
+  inbox coord, cpu;
+  auto neg = negotiator({}, {{device_kind::cpu, backend(cpu)}});
+  std::vector<float> x(2);
+  auto e = entry("early", x);
+  submit_batch(neg, entry_batch{e});
+  sched_.run();
+  EXPECT_TRUE(coord.order.empty());
+  EXPECT_FALSE(e->handle->done());  // held, not failed
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(coord));
+  sched_.run();
+  // Directly to the coordinator: first who it is, then what it held back.
+  ASSERT_EQ(coord.order, (std::vector<std::string>{"hello", "request"}));
+  ASSERT_EQ(coord.hellos.size(), 1u);
+  EXPECT_EQ(coord.hellos[0].first, 0);
+  EXPECT_EQ(coord.hellos[0].second.address(), neg.address());
+  v1::RequestList sent;
+  ASSERT_TRUE(sent.ParseFromString(coord.requests[0]));
+  ASSERT_EQ(sent.requests_size(), 1);
+  EXPECT_EQ(sent.requests(0).tensor_name(), "early");
+  // Told again (a repeated announcement): no second introduction.
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(coord));
+  sched_.run();
+  EXPECT_EQ(coord.hellos.size(), 1u);
+}
+
+TEST_F(actor_protocol, a_response_list_reaches_the_negotiator_without_a_supervisor) {
+  inbox cpu;
+  auto coord = coordinator::spawn_coordinator(sys_, 0, 1, {{false, 0, 0}, 0, 4, {}}, metrics_);
+  spawned_.push_back(caf::actor_cast<caf::actor>(coord));
+  auto neg = negotiator(coord, coord, backend(cpu, 8));
+  std::vector<float> x(2, 1.0f);
+  auto e = entry("direct", x);
+  submit_batch(neg, entry_batch{e});
+  sched_.run();
+  ASSERT_EQ(cpu.works.size(), 1u);
+  ASSERT_TRUE(e->handle->done());
+  EXPECT_TRUE(e->handle->result().ok());
+  // The executed list reached the coordinator: the next one goes out too.
+  auto e2 = entry("direct.2", x);
+  submit_batch(neg, entry_batch{e2});
+  sched_.run();
+  ASSERT_TRUE(e2->handle->done());
+  EXPECT_TRUE(e2->handle->result().ok());
+}
+
+TEST_F(actor_protocol, coordinator_answers_once_every_member_introduced_itself) {
+  inbox rank0, rank1;
+  coordinator::coordinator_options o{{}, 0, 4, {}};
+  o.stall.enabled = false;
+  auto coord = coordinator::spawn_coordinator(sys_, 0, 2, o, metrics_);
+  spawned_.push_back(caf::actor_cast<caf::actor>(coord));
+  caf::anon_send(coord, hello_atom::value, int32_t{0}, fake<member_actor>(rank0));
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(0, "a")}));
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(1, "a")}));
+  sched_.run();
+  EXPECT_TRUE(rank0.responses.empty());  // rank 1 would miss the list
+  caf::anon_send(coord, hello_atom::value, int32_t{1}, fake<member_actor>(rank1));
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 1u);
+  EXPECT_EQ(rank1.responses, rank0.responses);
+}
+
+TEST_F(actor_protocol, messages_from_another_membership_epoch_are_refused) {
+  inbox rank0, rank1, cpu;
+  coordinator::coordinator_options o{{}, 0, 4, {}};
+  o.epoch = 3;
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, o);
+  for (int r = 0; r < 2; ++r)
+    caf::anon_send(coord, request_atom::value, int64_t{2}, 0u, request_list({request(r, "a")}));
+  sched_.run();
+  EXPECT_TRUE(rank0.responses.empty());
+  auto neg = spawn_negotiator(sys_, negotiator_args{0, 0, metrics_, false, 3}, {},
+                              {{device_kind::cpu, backend(cpu)}}, caf::actor{});
+  spawned_.push_back(caf::actor_cast<caf::actor>(neg));
+  std::vector<float> x(2);
+  auto e = entry("a", x);
+  submit_batch(neg, entry_batch{e});
+  caf::anon_send(neg, response_atom::value, int64_t{2}, 0u, response_on("a", v1::DEVICE_KIND_CPU));
+  sched_.run();
+  EXPECT_TRUE(cpu.works.empty());
+  EXPECT_FALSE(e->handle->done());
 }
 
 } // namespace
