@@ -102,7 +102,11 @@ struct runtime::impl {
   std::shared_ptr<metrics::rank_metrics> metrics;
   caf::actor_system_config caf_cfg;
   caf::actor_system system;
-  std::shared_ptr<elastic::store_client> store;  // null for a job of one, or under mpirun
+  // Null for a job of one, or under mpirun. Two connections: backend
+  // rendezvous can hold its client for up to the Gloo timeout waiting for a
+  // peer, and a reset's epoch and membership calls must not queue behind it.
+  std::shared_ptr<elastic::store_client> store;
+  std::shared_ptr<elastic::store_client> rendezvous_store;
   std::optional<backends::external_launch> launch;
   std::shared_ptr<process_set_snapshots> sets = std::make_shared<process_set_snapshots>();
   // Published once: peers find each epoch's supervisor through it.
@@ -258,7 +262,8 @@ struct runtime::impl {
     epoch_run next;
     next.epoch = epoch;
     next.id = std::make_shared<const identity>(id);
-    next.supervisor = spawn_supervisor(system, supervisor_args{id, cfg, store, metrics, epoch});
+    next.supervisor =
+      spawn_supervisor(system, supervisor_args{id, cfg, rendezvous_store, metrics, epoch});
     status result;
     try {
       result = connect_peers(next, id, deadline);
@@ -447,9 +452,10 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
     return nullptr;
   try {
     if (id.has_store())
-      m.store = std::make_shared<elastic::store_client>(
-        id.store_host, id.store_port,
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
+      for (auto* client : {&m.store, &m.rendezvous_store})
+        *client = std::make_shared<elastic::store_client>(
+          id.store_host, id.store_port,
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
   } catch (const std::exception& e) {
     result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
     return nullptr;

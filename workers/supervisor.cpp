@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -32,6 +33,9 @@ struct supervisor_state {
   int known_peers = 0;
   std::optional<caf::typed_response_promise<bool>> peers_waiter;
   std::map<uint32_t, process_set_group> groups;  // by set id; this rank's sets
+  // Starts waiting for their backend's rendezvous, answered when this
+  // supervisor leaves first (the registry would wait out its deadline).
+  std::map<uint32_t, caf::typed_response_promise<status, negotiator_actor>> starting;
   caf::actor timeline;  // this rank's trace writer; null without TROUPE_TIMELINE
   std::optional<status> broken;
   static constexpr const char* name = "troupe.supervisor";
@@ -208,20 +212,26 @@ caf::result<status, negotiator_actor> start_group(supervisor_self self, uint32_t
     self->send(g.negotiator, abort_atom::value, *st.broken);
   st.groups.emplace(set_id, g);
   auto rp = self->make_response_promise<status, negotiator_actor>();
+  st.starting.insert_or_assign(set_id, rp);
+  // Answers the start unless leave() already did.
+  auto answer = [=](status s, negotiator_actor negotiator) {
+    auto pending = self->state.starting.extract(set_id);
+    if (!pending.empty())
+      pending.mapped().deliver(std::move(s), std::move(negotiator));
+  };
   const auto deadline = std::chrono::milliseconds(
     static_cast<int64_t>(st.args.cfg.start_timeout_seconds * 1000));
   self->request(g.backends.at(device_kind::cpu), deadline, connect_atom::value)
     .then(
-      [=](status& connected) mutable {
+      [=](status& connected) {
         if (connected.ok() && g.coordinator)
           announce_coordinator(self, g, set_id);
-        rp.deliver(std::move(connected), g.negotiator);
+        answer(std::move(connected), g.negotiator);
       },
-      [=](caf::error& err) mutable {
-        rp.deliver(status{status_code::timeout,
-                          "backend rendezvous did not complete: " +
-                            self->system().render(err)},
-                   negotiator_actor{});
+      [=](caf::error& err) {
+        answer(status{status_code::timeout,
+                      "backend rendezvous did not complete: " + self->system().render(err)},
+               negotiator_actor{});
       });
   return rp;
 }
@@ -288,6 +298,10 @@ void leave(supervisor_self self, const status& why, std::function<void()> done) 
     !resetting && st.broken->code() == status_code::peer_lost ? *st.broken : why;
   const auto cause = static_cast<int32_t>(told.code());
   const auto cause_text = told.message();
+  for (auto& [id, rp] : std::exchange(st.starting, {}))
+    rp.deliver(status{why.code(), "process set " + std::to_string(id) +
+                                    " did not start: " + why.message()},
+               negotiator_actor{});
   std::vector<uint32_t> ids;
   for (const auto& [id, g] : st.groups)
     ids.push_back(id);
