@@ -12,8 +12,8 @@ namespace {
 
 const char* actor_labels[] = {"supervisor", "negotiator", "coordinator", "backend"};
 
-void set_gauge(prometheus::Registry& reg, const char* name, const char* help, double value) {
-  prometheus::BuildGauge().Name(name).Help(help).Register(reg).Add({}).Set(value);
+prometheus::Gauge& gauge(prometheus::Registry& reg, const char* name, const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(reg).Add({});
 }
 
 } // namespace
@@ -92,12 +92,22 @@ set_metrics::~set_metrics() = default;
 rank_metrics::rank_metrics(const rank_position& pos, const std::string& built_backends)
   : registry_(std::make_shared<prometheus::Registry>()),
     families_(std::make_unique<rank_families>(registry_)),
-    supervisor_mailbox_(families_->mailbox.Add({{"actor", "supervisor"}})) {
+    supervisor_mailbox_(families_->mailbox.Add({{"actor", "supervisor"}})),
+    rank_(gauge(*registry_, "troupe_rank", "This process' rank in the job.")),
+    world_size_(gauge(*registry_, "troupe_world_size", "Ranks in the job.")),
+    local_rank_(gauge(*registry_, "troupe_local_rank", "This process' rank on its host.")),
+    epoch_(gauge(*registry_, "troupe_membership_epoch",
+                 "Membership epoch of the job this process is in: 0 after init, one more per "
+                 "reset.")) {
   register_build_info(*registry_, built_backends);
-  set_gauge(*registry_, "troupe_rank", "This process' rank in the job.", pos.rank);
-  set_gauge(*registry_, "troupe_world_size", "Ranks in the job.", pos.size);
-  set_gauge(*registry_, "troupe_local_rank", "This process' rank on its host.",
-            pos.local_rank);
+  position(pos, 0);
+}
+
+void rank_metrics::position(const rank_position& pos, int64_t epoch) {
+  rank_.Set(pos.rank);
+  world_size_.Set(pos.size);
+  local_rank_.Set(pos.local_rank);
+  epoch_.Set(static_cast<double>(epoch));
 }
 
 rank_metrics::~rank_metrics() = default;

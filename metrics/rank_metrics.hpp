@@ -125,6 +125,10 @@ public:
   std::shared_ptr<set_metrics> for_set(uint32_t set_id, int set_size,
                                        const std::string& backend);
 
+  /// Where this rank sits: from init(), and again after every reset (the
+  /// job renumbers its ranks).
+  void position(const rank_position& pos, int64_t epoch);
+
   /// Supervisor: messages waiting in its mailbox (one per rank, no set).
   void supervisor_mailbox_depth(size_t messages) {
     supervisor_mailbox_.Set(static_cast<double>(messages));
@@ -134,6 +138,10 @@ private:
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<rank_families> families_;
   prometheus::Gauge& supervisor_mailbox_;
+  prometheus::Gauge& rank_;
+  prometheus::Gauge& world_size_;
+  prometheus::Gauge& local_rank_;
+  prometheus::Gauge& epoch_;
 };
 
 } // namespace troupe::metrics

@@ -276,6 +276,7 @@ struct runtime::impl {
         first->negotiators.emplace(0, std::move(global_negotiator));
         sets->store(std::move(first));
         next.registry = spawn_process_set_registry(system, next.supervisor, id, cfg, sets);
+        metrics->position({id.rank, id.size, id.local_rank}, epoch);
       }
     } catch (const std::exception& e) {
       result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};

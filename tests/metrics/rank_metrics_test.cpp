@@ -90,6 +90,15 @@ TEST(rank_metrics, executed_collectives_update_their_sets_children) {
      "troupe_actor_mailbox_depth{actor=\"supervisor\"} 4\n"});
 }
 
+TEST(rank_metrics, a_reset_moves_the_position_gauges) {
+  rank_metrics m{{2, 3, 2}, "gloo"};
+  expect_lines(expose(m), {"troupe_rank 2\n", "troupe_world_size 3\n",
+                           "troupe_membership_epoch 0\n"});
+  m.position({1, 2, 1}, 4);  // rank 0 was lost: this one is rank 1 of 2 now
+  expect_lines(expose(m), {"troupe_rank 1\n", "troupe_world_size 2\n", "troupe_local_rank 1\n",
+                           "troupe_membership_epoch 4\n"});
+}
+
 // Bus bytes use the set's size, and two sets on one rank keep their own
 // gauges instead of overwriting each other.
 TEST(rank_metrics, sets_count_apart_with_their_own_bus_factor) {
