@@ -22,6 +22,8 @@ using namespace troupe::actors;
 
 // How long a leaving rank waits for peers to acknowledge its goodbye.
 constexpr auto bye_timeout = std::chrono::seconds(1);
+// How long a peer's clean goodbye waits before failing what is pending.
+constexpr auto bye_grace = std::chrono::milliseconds(250);
 
 struct supervisor_state {
   supervisor_args args;
@@ -91,7 +93,8 @@ status stop_timeline(supervisor_self self) {
 // `rank` left or was lost: the sets it belongs to (the global one always)
 // cannot complete their collectives; sets without it keep running. No
 // rank: every set (this rank leaves). Negotiators ignore repeated aborts.
-void abort_groups(supervisor_self self, status why, std::optional<int> rank = std::nullopt) {
+void abort_groups(supervisor_self self, status why, std::optional<int> rank = std::nullopt,
+                  std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
   auto& st = self->state;
   if (!st.broken || abort_escalates(*st.broken, why)) {
     if (why.code() == status_code::shut_down || why.code() == status_code::reset)
@@ -101,8 +104,12 @@ void abort_groups(supervisor_self self, status why, std::optional<int> rank = st
     st.broken = why;
   }
   for (const auto& [id, g] : st.groups)
-    if (!rank || std::binary_search(g.members.begin(), g.members.end(), *rank))
-      self->send(g.negotiator, abort_atom::value, why);
+    if (!rank || std::binary_search(g.members.begin(), g.members.end(), *rank)) {
+      if (delay.count() > 0)
+        self->delayed_send(g.negotiator, delay, abort_atom::value, why);
+      else
+        self->send(g.negotiator, abort_atom::value, why);
+    }
 }
 
 std::optional<int> peer_rank(const supervisor_state& st, const caf::actor_addr& who) {
@@ -275,12 +282,16 @@ void on_bye(supervisor_self self, int32_t rank, status_code cause,
     abort_groups(self, {status_code::peer_lost,
                         fmt::format("{} (reported by rank {})", cause_text, rank)});
   else
+    // A clean goodbye comes after the leaver finished what it submitted,
+    // but it can overtake the coordinator's response list for a collective
+    // the leaver took part in (messages from different ranks are not
+    // ordered): give such lists time to arrive before failing what waits.
     abort_groups(self,
                  {status_code::shut_down,
                   fmt::format("rank {} has shut down, so collectives involving it "
                               "can no longer complete.",
                               rank)},
-                 rank);
+                 rank, bye_grace);
 }
 
 // Stops every group and tells the peers why (`why`; for a shutdown, the
