@@ -331,17 +331,16 @@ void on_executed(negotiator_self self, uint64_t id, status& result, const list_s
     trace(self, *e, "E", node.mapped()->response.op(), false);
     complete(st, e, outcome);
   }
-  finish_if_stopping(self);
-  if (st.lists_running.empty())
-    return;
-  auto& oldest = st.lists_running.front();
-  oldest.moved.bytes += moved.bytes;
-  oldest.moved.seconds += moved.seconds;
-  if (--oldest.remaining == 0) {
-    auto done = oldest.moved;
-    st.lists_running.pop_front();
-    list_done(st, self, done);
+  if (!st.lists_running.empty()) {
+    auto& oldest = st.lists_running.front();
+    oldest.moved += moved;  // moved.lists is 0: list_done counts the list
+    if (--oldest.remaining == 0) {
+      auto done = oldest.moved;
+      st.lists_running.pop_front();
+      list_done(st, self, done);
+    }
   }
+  finish_if_stopping(self);
 }
 
 negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args args,

@@ -81,6 +81,13 @@ struct list_stats {
   uint64_t lists = 0;
   uint64_t bytes = 0;    // payload bytes on this rank (payload_bytes)
   double seconds = 0;    // backend time
+
+  list_stats& operator+=(const list_stats& o) {
+    lists += o.lists;
+    bytes += o.bytes;
+    seconds += o.seconds;
+    return *this;
+  }
 };
 
 /// Bytes one collective moves on this rank: the gathered result for

@@ -15,30 +15,39 @@ prepared ok(submission sub) {
   return {std::move(sub), {}};
 }
 
-// Builds the request `sub` becomes and says what is wrong with it (empty
-// when fine): the request-level checks, which the coordinator repeats for
-// every request it receives, then what only this rank can see (memory and
-// the device's backend).
-std::string finish(submission& sub) {
+// One collective on `input` as the coordinator will see it (the request)
+// and this rank's memory.
+submission describe(v1::OpType op, const tensor& input, const tensor& output,
+                    const std::string& name, reduce_op rop, int root, double prescale,
+                    double postscale, std::vector<int64_t> splits, output_allocator allocate) {
+  submission sub{{}, input, output, std::move(splits), std::move(allocate)};
   auto& req = sub.request;
-  req.set_op(sub.op);
-  req.set_tensor_name(sub.name);
-  req.set_dtype(static_cast<v1::DataType>(sub.input.dtype));
-  req.set_reduce_op(static_cast<v1::ReduceOp>(sub.rop));
-  req.set_root_rank(sub.root);
-  req.set_prescale_factor(sub.prescale);
-  req.set_postscale_factor(sub.postscale);
-  for (auto d : sub.input.shape)
+  req.set_op(op);
+  req.set_tensor_name(name);
+  req.set_dtype(static_cast<v1::DataType>(input.dtype));
+  req.set_reduce_op(static_cast<v1::ReduceOp>(rop));
+  req.set_root_rank(root);
+  req.set_prescale_factor(prescale);
+  req.set_postscale_factor(postscale);
+  for (auto d : input.shape)
     req.add_shape(d);
-  req.set_device_kind(static_cast<v1::DeviceKind>(sub.input.device.kind));
-  req.set_device_ordinal(sub.input.device.ordinal);
-  if (auto err = check_request(req); !err.empty())
+  req.set_device_kind(static_cast<v1::DeviceKind>(input.device.kind));
+  req.set_device_ordinal(input.device.ordinal);
+  return sub;
+}
+
+// What is wrong with `sub` (empty when fine): the request-level checks,
+// which the coordinator repeats for every request it receives, then what
+// only this rank can see (memory and the device's backend).
+std::string finish(const submission& sub) {
+  if (auto err = check_request(sub.request); !err.empty())
     return err;
   const auto& t = sub.input;
+  const auto& name = sub.request.tensor_name();
   if (t.data == nullptr && num_elements(t.shape) > 0)
-    return "tensor '" + sub.name + "': null data pointer for a non-empty tensor";
+    return "tensor '" + name + "': null data pointer for a non-empty tensor";
   if (auto missing = backends::missing_backend(t.device.kind); !missing.empty())
-    return "tensor '" + sub.name + "' is on " + to_string(t.device) + ", but " + missing;
+    return "tensor '" + name + "' is on " + to_string(t.device) + ", but " + missing;
   return {};
 }
 
@@ -46,7 +55,8 @@ std::string finish(submission& sub) {
 
 prepared prepare_allreduce(const tensor& input, const tensor& output, const std::string& name,
                            reduce_op op, double prescale, double postscale, int set_size) {
-  submission sub{v1::OP_TYPE_ALLREDUCE, input, output, name, op, 0, prescale, postscale, {}, {}};
+  auto sub =
+    describe(v1::OP_TYPE_ALLREDUCE, input, output, name, op, 0, prescale, postscale, {}, {});
   if (auto err = finish(sub); !err.empty())
     return invalid(err);
   if (op == reduce_op::adasum && (set_size & (set_size - 1)) != 0)
@@ -67,8 +77,8 @@ prepared prepare_allreduce(const tensor& input, const tensor& output, const std:
 prepared prepare_reducescatter(const tensor& input, const std::string& name, reduce_op op,
                                double prescale, double postscale,
                                const output_allocator& allocate) {
-  submission sub{
-    v1::OP_TYPE_REDUCESCATTER, input, input, name, op, 0, prescale, postscale, {}, allocate};
+  auto sub = describe(v1::OP_TYPE_REDUCESCATTER, input, input, name, op, 0, prescale, postscale,
+                      {}, allocate);
   if (auto err = finish(sub); !err.empty())
     return invalid(err);
   return ok(std::move(sub));
@@ -76,8 +86,8 @@ prepared prepare_reducescatter(const tensor& input, const std::string& name, red
 
 prepared prepare_allgather(const tensor& input, const std::string& name,
                            const output_allocator& allocate) {
-  submission sub{
-    v1::OP_TYPE_ALLGATHER, input, input, name, reduce_op::sum, 0, 1.0, 1.0, {}, allocate};
+  auto sub = describe(v1::OP_TYPE_ALLGATHER, input, input, name, reduce_op::sum, 0, 1.0, 1.0, {},
+                      allocate);
   if (auto err = finish(sub); !err.empty())
     return invalid(err);
   return ok(std::move(sub));
@@ -86,8 +96,8 @@ prepared prepare_allgather(const tensor& input, const std::string& name,
 prepared prepare_alltoall(const tensor& input, const std::string& name,
                           const std::vector<int64_t>& splits, int set_size,
                           const output_allocator& allocate) {
-  submission sub{
-    v1::OP_TYPE_ALLTOALL, input, input, name, reduce_op::sum, 0, 1.0, 1.0, splits, allocate};
+  auto sub = describe(v1::OP_TYPE_ALLTOALL, input, input, name, reduce_op::sum, 0, 1.0, 1.0,
+                      splits, allocate);
   if (auto err = finish(sub); !err.empty())
     return invalid(err);
   const auto where = "alltoall of '" + name + "': ";
@@ -114,7 +124,8 @@ prepared prepare_alltoall(const tensor& input, const std::string& name,
 
 prepared prepare_broadcast(const tensor& t, int root_rank, const std::string& name,
                            int set_size) {
-  submission sub{v1::OP_TYPE_BROADCAST, t, t, name, reduce_op::sum, root_rank, 1.0, 1.0, {}, {}};
+  auto sub =
+    describe(v1::OP_TYPE_BROADCAST, t, t, name, reduce_op::sum, root_rank, 1.0, 1.0, {}, {});
   if (auto err = finish(sub); !err.empty())
     return invalid(err);
   if (root_rank < 0 || root_rank >= set_size)
@@ -125,9 +136,8 @@ prepared prepare_broadcast(const tensor& t, int root_rank, const std::string& na
 
 // Barrier and join carry no tensor.
 prepared prepare_tensorless(v1::OpType op, const std::string& name) {
-  submission sub{op, tensor{nullptr, data_type::uint8, {0}}, {}, name, reduce_op::sum, 0,
-                 1.0, 1.0, {}, {}};
-  sub.output = sub.input;
+  const tensor none{nullptr, data_type::uint8, {0}};
+  auto sub = describe(op, none, none, name, reduce_op::sum, 0, 1.0, 1.0, {}, {});
   if (auto err = finish(sub); !err.empty())
     return invalid(err);
   return ok(std::move(sub));

@@ -15,17 +15,11 @@
 namespace troupe::api {
 
 struct submission {
-  v1::OpType op = v1::OP_TYPE_ALLREDUCE;
+  v1::Request request;  // what the coordinator sees
   tensor input;
   tensor output;
-  std::string name;
-  reduce_op rop = reduce_op::sum;
-  int root = 0;
-  double prescale = 1.0;
-  double postscale = 1.0;
   std::vector<int64_t> splits;
   output_allocator allocate;  // empty: the result goes to the handle
-  v1::Request request;        // what the coordinator sees, built by the checks
 };
 
 /// A submission that passed the local checks, or the error it failed with.

@@ -67,8 +67,8 @@ actors::tensor_entry_ptr make_entry(api::submission sub) {
 struct set_view {
   std::shared_ptr<workers::runtime> rt;
   int32_t id = 0;
-  int size = 0;
-  int root = -1;  // the set rank of the global rank resolve() was asked about
+  workers::runtime::set_lookup found;  // size, root_index: the set rank of
+                                       // the global rank resolve() was asked about
   status error;
 };
 
@@ -95,7 +95,7 @@ std::vector<handle> submit(std::vector<api::prepared> items, const set_view& set
     handles.emplace_back(e->handle);
     batch.push_back(std::move(e));
   }
-  set.rt->submit(std::move(batch));
+  set.rt->submit(std::move(batch), set.found);
   return handles;
 }
 
@@ -115,7 +115,8 @@ set_view resolve(const process_set& set, const char* op, int global_root = -1) {
     v.error = {status_code::shut_down, not_initialized};
     return v;
   }
-  const auto found = v.rt->lookup(set.id, global_root);
+  v.found = v.rt->lookup(set.id, global_root);
+  const auto& found = v.found;
   if (!found.unavailable.ok()) {
     v.error = found.unavailable;
     return v;
@@ -126,8 +127,6 @@ set_view resolve(const process_set& set, const char* op, int global_root = -1) {
                                  "registered."};
     return v;
   }
-  v.size = found.size;
-  v.root = found.root_index;
   if (found.my_index < 0)
     v.error = {status_code::invalid_argument,
                std::string(op) + ": Rank " + std::to_string(v.rt->id()->rank) +
@@ -282,7 +281,7 @@ handle allreduce(const tensor& input, const tensor& output, const std::string& n
   if (!v.error.ok())
     return failed(v.error);
   return submit_one(api::prepare_allreduce(input, output, name, op, prescale_factor,
-                                           postscale_factor, v.size),
+                                           postscale_factor, v.found.size),
                     v);
 }
 
@@ -311,7 +310,7 @@ handle alltoall(const tensor& input, const std::string& name,
   auto v = resolve(set, "Alltoall");
   if (!v.error.ok())
     return failed(v.error);
-  return submit_one(api::prepare_alltoall(input, name, splits, v.size, allocate), v);
+  return submit_one(api::prepare_alltoall(input, name, splits, v.found.size, allocate), v);
 }
 
 handle broadcast(const tensor& t, int root_rank, const std::string& name,
@@ -320,14 +319,14 @@ handle broadcast(const tensor& t, int root_rank, const std::string& name,
   auto v = resolve(set, "Broadcast", root_rank);
   if (!v.error.ok())
     return failed(v.error);
-  int root = v.root;
+  int root = v.found.root_index;
   if (root < 0 && v.id != 0)
     return failed({status_code::invalid_argument,
                    "broadcast received invalid root rank " + std::to_string(root_rank) +
                      " for provided process set"});
   if (root < 0)
     root = root_rank;  // outside the job: prepare_broadcast names the range
-  return submit_one(api::prepare_broadcast(t, root, name, v.size), v);
+  return submit_one(api::prepare_broadcast(t, root, name, v.found.size), v);
 }
 
 handle barrier(const process_set& set) {
@@ -367,7 +366,7 @@ std::vector<handle> grouped_allreduce(const std::vector<tensor>& inputs,
   std::vector<api::prepared> items;
   for (size_t i = 0; i < inputs.size(); ++i)
     items.push_back(api::prepare_allreduce(inputs[i], outputs[i], member_name(name, i), op,
-                                           prescale_factor, postscale_factor, v.size));
+                                           prescale_factor, postscale_factor, v.found.size));
   return submit(std::move(items), v, name);
 }
 

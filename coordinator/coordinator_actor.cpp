@@ -54,7 +54,6 @@ bool cacheable(const v1::Response& resp, const message_table::requests& by_rank)
          std::all_of(by_rank.begin(), by_rank.end(), [](const auto& r) { return r.has_value(); });
 }
 
-
 // Applies the waiting settings change as of list `seq` and records it in
 // the list, so members switch at the same boundary. A new cache capacity
 // empties the cache (members empty theirs before applying the list's ids).
@@ -193,7 +192,7 @@ void on_requests(coordinator_self self, const std::string& bytes) {
         continue;
       }
     }
-    if (auto err = st.table->add(cached ? *cached : req))
+    if (auto err = cached ? st.table->add(*cached, true) : st.table->add(req))
       spdlog::error("coordinator of set {}: ignored {}", st.set_id, *err);
   }
   if (list.requests_size() > 0)
@@ -270,9 +269,7 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
     [=](executed_atom, const list_stats& done) {
       auto& st = self->state;
       --st.in_flight;
-      st.sample.lists += done.lists;
-      st.sample.bytes += done.bytes;
-      st.sample.seconds += done.seconds;
+      st.sample += done;
       try_emit(self);
     },
     [=](stats_atom) { return self->state.sample; },

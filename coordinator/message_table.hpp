@@ -29,7 +29,9 @@ public:
   /// out of range or the same rank asking twice for one name (recorded
   /// nothing), or one that fails check_request (the tensor fails on every
   /// member that asked).
-  std::optional<std::string> add(const v1::Request& request);
+  /// A request rebuilt from the response cache (`from_cache`) passed
+  /// check_request when it first arrived and is not checked again.
+  std::optional<std::string> add(const v1::Request& request, bool from_cache = false);
 
   /// Names that every member has requested, oldest first.
   bool has_ready() const {

@@ -79,6 +79,7 @@ collective_metrics::collective_metrics(const collective_families& f, set_series&
     fusion_bytes_(series.add(f.fusion_bytes, {}, exponential_buckets(64, 4, 12))),
     fusion_tensors_(series.add(f.fusion_tensors, {}, exponential_buckets(1, 2, 11))),
     mailbox_(mailbox) {
+  static_assert(op_count == v1::OpType_ARRAYSIZE, "one slot per troupe.v1.OpType value");
   for (int i = 0; i < v1::OpType_ARRAYSIZE; ++i) {
     const auto op = static_cast<v1::OpType>(i);
     if (!properties(op).executed)

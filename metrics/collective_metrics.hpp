@@ -69,7 +69,10 @@ private:
   };
 
   int set_size_;
-  std::array<per_op, 8> ops_{};  // by v1::OpType; empty for ops that never execute
+  // By v1::OpType (one slot per value: the .cpp asserts the count); empty
+  // for ops that never execute.
+  static constexpr size_t op_count = 9;
+  std::array<per_op, op_count> ops_{};
   prometheus::Counter& backend_errors_;
   prometheus::Counter& internal_errors_;
   prometheus::Histogram& fusion_bytes_;

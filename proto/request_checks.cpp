@@ -25,22 +25,24 @@ std::string check_request(const v1::Request& r) {
     return "tensor '" + name + "': unknown dtype " + std::to_string(r.dtype());
   if (!v1::ReduceOp_IsValid(r.reduce_op()))
     return "tensor '" + name + "': unknown reduction " + std::to_string(r.reduce_op());
-  const shape_t shape(r.shape().begin(), r.shape().end());
-  for (auto d : shape)
+  for (auto d : r.shape())
     if (d < 0)
-      return "tensor '" + name + "': negative dimension in shape " + to_string(shape);
+      return "tensor '" + name + "': negative dimension in shape " +
+             to_string(shape_t(r.shape().begin(), r.shape().end()));
   if (r.device_ordinal() < 0)
     return "tensor '" + name + "': negative device ordinal " + std::to_string(r.device_ordinal());
-  const auto where = std::string(op.label) + " of '" + name + "': ";
+  // Built only for an error: a request that passes allocates nothing.
+  auto where = [&] { return std::string(op.label) + " of '" + name + "': "; };
+  const bool scalar = r.shape_size() == 0;
   if (r.op() == v1::OP_TYPE_REDUCESCATTER) {
     if (r.reduce_op() != v1::REDUCE_OP_SUM && r.reduce_op() != v1::REDUCE_OP_AVERAGE)
-      return where + "Reducescatter currently only supports AVERAGE and SUM.";
-    if (shape.empty())
-      return where + "Reducescatter does not support scalar inputs";
+      return where() + "Reducescatter currently only supports AVERAGE and SUM.";
+    if (scalar)
+      return where() + "Reducescatter does not support scalar inputs";
   }
   if (op.reduces) {
     if (r.reduce_op() == v1::REDUCE_OP_ADASUM && !floating(r.dtype()))
-      return where + "Adasum supports floating-point tensors, not " +
+      return where() + "Adasum supports floating-point tensors, not " +
              to_string(static_cast<data_type>(r.dtype()));
     if (r.dtype() == v1::DATA_TYPE_BOOL &&
         (r.reduce_op() == v1::REDUCE_OP_AVERAGE || r.prescale_factor() != 1.0 ||
@@ -48,8 +50,8 @@ std::string check_request(const v1::Request& r) {
       return "tensor '" + name + "': bool supports sum, min, max and product without "
              "prescale/postscale factors";
   }
-  if (op.gathers && shape.empty())
-    return where + (r.op() == v1::OP_TYPE_ALLGATHER
+  if (op.gathers && scalar)
+    return where() + (r.op() == v1::OP_TYPE_ALLGATHER
                       ? "a scalar cannot be gathered; give the tensor at least one dimension"
                       : "a scalar cannot be exchanged; give the tensor at least one dimension");
   return {};

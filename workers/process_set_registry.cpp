@@ -58,7 +58,7 @@ status run_internal(registry_self self, const tensor_entry_ptr& e) {
   e->request.set_deadline_ms(deadline(st).count());
   e->handle = std::make_shared<detail::handle_state>();
   handle h{e->handle};
-  submit_batch(sets->negotiators.at(0), entry_batch{e});
+  submit_batch(sets->negotiator(0), entry_batch{e});
   auto s = h.wait_for(2 * deadline(st) + std::chrono::seconds(5));
   if (s.code() == status_code::timeout && !h.poll())
     return {status_code::timeout, "'" + e->request.tensor_name() +

@@ -27,6 +27,11 @@ struct process_set_snapshot {
   process_set_table table;
   /// The negotiator of every set this rank is a member of.
   std::map<int32_t, actors::negotiator_actor> negotiators;
+  /// The negotiator of set `id`; a null handle when this rank has none.
+  actors::negotiator_actor negotiator(int32_t id) const {
+    auto it = negotiators.find(id);
+    return it == negotiators.end() ? actors::negotiator_actor{} : it->second;
+  }
   /// The membership epoch the snapshot belongs to, and this process's
   /// global rank in it.
   int64_t epoch = 0;

@@ -32,6 +32,12 @@ namespace {
 using namespace troupe::actors;
 using clock = std::chrono::steady_clock;
 
+// Bootstrap and reset are bounded by TROUPE_START_TIMEOUT from now.
+clock::time_point start_deadline(const config& cfg) {
+  return clock::now() + std::chrono::duration_cast<clock::duration>(
+                          std::chrono::duration<double>(cfg.start_timeout_seconds));
+}
+
 // Between two attempts to reach a peer's endpoint.
 constexpr auto retry_pause = std::chrono::milliseconds(50);
 
@@ -47,9 +53,9 @@ caf::actor_system_config make_caf_config(const config& cfg) {
     std::chrono::duration<double>(cfg.heartbeat_timeout_seconds));
   c.set("middleman.heartbeat-interval", caf::timespan{timeout / 5});
   c.set("middleman.connection-timeout", timeout);
-  // Handles that cross ranks: a peer's supervisor at bootstrap (found in its
-// directory), a set's
-  // coordinator and members once per process set (see supervisor.cpp).
+  // Handles that cross ranks: a peer's supervisor at bootstrap (found in
+  // its directory), a set's coordinator and members once per process set
+  // (see supervisor.cpp).
   c.add_message_type<coordinator_actor>("troupe.coordinator_actor");
   c.add_message_type<member_actor>("troupe.member_actor");
   c.add_message_type<peer_actor>("troupe.peer_actor");
@@ -328,8 +334,7 @@ struct runtime::impl {
       return {status_code::invalid_argument,
               "reset() needs troupe-run's rendezvous store; under mpirun the membership "
               "belongs to MPI."};
-    const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
-                                           std::chrono::duration<double>(cfg.start_timeout_seconds));
+    const auto deadline = start_deadline(cfg);
     try {
       elastic::epoch_advance next{true, old.epoch + 1};
       if (store)
@@ -378,14 +383,11 @@ struct runtime::impl {
     return s;
   }
 
-  // The negotiator of set `id` on this rank, from the latest snapshot;
-  // null when this rank is not a member.
-  negotiator_actor negotiator_of(int32_t id) const {
+  // Why no call can be served now (a reset in progress or failed); ok
+  // otherwise.
+  status unavailable_now() const {
     auto now = sets->load();
-    if (!now)
-      return {};
-    auto it = now->negotiators.find(id);
-    return it == now->negotiators.end() ? negotiator_actor{} : it->second;
+    return now ? now->unavailable : status{};
   }
 
   // Once: the supervisor's goodbye fails what is pending, which returns a
@@ -435,8 +437,7 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   logger->set_level(log_level(cfg.log_level));
   spdlog::set_default_logger(std::move(logger));
   spdlog::info("troupe rank {}/{} starting: {}", id.rank, id.size, describe(cfg));
-  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
-                                         std::chrono::duration<double>(cfg.start_timeout_seconds));
+  const auto deadline = start_deadline(cfg);
   std::optional<backends::external_launch> launch;
   try {
     if (!id.has_store() && (launch = backends::detect_external_launch()))
@@ -485,16 +486,14 @@ const config& runtime::cfg() const {
   return impl_->cfg;
 }
 
-void runtime::submit(actors::entry_batch batch) {
-  auto negotiator = impl_->negotiator_of(static_cast<int32_t>(batch.front()->process_set_id));
+void runtime::submit(actors::entry_batch batch, const set_lookup& where) {
+  const auto id = static_cast<int32_t>(batch.front()->process_set_id);
+  const auto negotiator = where.snapshot ? where.snapshot->negotiator(id) : negotiator_actor{};
   if (!negotiator) {
-    auto sets = impl_->sets->load();
-    const status why = sets && !sets->unavailable.ok()
-                         ? sets->unavailable
-                         : status{status_code::invalid_argument,
-                                  "Process set does not exist or has not been registered."};
+    // A member whose part of the set did not start.
     for (auto& e : batch)
-      e->handle->complete(why);
+      e->handle->complete({status_code::invalid_argument,
+                           "Process set does not exist or has not been registered."});
     return;
   }
   submit_batch(negotiator, std::move(batch));
@@ -508,6 +507,7 @@ runtime::set_lookup runtime::lookup(int32_t id, int global_root) const {
   out.unavailable = sets->unavailable;
   if (!out.unavailable.ok())
     return out;
+  out.snapshot = sets;
   const auto* ranks = sets->table.ranks(id);
   if (!ranks)
     return out;
@@ -560,23 +560,24 @@ status ask_registry(const runtime& rt, caf::actor_system& system,
 } // namespace
 
 status runtime::add_process_set(const std::vector<int>& ranks, int32_t& id) {
-  if (auto sets = impl_->sets->load(); sets && !sets->unavailable.ok())
-    return sets->unavailable;
+  if (auto why = impl_->unavailable_now(); !why.ok())
+    return why;
   return ask_registry(*this, impl_->system, impl_->current().registry, &id,
                       add_set_atom::value, ranks);
 }
 
 status runtime::remove_process_set(int32_t id) {
-  if (auto sets = impl_->sets->load(); sets && !sets->unavailable.ok())
-    return sets->unavailable;
+  if (auto why = impl_->unavailable_now(); !why.ok())
+    return why;
   return ask_registry(*this, impl_->system, impl_->current().registry, nullptr,
                       remove_set_atom::value, id);
 }
 
 status runtime::tune(int32_t id, const tuning& change) {
-  if (auto sets = impl_->sets->load(); sets && !sets->unavailable.ok())
+  const auto sets = impl_->sets->load();
+  if (sets && !sets->unavailable.ok())
     return sets->unavailable;
-  auto negotiator = impl_->negotiator_of(id);
+  const auto negotiator = sets ? sets->negotiator(id) : negotiator_actor{};
   if (!negotiator)
     return {status_code::invalid_argument,
             "tune: this rank is not a member of process set " + std::to_string(id) + "."};

@@ -11,6 +11,8 @@
 
 namespace troupe::workers {
 
+struct process_set_snapshot;  // workers/process_set_registry.hpp
+
 /// One rank's running runtime: the actor system (the only root of state),
 /// its supervisor and the global process set's group. Created by start(),
 /// stopped by its destructor.
@@ -49,10 +51,6 @@ public:
   int64_t epoch() const;
   const config& cfg() const;
 
-  /// Hands collectives to the negotiator of their process set (entries of
-  /// a batch share one); the calling thread never waits.
-  void submit(actors::entry_batch batch);
-
   /// What a collective needs of process set `id`, read from the registry's
   /// latest snapshot without a lock or a copy of its ranks.
   struct set_lookup {
@@ -61,8 +59,14 @@ public:
     int size = 0;
     int my_index = -1;    // this rank's index in the set, -1: not a member
     int root_index = -1;  // `global_root`'s index, -1: not a member
+    std::shared_ptr<const process_set_snapshot> snapshot;  // what was read
   };
   set_lookup lookup(int32_t id, int global_root = -1) const;
+
+  /// Hands collectives to the negotiator of their process set (entries of
+  /// a batch share one), from the snapshot `where` read: a collective reads
+  /// the registry's state once. The calling thread never waits.
+  void submit(actors::entry_batch batch, const set_lookup& where);
 
   /// Global ranks of set `id` (ascending); empty when unknown.
   std::vector<int> process_set_ranks(int32_t id) const;
