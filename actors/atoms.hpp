@@ -25,6 +25,8 @@ using coordinator_atom = caf::atom_constant<caf::atom("coord")>;
 // Negotiator -> backend, and the backend's completion reply.
 using execute_atom = caf::atom_constant<caf::atom("execute")>;
 using executed_atom = caf::atom_constant<caf::atom("executed")>;
+// Backend -> itself: look again at the works its device is still running.
+using poll_atom = caf::atom_constant<caf::atom("poll")>;
 // Backend: build the communicator (blocking rendezvous).
 using connect_atom = caf::atom_constant<caf::atom("connect")>;
 // Bootstrap: a peer introduces its endpoint; wait for all peers; start.
@@ -63,7 +65,8 @@ using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
 // settings change (what a tuner scores).
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 // Negotiator: send a settings change (troupe.v1.Tuning bytes) to the
-// coordinator with the next request list.
+// coordinator with the next request list. Tuner -> coordinator: apply this
+// change at the next response list.
 using tune_atom = caf::atom_constant<caf::atom("tune")>;
 
 /// A set already aborted is aborted again only when a peer is lost after a

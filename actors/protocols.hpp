@@ -13,10 +13,12 @@ namespace troupe::actors {
 
 /// The detached actor that owns a process set's backend of one device kind
 /// (backends/backend_actor.hpp). (execute) is answered to its sender once
-/// the work has run, or at once after (abort), sent with high priority.
+/// the backend has let go of the work's buffers, or at once after (abort),
+/// sent with high priority. (poll) is its own timer while works run.
 using backend_actor = caf::typed_actor<
   caf::replies_to<connect_atom>::with<status>,
   caf::reacts_to<abort_atom, status>,
+  caf::reacts_to<poll_atom>,
   caf::replies_to<execute_atom, collective_work_ptr>::with<executed_atom, uint64_t, status,
                                                            list_stats>>;
 
@@ -25,16 +27,23 @@ using backend_actor = caf::typed_actor<
 /// process.
 using member_actor = caf::typed_actor<caf::reacts_to<response_atom, int64_t, uint32_t, std::string>>;
 
+/// The autotuner of a process set (coordinator/tuner_actor.hpp), next to its
+/// coordinator: told each response list executed on that rank, (executed,
+/// settings generation, stats).
+using tuner_actor = caf::typed_actor<caf::reacts_to<executed_atom, uint64_t, list_stats>>;
+
 /// The coordinator of a process set (coordinator/coordinator_actor.hpp).
 /// Every member introduces itself once, (hello, set rank, member), before
 /// its first (request, epoch, set id, RequestList bytes). The negotiator of
 /// the coordinator's own rank reports each list it executed, (executed,
 /// stats); (stats) asks what the lists executed since the last settings
-/// change moved. Stall, cycle and deadline are its own timers.
+/// change moved. Its tuner sends settings changes, (tune, Tuning bytes).
+/// Stall, cycle and deadline are its own timers.
 using coordinator_actor = caf::typed_actor<
   caf::reacts_to<hello_atom, int32_t, member_actor>,
   caf::reacts_to<request_atom, int64_t, uint32_t, std::string>,
   caf::reacts_to<executed_atom, list_stats>,
+  caf::reacts_to<tune_atom, std::string>,
   caf::replies_to<stats_atom>::with<list_stats>,
   caf::reacts_to<stall_atom>,
   caf::reacts_to<cycle_atom>,

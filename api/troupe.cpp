@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "api/submission.hpp"
 #include "workers/runtime.hpp"
@@ -163,6 +165,13 @@ int identity_field(F field) {
   return rt ? field(*rt->id()) : -1;
 }
 
+void shutdown_at_exit() {
+  // exit() has destroyed this thread's thread-locals before running the
+  // handlers, CAF's current-logger pointer among them, which tearing an
+  // actor system down sets again: stop it on a fresh thread.
+  std::thread{[] { shutdown(); }}.join();
+}
+
 } // namespace
 
 // Starts the runtime unless one runs; true in `started` when this call did.
@@ -178,6 +187,16 @@ status start_runtime(bool& started) {
     rt->stop();
     return {status_code::shut_down, "shutdown() was called while init() ran."};
   }
+  // A runtime still running at exit() must stop before what it uses goes:
+  // left to the destructor of `current()`'s static, which exists since
+  // before the first start, it would stop after the statics created during
+  // that start (spdlog's registry, whose logger the stopping actors still
+  // use, and MPI, finalized by an atexit handler), and corrupt the heap.
+  // Handlers run in reverse order of registration, so one registered after
+  // the first start runs before all of those.
+  static std::once_flag at_exit;
+  if (rt)
+    std::call_once(at_exit, [] { std::atexit(shutdown_at_exit); });
   std::lock_guard<std::mutex> guard{cur.mtx};
   cur.rt = std::move(rt);
   started = result.ok();
@@ -202,8 +221,12 @@ status init(const std::vector<std::vector<int>>& process_sets) {
     int32_t id = 0;
     if (!rt)
       return {status_code::shut_down, not_initialized};
-    if (auto s = rt->add_process_set(ranks, id); !s.ok())
+    if (auto s = rt->add_process_set(ranks, id); !s.ok()) {
+      // As Horovod: sets that fail to register fail init(), which leaves
+      // no runtime behind (every rank fails alike: registering is collective).
+      shutdown();
       return s;
+    }
   }
   return {};
 }
@@ -253,6 +276,16 @@ status reset() {
 int64_t epoch() {
   auto rt = runtime_now();
   return rt ? rt->epoch() : -1;
+}
+
+host_update hosts_updated() {
+  auto rt = runtime_now();
+  return rt ? rt->hosts_updated() : host_update::none;
+}
+
+bool epoch_has_newcomers() {
+  auto rt = runtime_now();
+  return rt && rt->epoch_has_newcomers();
 }
 
 int rank() {

@@ -64,6 +64,7 @@ const char* to_string(status_code code) {
     case status_code::backend: return "backend error";
     case status_code::internal: return "internal error";
     case status_code::reset: return "reset";
+    case status_code::removed: return "removed";
   }
   return "unknown";
 }

@@ -1,13 +1,16 @@
 #pragma once
 
+// What the backend actor drives: one per device kind of a process set.
+
 #include <chrono>
-#include <cstddef>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "troupe/types.hpp"
+#include "actors/tensor_entry.hpp"
+#include "troupe/status.hpp"
 
 namespace troupe::elastic {
 class store_client;
@@ -33,56 +36,53 @@ struct backend_context {
   std::chrono::milliseconds timeout{30000};  // per operation
 };
 
-struct allreduce_options {
-  void* data = nullptr;  // reduced in place
-  size_t count = 0;      // elements
-  data_type dtype = data_type::float32;
-  reduce_op op = reduce_op::sum;
+/// A collective a backend has started (c10d's Work): finished once the
+/// device and the library have let go of every buffer of the work, and only
+/// then, so its handles may complete and the caller free its memory.
+class completion {
+public:
+  virtual ~completion() = default;
+
+  /// Never blocks: the result once finished, nothing while running.
+  virtual std::optional<status> poll() = 0;
 };
 
-struct allgather_options {
-  const void* input = nullptr;
-  void* output = nullptr;
-  std::vector<size_t> counts;  // elements contributed by each rank
-  data_type dtype = data_type::float32;
+/// The completion of a work that ran to its end before start() returned.
+class finished : public completion {
+public:
+  explicit finished(status result) : result_(std::move(result)) {
+  }
+  std::optional<status> poll() override {
+    return result_;
+  }
+
+private:
+  status result_;
 };
 
-struct broadcast_options {
-  void* data = nullptr;
-  size_t count = 0;
-  data_type dtype = data_type::float32;
-  int root = 0;
-};
-
-/// Bytes to and from each rank; the sums are the buffers' sizes.
-struct alltoall_options {
-  const void* input = nullptr;
-  std::vector<int64_t> send_bytes;
-  void* output = nullptr;
-  std::vector<int64_t> recv_bytes;
-};
-
-/// A communication library driven by one detached backend actor. Every call
-/// blocks until done and throws backend_error on failure.
+/// Runs negotiated collectives of one device kind for one process set,
+/// driven by its backend actor (backend_actor.hpp). Everything behind the
+/// negotiation is its own: copies into and out of its fusion buffer,
+/// scaling, widening of 16-bit floats, the communication library, so a GPU
+/// backend can do them in kernels on its own stream.
 class backend {
 public:
   virtual ~backend() = default;
 
   virtual const char* name() const = 0;
 
-  /// Builds the communicator (rendezvous with the other members).
+  /// Builds the communicator (rendezvous with the other members). Throws
+  /// backend_error.
   virtual void connect() = 0;
 
-  virtual void allreduce(const allreduce_options& opts) = 0;
-  virtual void allgather(const allgather_options& opts) = 0;
-  virtual void broadcast(const broadcast_options& opts) = 0;
-  virtual void alltoall(const alltoall_options& opts) = 0;
-  virtual void barrier() = 0;
+  /// Starts `work` (a negotiated response and the local entries it covers),
+  /// which the caller keeps alive until the completion has finished. Never
+  /// throws: a failure is a finished completion holding the error.
+  virtual std::unique_ptr<completion> start(actors::collective_work& work) = 0;
 
-  /// Sends `send_bytes` to `peer` while receiving `recv_bytes` from it
-  /// (pairwise exchange, the building block of Adasum).
-  virtual void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
-                        int peer) = 0;
+  /// A peer is lost: makes the works still running finish, with an error,
+  /// as soon as the library can let go of their buffers.
+  virtual void abort() = 0;
 };
 
 } // namespace troupe::backends

@@ -1,8 +1,9 @@
 #include "backends/backend_actor.hpp"
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
-#include "backends/execute.hpp"
 #include "metrics/collective_metrics.hpp"
 
 namespace troupe::backends {
@@ -10,26 +11,78 @@ namespace troupe::backends {
 namespace {
 
 using namespace troupe::actors;
+using clock = std::chrono::steady_clock;
+using executed_promise = caf::typed_response_promise<executed_atom, uint64_t, status, list_stats>;
+
+// Back-off between looks at running works: a collective of microseconds is
+// seen within tens of them, a long one costs a wake-up per millisecond
+// instead of a spinning core.
+constexpr std::chrono::microseconds first_poll{20};
+constexpr std::chrono::microseconds slowest_poll{1000};
+
+// A work the backend has started and not yet let go of.
+struct running_work {
+  collective_work_ptr work;  // keeps the entries alive until then
+  std::unique_ptr<completion> done;
+  clock::time_point started;
+  executed_promise reply;
+};
 
 struct backend_state {
-  std::shared_ptr<backend> impl;
-  int set_rank = 0;
-  int set_size = 1;
-  backends::scratch_buffers scratch;
+  std::unique_ptr<backend> impl;
   std::shared_ptr<metrics::collective_metrics> metrics;
   // Set by (abort): works still queued are not run.
   std::optional<status> aborted;
+  std::vector<running_work> running;
+  std::chrono::microseconds poll_delay{0};
+  bool poll_scheduled = false;
   static constexpr const char* name = "troupe.backend";
 };
 
+using self_pointer = actors::backend_actor::stateful_pointer<backend_state>;
+
+// Counts `work`, finished with `result`: what its answer reports it moved.
+list_stats finished_work(self_pointer self, const collective_work& work, const status& result,
+                         clock::time_point started) {
+  const double seconds = std::chrono::duration<double>(clock::now() - started).count();
+  const uint64_t bytes = payload_bytes(work);
+  self->state.metrics->executed(work, result, bytes, seconds, self->mailbox().size());
+  return {0, result.ok() ? bytes : 0, seconds};
+}
+
+void schedule_poll(self_pointer self) {
+  auto& st = self->state;
+  if (st.poll_scheduled || st.running.empty())
+    return;
+  st.poll_scheduled = true;
+  self->delayed_send(self, st.poll_delay, poll_atom::value);
+}
+
+// Answers every running work that has finished, in any order: each answer
+// names its work.
+void poll_running(self_pointer self) {
+  auto& st = self->state;
+  const auto still_running = [&](running_work& r) {
+    auto result = r.done->poll();
+    if (!result)
+      return true;
+    const auto moved = finished_work(self, *r.work, *result, r.started);
+    r.reply.deliver(executed_atom::value, r.work->id, std::move(*result), moved);
+    return false;
+  };
+  const auto before = st.running.size();
+  st.running.erase(std::remove_if(st.running.begin(), st.running.end(),
+                                  [&](auto& r) { return !still_running(r); }),
+                   st.running.end());
+  st.poll_delay = st.running.size() < before ? first_poll
+                                             : std::min(st.poll_delay * 2, slowest_poll);
+}
+
 actors::backend_actor::behavior_type
-serve_backend(actors::backend_actor::stateful_pointer<backend_state> self,
-              std::shared_ptr<backend> impl, int set_rank, int set_size,
+serve_backend(self_pointer self, std::shared_ptr<std::unique_ptr<backend>> impl,
               std::shared_ptr<metrics::collective_metrics> metrics) {
-  self->state.impl = std::move(impl);
+  self->state.impl = std::move(*impl);
   self->state.metrics = std::move(metrics);
-  self->state.set_rank = set_rank;
-  self->state.set_size = set_size;
   return {
     [=](connect_atom) -> status {
       try {
@@ -41,21 +94,34 @@ serve_backend(actors::backend_actor::stateful_pointer<backend_state> self,
     },
     // Sent with high priority, so it overtakes the works queued behind the
     // one running: after an abort they answer at once instead of running
-    // against peers that are gone or have stopped.
-    [=](abort_atom, const status& why) { self->state.aborted = why; },
+    // against peers that are gone or have stopped. Works already started
+    // answer once the backend has let go of their buffers.
+    [=](abort_atom, const status& why) {
+      self->state.aborted = why;
+      self->state.impl->abort();
+    },
+    [=](poll_atom) {
+      self->state.poll_scheduled = false;
+      poll_running(self);
+      schedule_poll(self);
+    },
     [=](execute_atom, const collective_work_ptr& work)
       -> caf::result<executed_atom, uint64_t, status, list_stats> {
       auto& st = self->state;
       if (st.aborted)
         return {executed_atom::value, work->id, *st.aborted, list_stats{}};
-      const auto start = std::chrono::steady_clock::now();
-      auto result =
-        execute({*st.impl, st.set_rank, st.set_size, st.scratch, work->trace}, *work);
-      const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      st.metrics->executed(*work, result, seconds, self->mailbox().size());
-      const list_stats moved{0, result.ok() ? payload_bytes(*work) : 0, seconds};
-      return {executed_atom::value, work->id, std::move(result), moved};
+      const auto started = clock::now();
+      auto done = st.impl->start(*work);
+      if (auto result = done->poll()) {
+        const auto moved = finished_work(self, *work, *result, started);
+        return {executed_atom::value, work->id, std::move(*result), moved};
+      }
+      auto reply = self->make_response_promise<executed_atom, uint64_t, status, list_stats>();
+      st.running.push_back({work, std::move(done), started, reply});
+      if (st.running.size() == 1)
+        st.poll_delay = first_poll;
+      schedule_poll(self);
+      return reply;
     },
   };
 }
@@ -63,10 +129,10 @@ serve_backend(actors::backend_actor::stateful_pointer<backend_state> self,
 } // namespace
 
 actors::backend_actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                                          int set_rank, int set_size,
                                           std::shared_ptr<metrics::collective_metrics> metrics) {
-  return sys.spawn<caf::detached>(serve_backend, std::shared_ptr<backend>(std::move(b)),
-                                  set_rank, set_size, std::move(metrics));
+  // CAF copies spawn arguments: the backend travels in a shared box.
+  return sys.spawn<caf::detached>(
+    serve_backend, std::make_shared<std::unique_ptr<backend>>(std::move(b)), std::move(metrics));
 }
 
 } // namespace troupe::backends

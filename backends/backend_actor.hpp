@@ -13,14 +13,16 @@ class collective_metrics;
 
 namespace troupe::backends {
 
-/// Spawns the detached actor (its own thread, blocking allowed) that owns
-/// `b` and runs its collectives one at a time in mailbox order.
+/// Spawns the detached actor (its own thread, so a blocking library may
+/// block it) that owns `b` and starts its works in mailbox order.
 /// Protocol: actors::backend_actor. (execute, work) is answered with
-/// (executed, work id, status, list_stats of this work); after (abort,
-/// status) queued works answer with that status without running.
-/// `metrics` (required) counts what ran.
+/// (executed, work id, status, list_stats of this work) once the work's
+/// completion has finished: at once for a blocking library, else when a
+/// poll with back-off sees it finished, while the actor goes on starting
+/// works. After (abort, status) the backend is told to abort, and queued
+/// works answer with that status without running. `metrics` (required)
+/// counts what ran.
 actors::backend_actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                                          int set_rank, int set_size,
                                           std::shared_ptr<metrics::collective_metrics> metrics);
 
 } // namespace troupe::backends

@@ -2,12 +2,13 @@
 #include "backends/registry.hpp"
 
 #include "backends/config.h"
-#include "backends/local/local_backend.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/local/local_communicator.hpp"
 #if TROUPE_HAVE_GLOO
-#include "backends/gloo/gloo_backend.hpp"
+#include "backends/gloo/gloo_communicator.hpp"
 #endif
 #if TROUPE_HAVE_MPI
-#include "backends/mpi/mpi_backend.hpp"
+#include "backends/mpi/mpi_communicator.hpp"
 #include "backends/mpi/mpi_environment.hpp"
 #endif
 
@@ -32,23 +33,26 @@ std::string missing_backend(device_kind kind) {
   return "device kind " + std::to_string(static_cast<int>(kind)) + " is unknown to this build";
 }
 
-std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std::string& name) {
+namespace {
+
+std::unique_ptr<communicator> make_cpu_communicator(const backend_context& ctx,
+                                                    const std::string& name) {
   if (ctx.size == 1)
-    return std::make_unique<local_backend>();
+    return std::make_unique<local_communicator>();
   const auto chosen = !name.empty() ? name : ctx.store ? "gloo" : "mpi";
 #if TROUPE_HAVE_GLOO
   if (chosen == "gloo") {
     if (!ctx.store)
       throw backend_error("the gloo backend needs troupe-run's rendezvous store; under "
                           "mpirun use TROUPE_CPU_OPERATIONS=mpi");
-    return std::make_unique<gloo_backend>(ctx);
+    return std::make_unique<gloo_communicator>(ctx);
   }
 #endif
 #if TROUPE_HAVE_MPI
   if (chosen == "mpi") {
     if (!launched_by_mpirun())
       throw backend_error("the mpi backend needs a job started by mpirun (troupe-run --mpi)");
-    return std::make_unique<mpi_backend>(ctx.world_ranks, ctx.communicator_tag);
+    return std::make_unique<mpi_communicator>(ctx.world_ranks, ctx.communicator_tag);
   }
 #endif
   std::string have;
@@ -56,6 +60,12 @@ std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std:
     have += (have.empty() ? "" : ", ") + b;
   throw backend_error("CPU backend '" + chosen + "' is not built into this Troupe (built: " +
                       (have.empty() ? "none" : have) + ")");
+}
+
+} // namespace
+
+std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std::string& name) {
+  return std::make_unique<cpu_backend>(make_cpu_communicator(ctx, name), ctx.rank, ctx.size);
 }
 
 std::optional<external_launch> detect_external_launch() {

@@ -18,7 +18,7 @@ std::vector<std::string> built_cpu_backends();
 /// backend (NCCL: TROUPE_WITH_NCCL)"), or "" when a backend for it exists.
 std::string missing_backend(device_kind kind);
 
-/// Creates the CPU backend of a process set: a no-communication backend for
+/// Creates the CPU backend of a process set over a communicator: none for
 /// a set of one, else `name` ("gloo", "mpi"; "" = gloo when the launcher's
 /// store is there, mpi under mpirun). Throws backend_error saying what is
 /// missing when the choice cannot work in this build or launch.

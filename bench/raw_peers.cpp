@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include "backends/gloo/gloo_store.hpp"
+#include "elastic/job_secret.hpp"
 #include "elastic/store.hpp"
 
 namespace troupe::bench {
@@ -51,6 +52,7 @@ std::string env(const char* name) {
 std::shared_ptr<gloo::Context> connect(int rank, int size) {
   auto client = std::make_shared<elastic::store_client>(
     env("TROUPE_STORE_ADDR"), static_cast<uint16_t>(std::stoi(env("TROUPE_STORE_PORT"))),
+    *elastic::read_secret_descriptor(env(elastic::secret_fd_variable)),
     std::chrono::seconds(30));
   backends::gloo_store store{client, env("TROUPE_JOB_ID") + "/bench/raw-gloo/",
                              std::chrono::seconds(30)};

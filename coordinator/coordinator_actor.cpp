@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <google/protobuf/arena.h>
 #include <spdlog/spdlog.h>
 
 #include "coordinator/fusion.hpp"
@@ -42,16 +43,21 @@ struct coordinator_state {
   std::optional<v1::Tuning> tuning;
   // What the lists executed here moved since the settings last changed.
   list_stats sample;
+  // Settings changes applied so far, and the tuner told of every executed
+  // list (null without autotuning, or once it finished).
+  uint64_t generation = 0;
+  tuner_actor tuner;
   std::shared_ptr<metrics::set_metrics> metrics;
   static constexpr const char* name = "troupe.coordinator";
 };
 
 using coordinator_self = coordinator_actor::stateful_pointer<coordinator_state>;
 
-bool cacheable(const v1::Response& resp, const message_table::requests& by_rank) {
+bool cacheable(const v1::Response& resp, const message_table::sent& sent) {
   // A joined rank has no request of its own to send as a cache hit.
   return properties(resp.op()).cacheable &&
-         std::all_of(by_rank.begin(), by_rank.end(), [](const auto& r) { return r.has_value(); });
+         (sent.cached || std::all_of(sent.by_rank.begin(), sent.by_rank.end(),
+                                     [](const auto& r) { return r.has_value(); }));
 }
 
 // Applies the waiting settings change as of list `seq` and records it in
@@ -70,23 +76,33 @@ void apply_tuning(coordinator_state& st, v1::ResponseList& list, uint64_t seq) {
   *list.mutable_tuning() = std::move(t);
   st.tuning.reset();
   st.sample = {};
+  ++st.generation;
+}
+
+// Merges a settings change into the one waiting for the next list.
+void merge_tuning(coordinator_state& st, const v1::Tuning& change) {
+  if (!st.tuning)
+    st.tuning.emplace();
+  st.tuning->MergeFrom(change);
 }
 
 // Records the list's outcome in the cache exactly as every member will when
 // it applies the list, in list order: successes get (or keep) an id,
-// failures lose theirs. `requests` holds the members' requests by tensor.
+// failures lose theirs. `sent` holds what the members sent, by tensor.
 void update_cache(coordinator_state& st, v1::ResponseList& list,
-                  std::unordered_map<std::string, message_table::requests>& requests,
-                  uint64_t seq) {
+                  std::unordered_map<std::string, message_table::sent>& sent, uint64_t seq) {
   for (auto& resp : *list.mutable_responses()) {
     for (const auto& name : resp.tensor_names()) {
       if (resp.op() == v1::OP_TYPE_ERROR) {
         st.cache->erase(name, seq);
         continue;
       }
-      auto it = requests.find(name);
-      const bool cached = it != requests.end() && cacheable(resp, it->second);
-      resp.add_cache_ids(cached ? st.cache->put(name, it->second, seq) : 0);
+      auto it = sent.find(name);
+      uint32_t id = 0;
+      if (it != sent.end() && cacheable(resp, it->second))
+        id = it->second.cached ? st.cache->touch(it->second.cached, seq)
+                               : st.cache->put(name, std::move(it->second.by_rank), seq);
+      resp.add_cache_ids(id);
     }
   }
 }
@@ -120,17 +136,17 @@ void try_emit(coordinator_self self) {
   for (auto& resp : st.table->take_failed())
     *list.add_responses() = std::move(resp);
   std::vector<v1::Response> ready;
-  std::unordered_map<std::string, message_table::requests> requests;
+  std::unordered_map<std::string, message_table::sent> sent;
   while (st.table->has_ready()) {
-    message_table::requests by_rank;
-    ready.push_back(st.table->pop_ready(st.cache->enabled() ? &by_rank : nullptr));
+    message_table::sent members_sent;
+    ready.push_back(st.table->pop_ready(st.cache->enabled() ? &members_sent : nullptr));
     if (st.cache->enabled())
-      requests.emplace(ready.back().tensor_names(0), std::move(by_rank));
+      sent.emplace(ready.back().tensor_names(0), std::move(members_sent));
   }
   for (auto& resp : fuse(std::move(ready), st.fusion_threshold))
     *list.add_responses() = std::move(resp);
   if (st.cache->enabled())
-    update_cache(st, list, requests, seq);
+    update_cache(st, list, sent, seq);
   if (st.cache->take_first_eviction())
     spdlog::warn("A response has been evicted from cache which may indicate reduced "
                  "performance. Better performance may be obtained by disabling caching "
@@ -170,29 +186,31 @@ void check_deadlines(coordinator_self self, uint64_t token) {
 
 void on_requests(coordinator_self self, const std::string& bytes) {
   auto& st = self->state;
-  v1::RequestList list;
+  // One arena per list: parsing hundreds of requests costs one allocation
+  // block instead of several allocations per request.
+  google::protobuf::Arena arena;
+  auto& list = *google::protobuf::Arena::CreateMessage<v1::RequestList>(&arena);
   if (!list.ParseFromString(bytes)) {
     spdlog::error("coordinator of set {}: dropped a malformed request list ({} bytes)",
                   st.set_id, bytes.size());
     return;
   }
-  if (list.has_tuning()) {
-    if (!st.tuning)
-      st.tuning.emplace();
-    st.tuning->MergeFrom(list.tuning());
-  }
+  if (list.has_tuning())
+    merge_tuning(st, list.tuning());
   for (const auto& req : list.requests()) {
-    std::optional<v1::Request> cached;
-    if (req.cache_id() != 0) {
-      cached = st.cache->resolve(req.cache_id(), req.request_rank(), list.lists_applied());
-      if (!cached) {
-        spdlog::error("coordinator of set {}: rank {} sent unknown cache id {} (after {} "
-                      "lists); request ignored",
-                      st.set_id, req.request_rank(), req.cache_id(), list.lists_applied());
-        continue;
-      }
+    std::optional<std::string> err;
+    if (req.cache_id() == 0) {
+      err = st.table->add(req);
+    } else if (auto cached =
+                 st.cache->resolve(req.cache_id(), req.request_rank(), list.lists_applied())) {
+      err = st.table->add_hit(req.request_rank(), cached);
+    } else {
+      spdlog::error("coordinator of set {}: rank {} sent unknown cache id {} (after {} "
+                    "lists); request ignored",
+                    st.set_id, req.request_rank(), req.cache_id(), list.lists_applied());
+      continue;
     }
-    if (auto err = cached ? st.table->add(*cached, true) : st.table->add(req))
+    if (err)
       spdlog::error("coordinator of set {}: ignored {}", st.set_id, *err);
   }
   if (list.requests_size() > 0)
@@ -252,6 +270,15 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
   st.members.resize(static_cast<size_t>(set_size));
   if (options.stall.enabled)
     self->delayed_send(self, st.stalls->interval(), stall_atom::value);
+  if (options.autotune) {
+    st.tuner = spawn_tuner(self->system(), caf::actor_cast<coordinator_actor>(self),
+                           std::move(*options.autotune));
+    self->monitor(st.tuner);
+    self->set_down_handler([=](caf::down_msg& down) {
+      if (down.source == self->state.tuner.address())
+        self->state.tuner = nullptr;
+    });
+  }
   return {
     [=](stall_atom) { check_stalls(self); },
     [=](cycle_atom) {
@@ -270,6 +297,18 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
       auto& st = self->state;
       --st.in_flight;
       st.sample += done;
+      if (st.tuner)
+        self->send(st.tuner, executed_atom::value, st.generation, done);
+      try_emit(self);
+    },
+    [=](tune_atom, const std::string& bytes) {
+      v1::Tuning change;
+      if (!change.ParseFromString(bytes)) {
+        spdlog::error("coordinator of set {}: dropped a malformed settings change ({} bytes)",
+                      self->state.set_id, bytes.size());
+        return;
+      }
+      merge_tuning(self->state, change);
       try_emit(self);
     },
     [=](stats_atom) { return self->state.sample; },

@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "actors/protocols.hpp"
 #include "coordinator/stall_inspector.hpp"
+#include "coordinator/tuner_actor.hpp"
 
 namespace troupe::metrics {
 class set_metrics;
@@ -26,6 +28,8 @@ struct coordinator_options {
   std::chrono::microseconds cycle_time{0};
   /// The membership epoch: stamped on every response list sent.
   int64_t epoch = 0;
+  /// With autotuning: the tuner the coordinator spawns and reports to.
+  std::optional<tuner_options> autotune = std::nullopt;
 };
 
 /// Spawns the coordinator of one process set of `set_size` members (on the
@@ -44,6 +48,11 @@ struct coordinator_options {
 ///
 /// With a response cache, members send a cached tensor's id instead of its
 /// request; each emitted list tells members the ids it assigned.
+///
+/// With `autotune`, the coordinator spawns the set's tuner (see
+/// tuner_actor.hpp), tells it every list executed on this rank with the
+/// number of settings changes applied so far, and applies the changes it
+/// sends like any member's.
 ///
 /// The stall inspector runs here: tensors some members never submit are
 /// reported (warning naming them and the missing ranks) and, past the

@@ -68,6 +68,21 @@ std::optional<std::string> disagreement(
   return out;
 }
 
+// Every member's request that is there agrees with `first` by `same`.
+template <class Same>
+bool agree(const std::vector<std::optional<v1::Request>>& by_rank, const v1::Request& first,
+           Same same) {
+  return std::all_of(by_rank.begin(), by_rank.end(),
+                     [&](const auto& r) { return !r || same(first, *r); });
+}
+
+// Equal dimensions from the `From`th on.
+template <int From>
+bool same_dims(const v1::Request& a, const v1::Request& b) {
+  return std::equal(a.shape().begin() + std::min(From, a.shape_size()), a.shape().end(),
+                    b.shape().begin() + std::min(From, b.shape_size()), b.shape().end());
+}
+
 v1::Response error_response(const std::string& name, const std::string& text) {
   v1::Response resp;
   resp.set_op(v1::OP_TYPE_ERROR);
@@ -83,20 +98,33 @@ v1::Response make_response(const std::string& name,
                            const std::vector<std::optional<v1::Request>>& by_rank) {
   const auto& first = **std::find_if(by_rank.begin(), by_rank.end(),
                                      [](const auto& r) { return r.has_value(); });
-  auto mismatch = [&](const char* what, auto field) -> std::optional<v1::Response> {
-    if (auto diff = disagreement(by_rank, field))
+  // `same` compares a field cheaply; only when some member differs are the
+  // values formatted into the error naming who sent what.
+  auto mismatch = [&](const char* what, auto same, auto text) -> std::optional<v1::Response> {
+    if (agree(by_rank, first, same))
+      return std::nullopt;
+    if (auto diff = disagreement(by_rank, text))
       return error_response(name, fmt::format("Mismatched {} for tensor '{}': {}.",
                                               what, name, *diff));
     return std::nullopt;
   };
-  if (auto e = mismatch("operations", [](const auto& r) { return op_text(r.op()); }))
+  if (auto e = mismatch(
+        "operations", [](const auto& a, const auto& b) { return a.op() == b.op(); },
+        [](const auto& r) { return op_text(r.op()); }))
     return *e;
-  if (auto e = mismatch("data types", [](const auto& r) { return dtype_text(r.dtype()); }))
+  if (auto e = mismatch(
+        "data types", [](const auto& a, const auto& b) { return a.dtype() == b.dtype(); },
+        [](const auto& r) { return dtype_text(r.dtype()); }))
     return *e;
-  if (auto e = mismatch("groups", [](const auto& r) {
-        return r.group_size() > 1 ? fmt::format("'{}' of {}", r.group_name(), r.group_size())
-                                  : std::string("no group");
-      }))
+  if (auto e = mismatch(
+        "groups",
+        [](const auto& a, const auto& b) {
+          return a.group_size() == b.group_size() && a.group_name() == b.group_name();
+        },
+        [](const auto& r) {
+          return r.group_size() > 1 ? fmt::format("'{}' of {}", r.group_name(), r.group_size())
+                                    : std::string("no group");
+        }))
     return *e;
   const auto op = first.op();
   const bool someone_joined = std::any_of(by_rank.begin(), by_rank.end(),
@@ -104,43 +132,61 @@ v1::Response make_response(const std::string& name,
   const auto& props = properties(op);
   if (someone_joined && props.join_conflict)
     return error_response(name, props.join_conflict);
-  if (auto diff = disagreement(by_rank, [](const auto& r) {
-        return std::string(device_text(r.device_kind()));
-      }))
-    return error_response(
-      name, fmt::format("Mismatched {} CPU/GPU device selection: One rank specified device "
-                        "CPU, but another rank specified device GPU (tensor '{}': {}).",
-                        op_text(op), name, *diff));
-  const bool reduces = props.reduces;
-  const bool gathers = props.gathers;
-  if (reduces) {
-    if (auto e = mismatch("reduction operations",
-                          [](const auto& r) { return reduce_text(r.reduce_op()); }))
+  if (!agree(by_rank, first,
+             [](const auto& a, const auto& b) { return a.device_kind() == b.device_kind(); }))
+    if (auto diff = disagreement(by_rank, [](const auto& r) {
+          return std::string(device_text(r.device_kind()));
+        }))
+      return error_response(
+        name, fmt::format("Mismatched {} CPU/GPU device selection: One rank specified device "
+                          "CPU, but another rank specified device GPU (tensor '{}': {}).",
+                          op_text(op), name, *diff));
+  if (props.reduces) {
+    if (auto e = mismatch(
+          "reduction operations",
+          [](const auto& a, const auto& b) { return a.reduce_op() == b.reduce_op(); },
+          [](const auto& r) { return reduce_text(r.reduce_op()); }))
       return *e;
-    if (auto e = mismatch("prescale and/or postscale factors", scale_text))
+    if (auto e = mismatch(
+          "prescale and/or postscale factors",
+          [](const auto& a, const auto& b) {
+            return a.prescale_factor() == b.prescale_factor() &&
+                   a.postscale_factor() == b.postscale_factor();
+          },
+          scale_text))
       return *e;
   }
   if (props.same_shape) {
-    if (auto e = mismatch("tensor shapes", shape_text))
+    if (auto e = mismatch("tensor shapes", same_dims<0>, shape_text))
       return *e;
   }
   if (op == v1::OP_TYPE_BROADCAST) {
-    if (auto e = mismatch("root ranks",
-                          [](const auto& r) { return std::to_string(r.root_rank()); }))
+    if (auto e = mismatch(
+          "root ranks", [](const auto& a, const auto& b) { return a.root_rank() == b.root_rank(); },
+          [](const auto& r) { return std::to_string(r.root_rank()); }))
       return *e;
   }
-  if (gathers) {
-    if (auto e = mismatch("tensor ranks (number of dimensions)",
-                          [](const auto& r) { return std::to_string(r.shape_size()); }))
+  if (props.gathers) {
+    if (auto e = mismatch(
+          "tensor ranks (number of dimensions)",
+          [](const auto& a, const auto& b) { return a.shape_size() == b.shape_size(); },
+          [](const auto& r) { return std::to_string(r.shape_size()); }))
       return *e;
     // Not scalars: every request passed check_request in add().
     auto trailing = [](const v1::Request& r) {
       return to_string(shape_t(r.shape().begin() + 1, r.shape().end()));
     };
-    if (auto e = mismatch("trailing dimensions (all but the first)", trailing))
+    if (auto e = mismatch("trailing dimensions (all but the first)", same_dims<1>, trailing))
       return *e;
   }
+  return agreed_response(name, by_rank);
+}
 
+v1::Response agreed_response(const std::string& name,
+                             const std::vector<std::optional<v1::Request>>& by_rank) {
+  const auto& first = **std::find_if(by_rank.begin(), by_rank.end(),
+                                     [](const auto& r) { return r.has_value(); });
+  const auto op = first.op();
   v1::Response resp;
   resp.set_op(op);
   resp.add_tensor_names(name);
@@ -164,48 +210,110 @@ message_table::message_table(int32_t set_size)
   : set_size_(set_size), joined_(static_cast<size_t>(set_size), false) {
 }
 
-std::optional<std::string> message_table::add(const v1::Request& request, bool from_cache) {
+std::optional<std::string> message_table::add(const v1::Request& request) {
   const auto rank = request.request_rank();
   if (rank < 0 || rank >= set_size_)
     return fmt::format("request for '{}' from rank {} outside the set of size {}",
                        request.tensor_name(), rank, set_size_);
-  if (!from_cache)
-    if (auto err = check_request(request); !err.empty())
-      return reject(request, err);
+  if (auto err = check_request(request); !err.empty())
+    return reject(request, err);
   if (request.op() == v1::OP_TYPE_JOIN)
     return join(rank);
-  if (answer_late(request))
+  const auto& name = request.tensor_name();
+  if (answer_late(name, rank))
     return std::nullopt;
-  auto [it, inserted] = entries_.try_emplace(request.tensor_name());
-  auto& e = it->second;
-  if (inserted) {
-    e.by_rank.resize(static_cast<size_t>(set_size_));
-    e.first_seen = clock::now();
-    e.group = request.group_size() > 1 ? request.group_name() : std::string();
-    if (request.deadline_ms() > 0)
-      e.deadline = e.first_seen + std::chrono::milliseconds(request.deadline_ms());
-  }
-  auto& slot = e.by_rank[static_cast<size_t>(rank)];
-  if (slot)
-    return fmt::format("rank {} requested '{}' twice before it completed", rank,
-                       request.tensor_name());
-  slot = request;
-  if (is_ready(e))
-    release(request.tensor_name(), e);
+  auto& e = open(name, request);
+  if (auto err = mark_asked(name, e, rank))
+    return err;
+  materialize(e);
+  e.by_rank[static_cast<size_t>(rank)] = request;
+  // A joined rank's request can complete a tensor released without it:
+  // released once only (found by fuzz/control_messages_fuzzer).
+  if (!e.released && is_ready(e))
+    release(name, e);
   return std::nullopt;
 }
 
-bool message_table::is_ready(const entry& e) const {
+std::optional<std::string> message_table::add_hit(int32_t rank, const cached_tensor_ptr& tensor) {
+  if (rank < 0 || rank >= set_size_ || static_cast<size_t>(set_size_) != tensor->by_rank.size())
+    return fmt::format("cache hit for '{}' from rank {} outside the set of size {}",
+                       tensor->name, rank, set_size_);
+  const auto& name = tensor->name;
+  if (answer_late(name, rank))
+    return std::nullopt;
+  // Only the first member's request is read here: the others' sit in
+  // memory a hit need not touch (one cache miss each at scale).
+  auto& e = open(name, *tensor->by_rank.front());
+  if (auto err = mark_asked(name, e, rank))
+    return err;
+  if (e.by_rank.empty() && (!e.cached || e.cached == tensor)) {
+    e.cached = tensor;
+  } else {
+    // Members named different versions, or sent requests: check them all.
+    materialize(e);
+    e.by_rank[static_cast<size_t>(rank)] = tensor->by_rank[static_cast<size_t>(rank)];
+  }
+  if (!e.released && is_ready(e))
+    release(name, e);
+  return std::nullopt;
+}
+
+message_table::entry& message_table::open(const std::string& name, const v1::Request& first) {
+  auto [it, inserted] = entries_.try_emplace(name);
+  auto& e = it->second;
+  if (inserted) {
+    e.asked.resize(static_cast<size_t>(set_size_));
+    e.first_seen = clock::now();
+    e.group = first.group_size() > 1 ? first.group_name() : std::string();
+    if (first.deadline_ms() > 0) {
+      e.deadline = e.first_seen + std::chrono::milliseconds(first.deadline_ms());
+      ++with_deadline_;
+    }
+  }
+  return e;
+}
+
+std::optional<std::string> message_table::mark_asked(const std::string& name, entry& e,
+                                                     int32_t rank) {
+  auto asked = e.asked[static_cast<size_t>(rank)];
+  if (asked)
+    return fmt::format("rank {} requested '{}' twice before it completed", rank, name);
+  asked = true;
+  ++e.asked_count;
+  return std::nullopt;
+}
+
+void message_table::materialize(entry& e) const {
+  if (!e.by_rank.empty())
+    return;
+  e.by_rank.resize(static_cast<size_t>(set_size_));
+  if (!e.cached)
+    return;
   for (size_t r = 0; r < e.by_rank.size(); ++r)
-    if (!e.by_rank[r] && !joined_[r])
+    if (e.asked[r])
+      e.by_rank[r] = e.cached->by_rank[r];
+  e.cached.reset();
+}
+
+const v1::Request& message_table::representative(const entry& e) const {
+  const auto& by_rank = e.cached ? e.cached->by_rank : e.by_rank;
+  return **std::find_if(by_rank.begin(), by_rank.end(),
+                        [](const auto& r) { return r.has_value(); });
+}
+
+bool message_table::is_ready(const entry& e) const {
+  if (joined_count_ == 0)
+    return e.asked_count == set_size_;
+  for (size_t r = 0; r < e.asked.size(); ++r)
+    if (!e.asked[r] && !joined_[r])
       return false;
   return true;
 }
 
 std::vector<int32_t> message_table::missing(const entry& e) const {
   std::vector<int32_t> out;
-  for (size_t r = 0; r < e.by_rank.size(); ++r)
-    if (!e.by_rank[r] && !joined_[r])
+  for (size_t r = 0; r < e.asked.size(); ++r)
+    if (!e.asked[r] && !joined_[r])
       out.push_back(static_cast<int32_t>(r));
   return out;
 }
@@ -232,8 +340,8 @@ std::optional<std::string> message_table::join(int32_t rank) {
 
 void message_table::release(const std::string& name, entry& e) {
   e.released = true;
-  const auto& first = **std::find_if(e.by_rank.begin(), e.by_rank.end(),
-                                     [](const auto& r) { return r.has_value(); });
+  const auto& first = representative(e);
+  // One cached tensor named by every member agreed on its group when cached.
   const bool agreed = std::all_of(e.by_rank.begin(), e.by_rank.end(), [&](const auto& r) {
     return !r || (r->group_name() == first.group_name() && r->group_size() == first.group_size());
   });
@@ -250,7 +358,7 @@ void message_table::release(const std::string& name, entry& e) {
   waiting_groups_.erase(first.group_name());
 }
 
-v1::Response message_table::pop_ready(requests* by_rank) {
+v1::Response message_table::pop_ready(sent* out) {
   auto name = std::move(ready_.front());
   ready_.pop_front();
   if (name == join_name && !entries_.count(name)) {
@@ -261,20 +369,39 @@ v1::Response message_table::pop_ready(requests* by_rank) {
     resp.set_last_joined_rank(last_joined_);
     std::fill(joined_.begin(), joined_.end(), false);
     joined_count_ = 0;
-    if (by_rank)
-      by_rank->clear();
+    if (out)
+      *out = {};
     return resp;
   }
   auto node = entries_.extract(name);
-  auto resp = make_response(name, node.mapped().by_rank);
-  if (by_rank)
-    *by_rank = std::move(node.mapped().by_rank);
+  auto& e = node.mapped();
+  with_deadline_ -= e.deadline ? 1 : 0;
+  if (e.cached && e.asked_count == set_size_) {
+    auto resp = agreed_response(name, e.cached->by_rank);
+    if (out)
+      *out = {std::move(e.cached), {}};
+    return resp;
+  }
+  materialize(e);
+  auto resp = make_response(name, e.by_rank);
+  if (out)
+    *out = {nullptr, std::move(e.by_rank)};
   return resp;
 }
 
 void message_table::fail_entry(const std::string& name, v1::ErrorCode code,
                                const std::string& why) {
   auto node = entries_.extract(name);
+  with_deadline_ -= node.mapped().deadline ? 1 : 0;
+  // A released tensor may wait in ready_ or be held for its group (a peer's
+  // malformed request for a name that is ready but not yet sent): it fails
+  // instead, so it must not be popped as well (found by
+  // fuzz/control_messages_fuzzer).
+  if (node.mapped().released) {
+    ready_.erase(std::remove(ready_.begin(), ready_.end(), name), ready_.end());
+    for (auto& [group, members] : waiting_groups_)
+      members.erase(std::remove(members.begin(), members.end(), name), members.end());
+  }
   auto resp = error_response(name, why);
   resp.mutable_error()->set_code(code);
   tombstone t{resp, std::vector<bool>(static_cast<size_t>(set_size_), false)};
@@ -309,12 +436,14 @@ std::string message_table::reject(const v1::Request& request, const std::string&
   return why;
 }
 
-bool message_table::answer_late(const v1::Request& request) {
-  auto it = tombstones_.find(request.tensor_name());
+bool message_table::answer_late(const std::string& name, int32_t rank) {
+  if (tombstones_.empty())
+    return false;
+  auto it = tombstones_.find(name);
   if (it == tombstones_.end())
     return false;
   auto& t = it->second;
-  auto owed = t.owed.begin() + request.request_rank();
+  auto owed = t.owed.begin() + rank;
   if (!*owed)
     return false;  // a new round of a name that failed before
   *owed = false;
@@ -362,6 +491,8 @@ std::vector<v1::Response> message_table::take_failed() {
 
 std::optional<message_table::clock::time_point> message_table::next_deadline() const {
   std::optional<clock::time_point> out;
+  if (with_deadline_ == 0)
+    return out;
   for (const auto& [name, e] : entries_)
     if (e.deadline && !e.released && (!out || *e.deadline < *out))
       out = e.deadline;

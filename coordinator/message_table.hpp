@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "coordinator/cached_tensor.hpp"
 #include "troupe/v1/control.pb.h"
 
 namespace troupe::coordinator {
@@ -29,9 +30,13 @@ public:
   /// out of range or the same rank asking twice for one name (recorded
   /// nothing), or one that fails check_request (the tensor fails on every
   /// member that asked).
-  /// A request rebuilt from the response cache (`from_cache`) passed
-  /// check_request when it first arrived and is not checked again.
-  std::optional<std::string> add(const v1::Request& request, bool from_cache = false);
+  std::optional<std::string> add(const v1::Request& request);
+
+  /// Records that member `rank` named `tensor` by its cache id. Its request
+  /// was checked when it entered the cache: a hit is counted, not checked
+  /// or copied, and when every member named the same cached tensor its
+  /// response needs no agreement check. Errors as add().
+  std::optional<std::string> add_hit(int32_t rank, const cached_tensor_ptr& tensor);
 
   /// Names that every member has requested, oldest first.
   bool has_ready() const {
@@ -40,11 +45,17 @@ public:
 
   using requests = std::vector<std::optional<v1::Request>>;  // by set rank
 
+  /// What the members sent for a tensor: the cached tensor every one of
+  /// them named by id, or else their requests (empty slots: joined ranks).
+  struct sent {
+    cached_tensor_ptr cached;
+    requests by_rank;
+  };
+
   /// Removes the oldest ready tensor and returns its response: the
   /// collective to run, or an ERROR response naming what the members
-  /// disagreed about. The members' requests go to `by_rank` when given
-  /// (empty slots: joined ranks).
-  v1::Response pop_ready(requests* by_rank = nullptr);
+  /// disagreed about. What they sent goes to `out` when given.
+  v1::Response pop_ready(sent* out = nullptr);
 
   /// Tensors some but not all members requested.
   size_t pending() const;
@@ -82,7 +93,12 @@ public:
 
 private:
   struct entry {
-    std::vector<std::optional<v1::Request>> by_rank;  // empty for joined ranks
+    // Requests by set rank (empty slots: not asked, or joined); not even
+    // sized while every member that asked named the same `cached` tensor.
+    std::vector<std::optional<v1::Request>> by_rank;
+    cached_tensor_ptr cached;
+    std::vector<bool> asked;  // by set rank
+    int32_t asked_count = 0;
     bool released = false;
     clock::time_point first_seen;
     std::optional<clock::time_point> deadline;
@@ -94,6 +110,15 @@ private:
     v1::Response error;
     std::vector<bool> owed;
   };
+
+  // The entry of `name`, created from the first request for it.
+  entry& open(const std::string& name, const v1::Request& first);
+  // Records that `rank` asked; an error if it had already.
+  std::optional<std::string> mark_asked(const std::string& name, entry& e, int32_t rank);
+  // Turns an entry of cache hits into requests, one per rank that asked.
+  void materialize(entry& e) const;
+  // The request every member's must agree with (the first one).
+  const v1::Request& representative(const entry& e) const;
 
   // Every rank that has not joined asked for it.
   bool is_ready(const entry& e) const;
@@ -116,11 +141,14 @@ private:
   // asked under its name; returns the error, for the log.
   std::string reject(const v1::Request& request, const std::string& err);
 
-  // Answers a request for an abandoned tensor; false if it is not one.
-  bool answer_late(const v1::Request& request);
+  // Answers `rank`'s request for an abandoned tensor; false if it is not
+  // one.
+  bool answer_late(const std::string& name, int32_t rank);
 
   int32_t set_size_;
   std::unordered_map<std::string, entry> entries_;
+  // Entries with a deadline: next_deadline() scans only when there are any.
+  size_t with_deadline_ = 0;
   std::deque<std::string> ready_;
   // Ready members of groups that are not complete yet, by group name.
   std::unordered_map<std::string, std::vector<std::string>> waiting_groups_;
@@ -137,5 +165,9 @@ private:
 /// Exposed for tests; message_table::pop_ready uses it.
 v1::Response make_response(const std::string& name,
                            const std::vector<std::optional<v1::Request>>& by_rank);
+
+/// The response to requests known to agree (make_response without checks).
+v1::Response agreed_response(const std::string& name,
+                             const std::vector<std::optional<v1::Request>>& by_rank);
 
 } // namespace troupe::coordinator

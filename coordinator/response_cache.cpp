@@ -20,14 +20,16 @@ response_cache::response_cache(size_t capacity, int32_t set_size)
   : capacity_(capacity), applied_(static_cast<size_t>(set_size), 0) {
 }
 
-uint32_t response_cache::put(const std::string& name, const requests& by_rank,
+uint32_t response_cache::put(const std::string& name, requests by_rank,
                              uint64_t list_seq) {
-  if (!enabled())
+  // A tensor some member never sent (it joined) has no hit to offer.
+  if (!enabled() || std::any_of(by_rank.begin(), by_rank.end(),
+                                [](const auto& r) { return !r.has_value(); }))
     return 0;
   uint32_t id = 0;
   if (auto it = by_name_.find(name); it != by_name_.end()) {
     auto pos = it->second;
-    if (same_requests(pos->by_rank, by_rank)) {
+    if (same_requests(pos->tensor->by_rank, by_rank)) {
       lru_.splice(lru_.begin(), lru_, pos);
       return pos->id;
     }
@@ -47,10 +49,21 @@ uint32_t response_cache::put(const std::string& name, const requests& by_rank,
       id = next_id_++;
     }
   }
-  lru_.push_front(entry{name, id, by_rank, list_seq, UINT64_MAX});
+  lru_.push_front(entry{std::make_shared<const cached_tensor>(cached_tensor{name, std::move(by_rank)}), id,
+                        list_seq, UINT64_MAX});
   by_name_[name] = lru_.begin();
   by_id_[id] = lru_.begin();
   return id;
+}
+
+uint32_t response_cache::touch(const cached_tensor_ptr& tensor, uint64_t list_seq) {
+  if (!enabled())
+    return 0;
+  if (auto it = by_name_.find(tensor->name); it != by_name_.end() && it->second->tensor == tensor) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->id;
+  }
+  return put(tensor->name, tensor->by_rank, list_seq);
 }
 
 void response_cache::erase(const std::string& name, uint64_t list_seq) {
@@ -59,7 +72,7 @@ void response_cache::erase(const std::string& name, uint64_t list_seq) {
 }
 
 void response_cache::retire(std::list<entry>::iterator it, uint64_t list_seq, bool keep_id) {
-  by_name_.erase(it->name);
+  by_name_.erase(it->tensor->name);
   by_id_.erase(it->id);
   if (!keep_id)
     free_ids_.push_back(it->id);
@@ -69,20 +82,16 @@ void response_cache::retire(std::list<entry>::iterator it, uint64_t list_seq, bo
   lru_.erase(it);
 }
 
-std::optional<v1::Request> response_cache::request_of(const entry& e, int32_t rank) {
-  if (rank < 0 || static_cast<size_t>(rank) >= e.by_rank.size())
-    return std::nullopt;
-  return e.by_rank[static_cast<size_t>(rank)];
-}
-
-std::optional<v1::Request> response_cache::resolve(uint32_t id, int32_t rank,
-                                                    uint64_t lists_applied) const {
+cached_tensor_ptr response_cache::resolve(uint32_t id, int32_t rank,
+                                          uint64_t lists_applied) const {
+  if (rank < 0 || static_cast<size_t>(rank) >= applied_.size())
+    return nullptr;
   if (auto it = by_id_.find(id); it != by_id_.end() && it->second->valid_from <= lists_applied)
-    return request_of(*it->second, rank);
+    return it->second->tensor;
   for (const auto& e : retired_)
     if (e.id == id && e.valid_from <= lists_applied && lists_applied < e.valid_until)
-      return request_of(e, rank);
-  return std::nullopt;
+      return e.tensor;
+  return nullptr;
 }
 
 void response_cache::member_progress(int32_t rank, uint64_t lists_applied) {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "coordinator/cached_tensor.hpp"
 #include "troupe/v1/control.pb.h"
 
 namespace troupe::coordinator {
@@ -15,7 +16,9 @@ namespace troupe::coordinator {
 /// ResponseCache, without its lockstep bit vectors): every member's request
 /// for a tensor that was negotiated successfully, under a small id. A member
 /// that submits the same tensor again with the same parameters sends only
-/// that id; the coordinator expands it back into the stored request.
+/// that id; the coordinator resolves it to the stored tensor, whose
+/// requests agreed when they were cached, so a hit is counted, not checked
+/// or copied.
 ///
 /// Ids are assigned here and travel to every member in the response list
 /// (Response.cache_ids), which members apply in list order: ids agree on
@@ -40,16 +43,22 @@ public:
   /// Records the requests of a successfully negotiated tensor in list
   /// number `list_seq` and returns its id (the existing one when the name is
   /// cached, then marked most recently used). Evicts the least recently
-  /// used entry when full. 0 when disabled.
-  uint32_t put(const std::string& name, const requests& by_rank, uint64_t list_seq);
+  /// used entry when full. 0 when disabled, or when a member sent no
+  /// request (it joined): such a tensor is not cached.
+  uint32_t put(const std::string& name, requests by_rank, uint64_t list_seq);
+
+  /// What put() does when every member named `tensor` by id: marks it most
+  /// recently used and returns its id, without comparing requests (they
+  /// are the stored ones). Puts it again if it has left the cache since.
+  uint32_t touch(const cached_tensor_ptr& tensor, uint64_t list_seq);
 
   /// Drops a tensor (its negotiation failed) as of list `list_seq`.
   void erase(const std::string& name, uint64_t list_seq);
 
-  /// The request `rank` sent for cache id `id` when it had applied
-  /// `lists_applied` lists, with the tensor's name; nullopt for an id that
-  /// state never had.
-  std::optional<v1::Request> resolve(uint32_t id, int32_t rank, uint64_t lists_applied) const;
+  /// The tensor that cache id `id` named for a member (set rank `rank`)
+  /// that had applied `lists_applied` lists; null for an id that state
+  /// never had or a rank outside the set.
+  cached_tensor_ptr resolve(uint32_t id, int32_t rank, uint64_t lists_applied) const;
 
   /// Notes how many lists `rank` has applied; retired entries no member can
   /// refer to any more are released.
@@ -72,9 +81,8 @@ public:
 
 private:
   struct entry {
-    std::string name;
+    cached_tensor_ptr tensor;
     uint32_t id = 0;
-    requests by_rank;
     uint64_t valid_from = 0;  // first list seq whose state contains it
     uint64_t valid_until = UINT64_MAX;  // first list seq whose state lacks it
   };
@@ -82,7 +90,6 @@ private:
   // Moves an entry out of the live state as of list `list_seq`; its id is
   // freed unless `keep_id`.
   void retire(std::list<entry>::iterator it, uint64_t list_seq, bool keep_id);
-  static std::optional<v1::Request> request_of(const entry& e, int32_t rank);
 
   size_t capacity_;
   std::list<entry> lru_;  // most recently used first

@@ -32,10 +32,14 @@ struct compare_set_result {
 /// bytes; a key may carry a lease, after which it disappears unless renewed.
 /// `set` makes a key permanent, `add` and `compare_set` keep its lease (as
 /// Redis does). Thread-safe: calls are serialised over one TCP connection.
+/// Every request and reply is authenticated with the job's secret (see
+/// store_protocol.hpp).
 class store_client {
 public:
-  /// Connects, retrying until `connect_timeout` has passed.
-  store_client(std::string host, uint16_t port,
+  /// Connects and authenticates, retrying refused connections until
+  /// `connect_timeout` has passed. A store that does not accept `secret`
+  /// fails at once.
+  store_client(std::string host, uint16_t port, const std::string& secret,
                std::chrono::milliseconds connect_timeout);
   ~store_client();
 
@@ -101,6 +105,9 @@ private:
   auto call(const std::string& what, std::chrono::milliseconds deadline,
             Read read, Encode encode, const Fields&... fields);
 
+  /// Reads the greeting and says hello; throws store_error.
+  void authenticate(std::chrono::milliseconds deadline);
+
   /// "host:port" of the store, for error messages.
   std::string where() const;
   store_error failure(const std::string& what, const std::string& why) const;
@@ -109,15 +116,39 @@ private:
   uint16_t port_;
   int fd_ = -1;
   std::mutex mtx_;
+  std::string key_;    // derived from the job's secret
+  std::string nonce_;  // from the server's greeting
+  uint64_t requests_sent_ = 0;
+  uint64_t replies_read_ = 0;
+};
+
+/// What one store server holds at most. A client over a limit is refused
+/// or made to wait, never buffered without bound.
+struct store_limits {
+  /// Connections at once; more are closed as soon as they are accepted.
+  size_t max_connections = 1024;
+  /// Input bytes all connections may buffer beyond a small allowance each
+  /// (64 KiB): a frame larger than that waits, unread, until it fits. At
+  /// least one largest frame (64 MiB and a tag).
+  size_t input_budget = size_t{128} << 20;
+  /// Replies waiting to be sent, all connections together; above it no
+  /// new request is served until readers catch up. A connection serves its
+  /// next request only once its own output is below 64 KiB.
+  size_t output_budget = size_t{128} << 20;
+  /// A client whose pending output does not move for this long is dropped.
+  std::chrono::milliseconds slow_reader_timeout{10'000};
+  /// A connection that has not authenticated within this is dropped.
+  std::chrono::milliseconds hello_timeout{10'000};
 };
 
 /// The store itself, served on a background thread by the launcher (and by
 /// tests). Keys and values are arbitrary bytes.
 class store_server {
 public:
-  /// Listens on `bind_host`:`port` (0 = any free port).
-  explicit store_server(const std::string& bind_host = "127.0.0.1",
-                        uint16_t port = 0);
+  /// Listens on `bind_host`:`port` (0 = any free port) and serves clients
+  /// that hold `secret`.
+  store_server(const std::string& bind_host, uint16_t port, const std::string& secret,
+               store_limits limits = {});
   ~store_server();
 
   store_server(const store_server&) = delete;

@@ -1,5 +1,6 @@
 #include "elastic/store.hpp"
 
+#include "elastic/job_secret.hpp"
 #include "elastic/socket_util.hpp"
 #include "elastic/store_protocol.hpp"
 
@@ -75,9 +76,9 @@ bool presence_reply(proto::status st, proto::frame_reader&) {
 
 } // namespace
 
-store_client::store_client(std::string host, uint16_t port,
+store_client::store_client(std::string host, uint16_t port, const std::string& secret,
                            milliseconds connect_timeout)
-  : host_(std::move(host)), port_(port) {
+  : host_(std::move(host)), port_(port), key_(derive_key(secret, "store")) {
   // The server may start after its clients (a worker can outrun the
   // launcher's store thread), so refused connections are retried.
   auto deadline = clock::now() + connect_timeout;
@@ -87,6 +88,7 @@ store_client::store_client(std::string host, uint16_t port,
     auto fd = net::try_connect(host_, port_, deadline, why);
     if (fd) {
       fd_ = fd.release();
+      authenticate(std::chrono::duration_cast<milliseconds>(deadline - clock::now()));
       return;
     }
     auto now = clock::now();
@@ -129,7 +131,10 @@ std::string store_client::request(const std::string& frame,
   if (fd_ < 0)
     throw fail("connection lost by an earlier call");
   auto until = clock::now() + deadline;
-  if (auto r = net::send_all(fd_, frame, until); r != net::io_result::done)
+  const proto::session_keys keys{key_, nonce_};
+  if (auto r = net::send_all(
+        fd_, proto::seal(frame, keys, proto::direction::request, requests_sent_++), until);
+      r != net::io_result::done)
     throw fail(describe(r));
   std::string header;
   if (auto r = net::recv_exact(fd_, proto::header_size, header, until);
@@ -140,9 +145,11 @@ std::string store_client::request(const std::string& frame,
     auto r = net::recv_exact(fd_, proto::body_size(header), body, until);
     if (r != net::io_result::done)
       throw fail(describe(r));
-    return body;
+    return std::string(
+      proto::unseal(body, keys, proto::direction::reply, replies_read_++));
   } catch (const proto::protocol_error& e) {
-    throw fail(std::string("malformed reply: ") + e.what());
+    throw fail(std::string("malformed reply: ") + e.what() +
+               " (does this process hold the job's secret?)");
   }
 }
 
@@ -170,6 +177,29 @@ auto store_client::call(const std::string& what, milliseconds deadline,
     why = e.what();
   }
   throw failure(what, why);
+}
+
+void store_client::authenticate(milliseconds deadline) {
+  auto until = clock::now() + deadline;
+  std::string header;
+  auto r = net::recv_exact(fd_, proto::header_size, header, until);
+  try {
+    if (r == net::io_result::done && proto::body_size(header) == proto::nonce_size)
+      r = net::recv_exact(fd_, proto::nonce_size, nonce_, until);
+    else if (r == net::io_result::done)
+      throw proto::protocol_error("greeting of the wrong size");
+  } catch (const proto::protocol_error& e) {
+    ::close(fd_);
+    fd_ = -1;
+    throw failure("connect", std::string("not a Troupe store: ") + e.what());
+  }
+  if (r != net::io_result::done) {
+    auto why = describe(r);
+    ::close(fd_);
+    fd_ = -1;
+    throw failure("connect", "no greeting: " + why);
+  }
+  call("authenticate", deadline, ok_reply, proto::encode_hello);
 }
 
 void store_client::set(const std::string& key, const std::string& value) {

@@ -1,5 +1,7 @@
 #include "elastic/store_protocol.hpp"
 
+#include "elastic/job_secret.hpp"
+
 namespace troupe::elastic::protocol {
 
 namespace {
@@ -108,7 +110,7 @@ void frame_reader::expect_end() const {
 
 size_t body_size(std::string_view header) {
   auto body = load_be(header.substr(0, header_size));
-  if (body > max_body_size)
+  if (body > max_body_size + tag_size)
     throw protocol_error("frame length " + std::to_string(body)
                          + " exceeds the limit");
   return static_cast<size_t>(body);
@@ -119,6 +121,47 @@ size_t frame_size(std::string_view buf) {
     return 0;
   auto total = header_size + body_size(buf);
   return buf.size() < total ? 0 : total;
+}
+
+namespace {
+
+std::string tag(std::string_view message, const session_keys& keys, direction d, uint64_t seq) {
+  std::string input;
+  input.reserve(1 + keys.nonce.size() + 8 + message.size());
+  input.push_back(static_cast<char>(d));
+  input += keys.nonce;
+  store_be(input, seq, 8);
+  input += message;
+  return hmac_sha256(keys.key, input);
+}
+
+} // namespace
+
+std::string seal(std::string_view frame, const session_keys& keys, direction d, uint64_t seq) {
+  const auto message = frame.substr(header_size);
+  std::string out;
+  out.reserve(frame.size() + tag_size);
+  store_be(out, message.size() + tag_size, header_size);
+  out += tag(message, keys, d, seq);
+  out += message;
+  return out;
+}
+
+std::string_view unseal(std::string_view body, const session_keys& keys, direction d,
+                        uint64_t seq) {
+  if (body.size() < tag_size)
+    throw protocol_error("frame too short to carry an authentication tag");
+  const auto message = body.substr(tag_size);
+  if (!equal_digests(body.substr(0, tag_size), tag(message, keys, d, seq)))
+    throw protocol_error("not authenticated: the frame's tag does not match the job's secret");
+  return message;
+}
+
+std::string encode_greeting(std::string_view nonce) {
+  std::string out;
+  store_be(out, nonce.size(), header_size);
+  out += nonce;
+  return out;
 }
 
 request decode_request(std::string_view body) {
@@ -163,6 +206,8 @@ request decode_request(std::string_view body) {
     case op::renew:
       req.key = in.bytes();
       req.ttl_ms = in.i64();
+      break;
+    case op::hello:
       break;
     default:
       throw protocol_error("unknown op " + std::to_string(kind));
@@ -228,6 +273,10 @@ std::string encode_set_with_lease(std::string_view key, std::string_view value,
 
 std::string encode_renew(std::string_view key, int64_t ttl_ms) {
   return begin(op::renew).bytes(key).i64(ttl_ms).finish();
+}
+
+std::string encode_hello() {
+  return begin(op::hello).finish();
 }
 
 } // namespace troupe::elastic::protocol

@@ -15,6 +15,15 @@
 // length plus raw bytes, integers are 8-byte big-endian two's complement, a
 // flag is one byte 0 or 1, and an optional string is a flag plus, when set,
 // the string. Any op may instead be answered with error + message.
+//
+// Authentication: the server opens each connection with a greeting frame
+// whose body is a fresh random nonce. Every later frame body, either way, is
+// a tag followed by the message above, tag = HMAC-SHA256(key, direction ||
+// nonce || 8-byte big-endian sequence number || message), the key derived
+// from the job's secret and the sequence number counting that direction's
+// frames from 0, so a frame cannot be forged, altered, replayed or moved to
+// another connection. A client's first request must be `hello`; until it has
+// authenticated, a connection may send nothing larger.
 namespace troupe::elastic::protocol {
 
 enum class op : uint8_t {
@@ -29,6 +38,7 @@ enum class op : uint8_t {
                       //   -> ok + count + count * (key [, value]), sorted
   set_with_lease = 8, // key, value, ttl ms        -> ok
   renew = 9,          // key, ttl ms               -> ok | missing
+  hello = 10,         // (nothing)                 -> ok; the first request
 };
 
 enum class status : uint8_t {
@@ -38,9 +48,16 @@ enum class status : uint8_t {
   error = 3,
 };
 
-/// Bodies above this size are treated as garbage rather than buffered.
+/// Messages above this size are treated as garbage rather than buffered.
 constexpr uint32_t max_body_size = 64u << 20;
 constexpr size_t header_size = 4;
+constexpr size_t nonce_size = 32;
+constexpr size_t tag_size = 32;
+/// A sealed hello: header, tag, op byte.
+constexpr size_t hello_frame_size = header_size + tag_size + 1;
+
+/// Which way a sealed frame travels (part of its tag).
+enum class direction : char { request = 'Q', reply = 'R' };
 
 /// Longest wait either side accepts (30 days), so deadlines cannot overflow.
 constexpr int64_t max_timeout_ms = 30LL * 24 * 3600 * 1000;
@@ -93,7 +110,8 @@ private:
 };
 
 /// Body length announced by a frame header (`header` holds at least
-/// header_size bytes). Throws protocol_error for an oversized length.
+/// header_size bytes). Throws protocol_error for a length above a sealed
+/// message of max_body_size.
 size_t body_size(std::string_view header);
 
 /// Size (header included) of the frame at the front of `buf`, or 0 while it
@@ -113,6 +131,25 @@ struct request {
   bool with_values = false;
 };
 
+/// Where a connection's sealed frames belong: the store key (derived from
+/// the job's secret) and the nonce of the server's greeting.
+struct session_keys {
+  std::string key;
+  std::string nonce;
+};
+
+/// `frame` (a finished frame: header and message) sealed as the `seq`-th
+/// frame travelling in direction `d`.
+std::string seal(std::string_view frame, const session_keys& keys, direction d, uint64_t seq);
+
+/// The message inside a sealed frame body; throws protocol_error when the
+/// tag does not match (another secret, an altered or replayed frame).
+std::string_view unseal(std::string_view body, const session_keys& keys, direction d,
+                        uint64_t seq);
+
+/// The greeting frame carrying `nonce`.
+std::string encode_greeting(std::string_view nonce);
+
 /// Decodes a request body; throws protocol_error on anything malformed.
 request decode_request(std::string_view body);
 
@@ -129,5 +166,6 @@ std::string encode_list(std::string_view prefix, bool with_values);
 std::string encode_set_with_lease(std::string_view key, std::string_view value,
                                   int64_t ttl_ms);
 std::string encode_renew(std::string_view key, int64_t ttl_ms);
+std::string encode_hello();
 
 } // namespace troupe::elastic::protocol

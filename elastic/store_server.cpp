@@ -1,5 +1,6 @@
 #include "elastic/store.hpp"
 
+#include "elastic/job_secret.hpp"
 #include "elastic/socket_util.hpp"
 #include "elastic/store_protocol.hpp"
 
@@ -7,6 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <map>
+#include <openssl/rand.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <set>
@@ -20,8 +22,11 @@ namespace {
 using net::clock;
 namespace proto = protocol;
 
-// A client that sends this much without waiting for replies is misbehaving.
-constexpr size_t max_buffered_input = proto::header_size + proto::max_body_size;
+// What every authenticated connection may buffer each way without drawing
+// on the server's budgets: a few ordinary requests or replies.
+constexpr size_t allowance = 64 << 10;
+
+constexpr size_t largest_frame = proto::header_size + proto::tag_size + proto::max_body_size;
 
 struct pending_wait {
   std::vector<std::string> keys;
@@ -30,8 +35,18 @@ struct pending_wait {
 
 struct connection {
   net::unique_fd fd;
+  proto::session_keys keys;
+  bool authenticated = false;
+  clock::time_point accepted;
+  uint64_t requests_read = 0;
+  uint64_t replies_sent = 0;
   std::string in;
   std::string out;
+  // Input budget held for the large frame at the front of `in`.
+  size_t reserved = 0;
+  // When `out` last shrank (or became non-empty): a reader stuck past the
+  // slow-reader timeout is dropped.
+  clock::time_point out_moved;
   // While set, later frames of this client stay buffered so that replies
   // keep request order.
   std::optional<pending_wait> wait;
@@ -60,9 +75,21 @@ std::string reply(proto::status st, std::string_view payload) {
   return begin_reply(st).bytes(payload).finish();
 }
 
+std::string random_nonce() {
+  std::string nonce(proto::nonce_size, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(nonce.data()),
+                 static_cast<int>(nonce.size())) != 1)
+    throw store_error("store: cannot draw a random nonce");
+  return nonce;
+}
+
 } // namespace
 
 struct store_server::impl {
+  std::string key; // derived from the job's secret
+  store_limits limits;
+  size_t reserved_input = 0; // sum of connections' `reserved`
+  size_t pending_output = 0; // sum of connections' `out`
   net::unique_fd listener;
   net::unique_fd wake; // eventfd: the destructor's stop signal
   entries data; // ordered, so that a prefix listing is a range
@@ -78,7 +105,13 @@ struct store_server::impl {
   void run();
   void accept_all();
   void read_from(connection& c);
+  size_t read_limit(const connection& c) const;
   void process_input(connection& c);
+  bool may_serve(const connection& c) const;
+  void reserve_input(connection& c);
+  void answer(connection& c, const std::string& frame);
+  void release(connection& c);
+  void drop_stale(clock::time_point now);
   void handle(connection& c, proto::request& req);
   void handle_add(connection& c, const proto::request& req);
   void handle_compare_set(connection& c, proto::request& req);
@@ -95,8 +128,17 @@ struct store_server::impl {
   int next_timeout() const;
 };
 
-store_server::store_server(const std::string& bind_host, uint16_t port)
+store_server::store_server(const std::string& bind_host, uint16_t port,
+                           const std::string& secret, store_limits limits)
   : impl_(std::make_unique<impl>()) {
+  if (secret.size() < min_secret_size)
+    throw store_error("store: the job's secret is " + std::to_string(secret.size()) +
+                      " bytes long; it needs at least " + std::to_string(min_secret_size));
+  if (limits.input_budget < largest_frame)
+    throw store_error("store: an input budget of " + std::to_string(limits.input_budget) +
+                      " bytes cannot hold one largest frame");
+  impl_->key = derive_key(secret, "store");
+  impl_->limits = limits;
   try {
     impl_->listener = net::listen_on(bind_host, port);
   } catch (const std::runtime_error& e) {
@@ -124,7 +166,7 @@ void store_server::impl::run() {
     fds.push_back({listener.get(), accept_events, 0});
     for (auto& [fd, c] : conns) {
       // Input is read even during a wait so that a hang-up is noticed.
-      short events = c.in.size() < max_buffered_input ? POLLIN : 0;
+      short events = c.in.size() < read_limit(c) ? POLLIN : 0;
       if (!c.out.empty())
         events |= POLLOUT;
       fds.push_back({fd, events, 0});
@@ -144,19 +186,21 @@ void store_server::impl::run() {
       accept_all();
     for (size_t i = 2; i < fds.size(); ++i) {
       auto it = conns.find(fds[i].fd);
-      if (it == conns.end() || fds[i].revents == 0)
-        continue;
-      auto& c = it->second;
-      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR))
-        read_from(c);
+      if (it != conns.end() && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+        read_from(it->second);
+    }
+    // Every connection, not only those with events: freed budget lets a
+    // waiting one go on.
+    for (auto& [fd, c] : conns)
       if (!c.closed)
         process_input(c);
-    }
     settle_waits();
+    drop_stale(clock::now());
     for (auto it = conns.begin(); it != conns.end();) {
       if (!it->second.closed)
         flush(it->second);
       if (it->second.closed) {
+        release(it->second);
         it = conns.erase(it);
         accept_paused = false;
       } else {
@@ -174,15 +218,76 @@ void store_server::impl::accept_all() {
       accept_paused = errno == EMFILE || errno == ENFILE;
       return;
     }
+    if (conns.size() >= limits.max_connections) {
+      ::close(fd);
+      continue;
+    }
     net::set_nodelay(fd);
-    conns[fd].fd.reset(fd);
+    auto& c = conns[fd];
+    c.fd.reset(fd);
+    c.keys = {key, random_nonce()};
+    c.accepted = clock::now();
+    c.out = proto::encode_greeting(c.keys.nonce);
+    c.out_moved = c.accepted;
+    pending_output += c.out.size();
+  }
+}
+
+size_t store_server::impl::read_limit(const connection& c) const {
+  return c.authenticated ? allowance + c.reserved : proto::hello_frame_size;
+}
+
+bool store_server::impl::may_serve(const connection& c) const {
+  return !c.closed && !c.wait && c.out.size() < allowance &&
+         pending_output < limits.output_budget;
+}
+
+void store_server::impl::reserve_input(connection& c) {
+  const size_t frame =
+    c.in.size() < proto::header_size ? 0 : proto::header_size + proto::body_size(c.in);
+  if (!c.authenticated && frame > proto::hello_frame_size)
+    throw proto::protocol_error("the first request must be hello, authenticated with the "
+                                "job's secret");
+  const size_t want = frame > allowance ? frame : 0;
+  if (want == c.reserved)
+    return;
+  reserved_input -= c.reserved;
+  c.reserved = 0;
+  if (want != 0 && reserved_input + want <= limits.input_budget) {
+    c.reserved = want;
+    reserved_input += want;
+    c.in.reserve(want); // one allocation of the announced size, no doubling
+  }
+}
+
+void store_server::impl::answer(connection& c, const std::string& frame) {
+  auto sealed = proto::seal(frame, c.keys, proto::direction::reply, c.replies_sent++);
+  if (c.out.empty())
+    c.out_moved = clock::now();
+  pending_output += sealed.size();
+  c.out.append(sealed);
+}
+
+void store_server::impl::release(connection& c) {
+  reserved_input -= c.reserved;
+  pending_output -= c.out.size();
+  c.reserved = 0;
+  c.out.clear();
+}
+
+void store_server::impl::drop_stale(clock::time_point now) {
+  for (auto& [fd, c] : conns) {
+    if (!c.authenticated && now - c.accepted >= limits.hello_timeout)
+      c.closed = true;
+    if (!c.out.empty() && now - c.out_moved >= limits.slow_reader_timeout)
+      c.closed = true;
   }
 }
 
 void store_server::impl::read_from(connection& c) {
   char buf[65536];
-  while (c.in.size() < max_buffered_input) {
-    auto n = ::recv(c.fd.get(), buf, sizeof(buf), 0);
+  for (size_t limit = read_limit(c); c.in.size() < limit;) {
+    auto n = ::recv(c.fd.get(), buf, std::min(sizeof(buf), limit - c.in.size()), 0);
     if (n > 0) {
       c.in.append(buf, static_cast<size_t>(n));
       continue;
@@ -196,24 +301,33 @@ void store_server::impl::read_from(connection& c) {
 }
 
 void store_server::impl::process_input(connection& c) {
+  size_t used = 0;
   try {
-    size_t used = 0;
-    while (!c.wait) {
+    while (may_serve(c)) {
       auto rest = std::string_view{c.in}.substr(used);
       auto size = proto::frame_size(rest);
-      if (size == 0)
-        break;
-      auto req = proto::decode_request(rest.substr(proto::header_size,
-                                                   size - proto::header_size));
+      if (size == 0 || (!c.authenticated && size > proto::hello_frame_size))
+        break; // incomplete; an oversized first frame is refused below
+      auto message = proto::unseal(rest.substr(proto::header_size, size - proto::header_size),
+                                   c.keys, proto::direction::request, c.requests_read++);
+      auto req = proto::decode_request(message);
       used += size;
-      handle(c, req);
+      if (c.authenticated) {
+        handle(c, req);
+      } else if (req.kind == proto::op::hello) {
+        c.authenticated = true;
+        answer(c, reply(proto::status::ok));
+      } else {
+        throw proto::protocol_error("the first request must be hello");
+      }
     }
     c.in.erase(0, used);
+    reserve_input(c);
   } catch (const proto::protocol_error& e) {
-    // A client that breaks the framing cannot be resynchronised: it is
-    // told why (best effort), then hung up on.
-    c.out += reply(proto::status::error,
-                   std::string("malformed request: ") + e.what());
+    // A client that breaks the framing or the authentication cannot be
+    // resynchronised: it is told why (best effort), then hung up on.
+    c.in.clear();
+    answer(c, reply(proto::status::error, std::string("malformed request: ") + e.what()));
     flush(c);
     c.closed = true;
   }
@@ -223,22 +337,22 @@ void store_server::impl::handle(connection& c, proto::request& req) {
   switch (req.kind) {
     case proto::op::set:
       set_lease(write(req.key, std::move(req.value)), std::nullopt);
-      c.out += reply(proto::status::ok);
+      answer(c, reply(proto::status::ok));
       break;
     case proto::op::get:
       if (auto it = data.find(req.key); it != data.end())
-        c.out += reply(proto::status::ok, it->second.value);
+        answer(c, reply(proto::status::ok, it->second.value));
       else
-        c.out += reply(proto::status::missing);
+        answer(c, reply(proto::status::missing));
       break;
     case proto::op::add:
       handle_add(c, req);
       break;
     case proto::op::wait:
       if (has_all(req.keys))
-        c.out += reply(proto::status::ok);
+        answer(c, reply(proto::status::ok));
       else if (req.timeout_ms <= 0)
-        c.out += reply(proto::status::timed_out);
+        answer(c, reply(proto::status::timed_out));
       else
         c.wait = pending_wait{std::move(req.keys),
                               clock::now()
@@ -248,9 +362,9 @@ void store_server::impl::handle(connection& c, proto::request& req) {
     case proto::op::remove:
       if (auto it = data.find(req.key); it != data.end()) {
         erase(it);
-        c.out += reply(proto::status::ok);
+        answer(c, reply(proto::status::ok));
       } else {
-        c.out += reply(proto::status::missing);
+        answer(c, reply(proto::status::missing));
       }
       break;
     case proto::op::compare_set:
@@ -263,6 +377,8 @@ void store_server::impl::handle(connection& c, proto::request& req) {
     case proto::op::renew:
       handle_lease(c, req);
       break;
+    case proto::op::hello:
+      throw proto::protocol_error("hello sent twice");
   }
 }
 
@@ -274,14 +390,14 @@ void store_server::impl::handle_add(connection& c, const proto::request& req) {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
                                      value);
     if (ec != std::errc{} || end != text.data() + text.size()) {
-      c.out += reply(proto::status::error,
-                     "value of key '" + req.key + "' is not an integer");
+      answer(c, reply(proto::status::error,
+                      "value of key '" + req.key + "' is not an integer"));
       return;
     }
   }
   value += req.delta;
   write(req.key, std::to_string(value));
-  c.out += begin_reply(proto::status::ok).i64(value).finish();
+  answer(c, begin_reply(proto::status::ok).i64(value).finish());
 }
 
 void store_server::impl::handle_compare_set(connection& c,
@@ -296,10 +412,10 @@ void store_server::impl::handle_compare_set(connection& c,
     current = req.value;
     write(req.key, std::move(req.value));
   }
-  c.out += begin_reply(proto::status::ok)
-             .flag(swapped)
-             .optional_bytes(current)
-             .finish();
+  answer(c, begin_reply(proto::status::ok)
+              .flag(swapped)
+              .optional_bytes(current)
+              .finish());
 }
 
 void store_server::impl::handle_list(connection& c,
@@ -321,19 +437,19 @@ void store_server::impl::handle_list(connection& c,
       out.bytes(it->second.value);
   }
   try {
-    c.out += out.finish();
+    answer(c, out.finish());
   } catch (const proto::protocol_error&) {
-    c.out += reply(proto::status::error, "listing of prefix '" + prefix
-                                           + "' exceeds the frame limit");
+    answer(c, reply(proto::status::error, "listing of prefix '" + prefix
+                                            + "' exceeds the frame limit"));
   }
 }
 
 void store_server::impl::handle_lease(connection& c, proto::request& req) {
   if (req.ttl_ms <= 0 || req.ttl_ms > proto::max_timeout_ms) {
-    c.out += reply(proto::status::error,
-                   "ttl of " + std::to_string(req.ttl_ms) + " ms for key '"
-                     + req.key + "' is not in (0, "
-                     + std::to_string(proto::max_timeout_ms) + "]");
+    answer(c, reply(proto::status::error,
+                    "ttl of " + std::to_string(req.ttl_ms) + " ms for key '"
+                      + req.key + "' is not in (0, "
+                      + std::to_string(proto::max_timeout_ms) + "]"));
     return;
   }
   auto expires = clock::now() + std::chrono::milliseconds(req.ttl_ms);
@@ -341,11 +457,11 @@ void store_server::impl::handle_lease(connection& c, proto::request& req) {
               ? write(req.key, std::move(req.value))
               : data.find(req.key);
   if (it == data.end()) {
-    c.out += reply(proto::status::missing);
+    answer(c, reply(proto::status::missing));
     return;
   }
   set_lease(it, expires);
-  c.out += reply(proto::status::ok);
+  answer(c, reply(proto::status::ok));
 }
 
 entries::iterator store_server::impl::write(const std::string& key,
@@ -393,9 +509,9 @@ void store_server::impl::settle_waits() {
       if (!c.wait || c.closed)
         continue;
       if (has_all(c.wait->keys))
-        c.out += reply(proto::status::ok);
+        answer(c, reply(proto::status::ok));
       else if (c.wait->deadline <= now)
-        c.out += reply(proto::status::timed_out);
+        answer(c, reply(proto::status::timed_out));
       else
         continue;
       c.wait.reset();
@@ -409,6 +525,8 @@ void store_server::impl::flush(connection& c) {
     auto n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
     if (n > 0) {
       c.out.erase(0, static_cast<size_t>(n));
+      pending_output -= static_cast<size_t>(n);
+      c.out_moved = clock::now();
       continue;
     }
     if (n < 0 && errno == EINTR)
@@ -422,11 +540,20 @@ void store_server::impl::flush(connection& c) {
 
 int store_server::impl::next_timeout() const {
   std::optional<clock::time_point> first;
+  auto consider = [&first](clock::time_point t) {
+    if (!first || t < *first)
+      first = t;
+  };
   if (!leases.empty())
-    first = leases.begin()->first;
-  for (const auto& [fd, c] : conns)
-    if (c.wait && (!first || c.wait->deadline < *first))
-      first = c.wait->deadline;
+    consider(leases.begin()->first);
+  for (const auto& [fd, c] : conns) {
+    if (c.wait)
+      consider(c.wait->deadline);
+    if (!c.authenticated)
+      consider(c.accepted + limits.hello_timeout);
+    if (!c.out.empty())
+      consider(c.out_moved + limits.slow_reader_timeout);
+  }
   return first ? net::poll_timeout(*first) : -1;
 }
 

@@ -98,13 +98,12 @@ collective_metrics::collective_metrics(const collective_families& f, set_series&
 }
 
 void collective_metrics::executed(const actors::collective_work& work, const status& result,
-                                  double seconds, size_t queued) {
+                                  uint64_t bytes, double seconds, size_t queued) {
   mailbox_.Set(static_cast<double>(queued));
   const auto op = work.response.op();
   if (op < 0 || static_cast<size_t>(op) >= ops_.size() || !ops_[static_cast<size_t>(op)].size)
     return;
   auto& o = ops_[static_cast<size_t>(op)];
-  const uint64_t bytes = payload_bytes(work);
   const auto& s = o.status[result.ok() ? 0 : 1];
   s.operations->Increment();
   s.tensors->Increment(static_cast<double>(work.entries.size()));

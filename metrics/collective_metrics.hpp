@@ -50,10 +50,11 @@ public:
   collective_metrics(const collective_families& f, set_series& series, int set_size,
                      const std::string& backend, prometheus::Gauge& mailbox);
 
-  /// One response ran on the backend (`result`), taking `seconds`, with
-  /// `queued` more messages waiting in the backend's mailbox.
-  void executed(const actors::collective_work& work, const status& result, double seconds,
-                size_t queued);
+  /// One response ran on the backend (`result`), moving `bytes` (its
+  /// payload_bytes) in `seconds`, with `queued` more messages waiting in the
+  /// backend's mailbox.
+  void executed(const actors::collective_work& work, const status& result, uint64_t bytes,
+                double seconds, size_t queued);
 
 private:
   struct per_status {

@@ -38,11 +38,16 @@ endpoint::endpoint(const std::string& address, uint16_t port,
   : address_(address) {
   const bool v6 = address.find(':') != std::string::npos;
   const auto listen = (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
-  // Two threads: Prometheus and a person with curl. Slow or silent clients
-  // are cut off instead of holding a thread.
+  // civetweb gives each connection a thread for as long as it is open, so a
+  // few idle or slow clients used to hold every thread and starve the
+  // scrapes. Threads sleep when idle: 16 leave room for Prometheus, curl and
+  // a dozen stuck clients, and each read or write of a request gets 1 s, so
+  // even more stuck clients delay a scrape by about a second at most.
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-      "listening_ports", listen, "num_threads", "2", "request_timeout_ms", "5000",
+      "listening_ports", listen, "num_threads", std::to_string(server_threads),
+      "request_timeout_ms", std::to_string(request_timeout.count()),
+      "keep_alive_timeout_ms", std::to_string(request_timeout.count()),
       "enable_keep_alive", "yes"});
   } catch (const std::exception& e) {  // CivetException
     throw endpoint_error("cannot serve metrics on " + listen + ": " + e.what());

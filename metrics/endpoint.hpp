@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -19,11 +20,17 @@ public:
 };
 
 /// Serves `GET /metrics` from one registry through prometheus-cpp's Exposer
-/// (civetweb, its own two threads, so a scrape never waits for an actor and
+/// (civetweb, its own threads, so a scrape never waits for an actor and
 /// an actor never waits for a scrape). Stopping (destructor) closes the
 /// listening socket, so the port can be bound again at once.
 class endpoint {
 public:
+  /// civetweb threads; each open connection holds one.
+  static constexpr int server_threads = 16;
+  /// Bound on each network read or write of a request, and on an idle
+  /// keep-alive connection.
+  static constexpr std::chrono::milliseconds request_timeout{1000};
+
   /// Serves `metrics` on `address:port` (port 0 = any free port). Throws
   /// endpoint_error naming the address when the socket cannot be bound.
   endpoint(const std::string& address, uint16_t port,

@@ -15,10 +15,8 @@ class Family;
 namespace troupe::metrics {
 
 /// What troupe-run serves on /metrics (its base port): the job as the
-/// launcher sees it. Elastic jobs will register their families on
-/// registry() too (membership epoch, hosts discovered and blacklisted,
-/// worker restarts; names reserved in docs/metrics.md), because the
-/// launcher's driver owns that state.
+/// launcher sees it. Elastic jobs register their families on registry()
+/// too (elastic_metrics), because the launcher's driver owns that state.
 class launcher_metrics {
 public:
   launcher_metrics(int planned_workers, const std::string& built_backends);

@@ -3,6 +3,7 @@
 #include <prometheus/family.h>
 #include <prometheus/registry.h>
 
+#include "metrics/autotune_metrics.hpp"
 #include "metrics/build_info.hpp"
 #include "metrics/set_series.hpp"
 
@@ -21,7 +22,7 @@ prometheus::Gauge& gauge(prometheus::Registry& reg, const char* name, const char
 /// The families of one rank that process sets add children to.
 struct rank_families {
   explicit rank_families(std::shared_ptr<prometheus::Registry> reg)
-    : book(std::make_shared<set_series::book>(reg)), collectives(*reg),
+    : book(std::make_shared<set_series::book>(reg)), collectives(*reg), autotune(*reg),
       negotiation(prometheus::BuildHistogram()
                     .Name("troupe_negotiation_duration_seconds")
                     .Help("Time from submitting a tensor until the coordinator's response "
@@ -62,6 +63,7 @@ struct rank_families {
 
   std::shared_ptr<set_series::book> book;
   collective_families collectives;
+  autotune_families autotune;
   prometheus::Family<prometheus::Histogram>& negotiation;
   prometheus::Family<prometheus::Counter>& cycles;
   prometheus::Family<prometheus::Gauge>& queue_depth;
@@ -115,6 +117,11 @@ rank_metrics::~rank_metrics() = default;
 std::shared_ptr<set_metrics> rank_metrics::for_set(uint32_t set_id, int set_size,
                                                    const std::string& backend) {
   return std::make_shared<set_metrics>(*families_, set_id, set_size, backend);
+}
+
+std::shared_ptr<autotune_metrics> rank_metrics::for_autotune(uint32_t set_id) {
+  return std::make_shared<autotune_metrics>(families_->autotune,
+                                            std::make_unique<set_series>(families_->book, set_id));
 }
 
 } // namespace troupe::metrics

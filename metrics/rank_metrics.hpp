@@ -31,6 +31,7 @@ struct rank_position {
 
 struct rank_families;
 class set_series;
+class autotune_metrics;
 
 /// What the actors of one process set update on this rank, every child
 /// labelled `process_set` and resolved when the set starts here, so an
@@ -105,7 +106,7 @@ private:
 
 /// The metrics of one rank, owned by its runtime (one per init()): its own
 /// registry, the rank-wide series, and the families every process set adds
-/// its children to (for_set()). Later metric sets (elastic, autotune, NCCL)
+/// its children to (for_set(), for_autotune()). Later metric sets (elastic, NCCL)
 /// register their families on registry(), and per-set children through
 /// set_series like the ones here.
 class rank_metrics {
@@ -124,6 +125,9 @@ public:
   /// go.
   std::shared_ptr<set_metrics> for_set(uint32_t set_id, int set_size,
                                        const std::string& backend);
+
+  /// The autotuner's series of process set `set_id` (its coordinator rank).
+  std::shared_ptr<autotune_metrics> for_autotune(uint32_t set_id);
 
   /// Where this rank sits: from init(), and again after every reset (the
   /// job renumbers its ranks).

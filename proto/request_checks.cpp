@@ -1,5 +1,8 @@
 #include "request_checks.hpp"
 
+#include <cstdint>
+#include <limits>
+
 #include "op_properties.hpp"
 #include "troupe/types.hpp"
 
@@ -25,10 +28,20 @@ std::string check_request(const v1::Request& r) {
     return "tensor '" + name + "': unknown dtype " + std::to_string(r.dtype());
   if (!v1::ReduceOp_IsValid(r.reduce_op()))
     return "tensor '" + name + "': unknown reduction " + std::to_string(r.reduce_op());
-  for (auto d : r.shape())
+  // Sizes are computed in int64 bytes everywhere (num_elements, buffers):
+  // a shape whose byte count overflows cannot be a real tensor.
+  auto shape = [&] { return to_string(shape_t(r.shape().begin(), r.shape().end())); };
+  int64_t bytes = static_cast<int64_t>(element_size(static_cast<data_type>(r.dtype())));
+  for (auto d : r.shape()) {
     if (d < 0)
-      return "tensor '" + name + "': negative dimension in shape " +
-             to_string(shape_t(r.shape().begin(), r.shape().end()));
+      return "tensor '" + name + "': negative dimension in shape " + shape();
+    if (d > 0 && bytes > std::numeric_limits<int64_t>::max() / d)
+      return "tensor '" + name + "': shape " + shape() + " does not fit in 2^63 bytes";
+    bytes *= d;
+  }
+  if (r.group_size() < 0 || (r.group_size() > 1 && r.group_name().empty()))
+    return "tensor '" + name + "': a group of " + std::to_string(r.group_size()) +
+           " tensors needs a group name";
   if (r.device_ordinal() < 0)
     return "tensor '" + name + "': negative device ordinal " + std::to_string(r.device_ordinal());
   // Built only for an error: a request that passes allocates nothing.

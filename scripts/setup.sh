@@ -6,14 +6,18 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache
   libcaf-dev
+  libssl-dev  # the store's request MACs, the control plane's TLS certificates
   libgloo-dev
   libopenmpi-dev openmpi-bin
   libprotobuf-dev protobuf-compiler
   libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev
+  libeigen3-dev liblbfgspp-dev  # autotune: Gaussian process, L-BFGS-B (header-only)
   prometheus-cpp-dev  # metrics: prometheus-cpp core and pull (/metrics over civetweb)
   prometheus curl  # promtool and a real server for the metrics tests
   procps  # pgrep in the launcher tests
+  iproute2  # ss: the test that a local job listens on loopback only
+  clang libclang-rt-14-dev  # libFuzzer targets (fuzz/), run bounded as fuzz.* tests
   # Python package (troupe, troupe.torch) and its tests, for /usr/bin/python3
   python3-dev pybind11-dev python3-numpy
   python3-torch python3-torchvision python3-pytest

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "elastic/job_secret.hpp"
+
 namespace troupe::workers {
 
 namespace {
@@ -19,6 +21,10 @@ double parse_positive(const char* env, const std::string& text) {
   }
   throw config_error(std::string(env) + "='" + text +
                      "' is not a positive number");
+}
+
+double parse_non_negative(const char* env, const std::string& text) {
+  return text == "0" ? 0.0 : parse_positive(env, text);
 }
 
 int parse_count(const char* env, const std::string& text) {
@@ -122,7 +128,7 @@ const std::vector<knob>& knobs() {
     {"TROUPE_CYCLE_TIME", "HOROVOD_CYCLE_TIME", "cycle-time-ms",
      "minimum milliseconds between negotiation cycles (0 = event-driven)",
      [](config& c, const std::string& s) {
-       c.cycle_time_ms = s == "0" ? 0.0 : parse_positive("TROUPE_CYCLE_TIME", s);
+       c.cycle_time_ms = parse_non_negative("TROUPE_CYCLE_TIME", s);
      },
      [](const config& c) { return print_double(c.cycle_time_ms); }},
     {"TROUPE_DYNAMIC_PROCESS_SETS", "HOROVOD_DYNAMIC_PROCESS_SETS", "dynamic-process-sets",
@@ -146,8 +152,7 @@ const std::vector<knob>& knobs() {
     {"TROUPE_STALL_SHUTDOWN_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
      "stall-shutdown-time-seconds", "fail stalled tensors after this (0 = never)",
      [](config& c, const std::string& s) {
-       c.stall_shutdown_seconds =
-         s == "0" ? 0.0 : parse_positive("TROUPE_STALL_SHUTDOWN_TIME_SECONDS", s);
+       c.stall_shutdown_seconds = parse_non_negative("TROUPE_STALL_SHUTDOWN_TIME_SECONDS", s);
      },
      [](const config& c) { return print_double(c.stall_shutdown_seconds); }},
     {"TROUPE_METRICS_PORT", nullptr, "metrics-port",
@@ -164,6 +169,92 @@ const std::vector<knob>& knobs() {
      "address the /metrics endpoints listen on (default 127.0.0.1; 0.0.0.0 = every interface)",
      [](config& c, const std::string& s) { c.metrics_address = s; },
      [](const config& c) { return c.metrics_address; }},
+    {"TROUPE_AUTOTUNE", "HOROVOD_AUTOTUNE", "autotune",
+     "1 tunes each process set's fusion threshold, cycle time and response cache while "
+     "the job runs (those not set explicitly)",
+     [](config& c, const std::string& s) { c.autotune = parse_switch("TROUPE_AUTOTUNE", s); },
+     [](const config& c) { return std::string(c.autotune ? "1" : "0"); }, "1"},
+    {"TROUPE_AUTOTUNE_LOG", "HOROVOD_AUTOTUNE_LOG", "autotune-log-file",
+     "CSV of every setting the autotuner scored (the coordinator's rank writes it; sets "
+     "other than the global one get .set<id> before the extension)",
+     [](config& c, const std::string& s) { c.autotune_log = s; },
+     [](const config& c) { return c.autotune_log.empty() ? std::string("off") : c.autotune_log; }},
+    {"TROUPE_AUTOTUNE_WARMUP_SAMPLES", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES",
+     "autotune-warmup-samples", "samples discarded before autotuning starts",
+     [](config& c, const std::string& s) {
+       c.autotune_warmup_samples =
+         s == "0" ? 0 : parse_count("TROUPE_AUTOTUNE_WARMUP_SAMPLES", s);
+     },
+     [](const config& c) { return std::to_string(c.autotune_warmup_samples); }},
+    {"TROUPE_AUTOTUNE_STEPS_PER_SAMPLE", "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE",
+     "autotune-steps-per-sample", "response lists per autotune sample",
+     [](config& c, const std::string& s) {
+       c.autotune_steps_per_sample = parse_count("TROUPE_AUTOTUNE_STEPS_PER_SAMPLE", s);
+     },
+     [](const config& c) { return std::to_string(c.autotune_steps_per_sample); }},
+    {"TROUPE_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
+     "autotune-bayes-opt-max-samples",
+     "fusion threshold / cycle time settings tried by Bayesian optimisation",
+     [](config& c, const std::string& s) {
+       c.autotune_bayes_opt_max_samples =
+         parse_count("TROUPE_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", s);
+     },
+     [](const config& c) { return std::to_string(c.autotune_bayes_opt_max_samples); }},
+    {"TROUPE_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
+     "autotune-gaussian-process-noise",
+     "observation noise of the autotuner's Gaussian process (relative to the scores' "
+     "variance)",
+     [](config& c, const std::string& s) {
+       c.autotune_gaussian_process_noise =
+         parse_non_negative("TROUPE_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", s);
+     },
+     [](const config& c) { return print_double(c.autotune_gaussian_process_noise); }},
+    {"TROUPE_NETWORK_INTERFACE", "HOROVOD_GLOO_IFACE", "network-interface",
+     "interface whose IPv4 address ranks listen on and advertise (default: loopback for a "
+     "job on one host, else the address of the host's name); also --network-interfaces",
+     [](config& c, const std::string& s) { c.network_interface = s; },
+     [](const config& c) { return c.network_interface.empty() ? "auto" : c.network_interface; }},
+    {"TROUPE_SECRET_KEY", "HOROVOD_SECRET_KEY", nullptr,
+     "the job's secret: authenticates store requests and derives the control plane's TLS "
+     "certificates (default: a random one per job)",
+     [](config& c, const std::string& s) {
+       if (s.size() < elastic::min_secret_size)
+         throw config_error("TROUPE_SECRET_KEY is " + std::to_string(s.size()) +
+                            " bytes long; a secret needs at least " +
+                            std::to_string(elastic::min_secret_size));
+       c.secret_key = s;
+     },
+     [](const config& c) { return std::string(c.secret_key.empty() ? "unset" : "set"); }},
+    {"TROUPE_TLS_CERTIFICATE", nullptr, "tls-certificate",
+     "PEM certificate chain of this rank (with --tls-key and --tls-cafile; default: derived "
+     "from the job's secret)",
+     [](config& c, const std::string& s) { c.tls_certificate = s; },
+     [](const config& c) { return c.tls_certificate.empty() ? "derived" : c.tls_certificate; }},
+    {"TROUPE_TLS_KEY", nullptr, "tls-key", "PEM private key of --tls-certificate",
+     [](config& c, const std::string& s) { c.tls_key = s; },
+     [](const config& c) { return c.tls_key.empty() ? "derived" : c.tls_key; }},
+    {"TROUPE_TLS_CAFILE", nullptr, "tls-cafile",
+     "PEM certificates of the CAs a peer's certificate must chain to",
+     [](config& c, const std::string& s) { c.tls_cafile = s; },
+     [](const config& c) { return c.tls_cafile.empty() ? "derived" : c.tls_cafile; }},
+    {"TROUPE_INSECURE_CONTROL_PLANE", nullptr, "insecure-control-plane",
+     "1 = plain TCP between ranks: anyone who reaches a rank's port can stop the job (unsafe)",
+     [](config& c, const std::string& s) {
+       c.insecure_control_plane = parse_switch("TROUPE_INSECURE_CONTROL_PLANE", s);
+     },
+     [](const config& c) { return std::string(c.insecure_control_plane ? "1" : "0"); }},
+    {"TROUPE_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT", "elastic-timeout",
+     "elastic jobs: seconds to wait for --min-np slots before giving up",
+     [](config& c, const std::string& s) {
+       c.elastic_timeout_seconds = parse_positive("TROUPE_ELASTIC_TIMEOUT", s);
+     },
+     [](const config& c) { return print_double(c.elastic_timeout_seconds); }},
+    {"TROUPE_RESET_TIMEOUT", nullptr, "reset-timeout",
+     "elastic jobs: seconds a reset waits for every member before failing the missing ones",
+     [](config& c, const std::string& s) {
+       c.reset_timeout_seconds = parse_positive("TROUPE_RESET_TIMEOUT", s);
+     },
+     [](const config& c) { return print_double(c.reset_timeout_seconds); }},
   };
   return table;
 }
@@ -174,10 +265,21 @@ config config_from_env(const env_lookup& lookup) {
     auto value = lookup(k.env);
     if (!value && k.alias)
       value = lookup(k.alias);
-    if (value && !value->empty())
+    if (value && !value->empty()) {
       k.parse(cfg, *value);
+      cfg.explicit_knobs.emplace_back(k.env);
+    }
   }
+  const int tls_files = !cfg.tls_certificate.empty() + !cfg.tls_key.empty() +
+                        !cfg.tls_cafile.empty();
+  if (tls_files != 0 && tls_files != 3)
+    throw config_error("TROUPE_TLS_CERTIFICATE, TROUPE_TLS_KEY and TROUPE_TLS_CAFILE go "
+                       "together: set all three or none");
   return cfg;
+}
+
+bool config::is_explicit(const std::string& env) const {
+  return std::find(explicit_knobs.begin(), explicit_knobs.end(), env) != explicit_knobs.end();
 }
 
 env_lookup process_env() {

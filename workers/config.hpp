@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -53,6 +54,45 @@ struct config {
   int metrics_port = 0;
   /// Address the /metrics endpoints bind to.
   std::string metrics_address = "127.0.0.1";
+  /// Autotuning (docs/autotune.md): each process set's coordinator searches
+  /// the fusion threshold, cycle time and response cache, those not set
+  /// explicitly, and freezes the fastest.
+  bool autotune = false;
+  /// Horovod's CSV of every scored setting; empty = none.
+  std::string autotune_log;
+  int autotune_warmup_samples = 3;
+  /// Response lists per sample.
+  int autotune_steps_per_sample = 10;
+  /// Settings tried by Bayesian optimisation.
+  int autotune_bayes_opt_max_samples = 20;
+  /// Observation noise of the Gaussian process (standardised scores).
+  double autotune_gaussian_process_noise = 0.8;
+  /// TROUPE_* names of the knobs given a value (variable or troupe-run
+  /// flag): autotuning leaves them as they are.
+  std::vector<std::string> explicit_knobs;
+
+  bool is_explicit(const std::string& env) const;
+  /// Network interface (e.g. eth0) whose IPv4 address the rank's listeners
+  /// bind to and advertise; empty = loopback for a job on one host, else
+  /// the address this host's name resolves to. Never every interface.
+  std::string network_interface;
+  /// The job's secret (at least 16 bytes); empty = troupe-run's, or one
+  /// rank 0 draws and shares over MPI under a plain mpirun.
+  std::string secret_key;
+  /// PEM files replacing the certificates derived from the secret: this
+  /// rank's certificate chain, its private key, the CAs peers must chain to.
+  std::string tls_certificate;
+  std::string tls_key;
+  std::string tls_cafile;
+  /// Plain TCP between ranks' actor systems: anyone who can reach a rank's
+  /// port can send it control messages. Unsafe; for comparisons only.
+  bool insecure_control_plane = false;
+  /// Elastic jobs: how long troupe-run waits for --min-np slots (and a
+  /// resetting worker for its next membership plan).
+  double elastic_timeout_seconds = 600;
+  /// Elastic jobs: the reset barrier's deadline; a worker that has not
+  /// arrived this long after the barrier opened is failed and killed.
+  double reset_timeout_seconds = 60;
 };
 
 /// TROUPE_TIMELINE's value for a timeline started and stopped at run time.
@@ -64,10 +104,14 @@ using env_lookup = std::function<std::optional<std::string>(const char*)>;
 struct knob {
   const char* env;    // TROUPE_* variable
   const char* alias;  // HOROVOD_* variable, or nullptr
-  const char* flag;   // troupe-run flag, without leading dashes
+  const char* flag;   // troupe-run flag, without leading dashes; nullptr = none
+                      // (a secret does not belong on a command line)
   const char* help;
   std::function<void(config&, const std::string&)> parse;
   std::function<std::string(const config&)> print;
+  /// A troupe-run flag that takes no value sets the knob to this (Horovod's
+  /// `--autotune`); nullptr: the flag takes a value.
+  const char* flag_value = nullptr;
 };
 
 /// The table, in a stable order.

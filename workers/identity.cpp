@@ -39,6 +39,7 @@ identity identity_from_env(const env_lookup& lookup) {
                        " is not below TROUPE_SIZE=" + std::to_string(id.size));
   id.local_rank = read_int(lookup, "LOCAL_RANK", id.rank, 0);
   id.local_size = read_int(lookup, "LOCAL_SIZE", id.size, 1);
+  id.machine_local_rank = read_int(lookup, "MACHINE_LOCAL_RANK", id.local_rank, 0);
   id.cross_rank = read_int(lookup, "CROSS_RANK", 0, 0);
   id.cross_size = read_int(lookup, "CROSS_SIZE", 1, 1);
   if (auto host = lookup("TROUPE_HOSTNAME"); host && !host->empty())
@@ -48,6 +49,14 @@ identity identity_from_env(const env_lookup& lookup) {
   if (auto addr = lookup("TROUPE_STORE_ADDR"))
     id.store_host = *addr;
   id.store_port = static_cast<uint16_t>(read_int(lookup, "STORE_PORT", 0, 0));
+  id.elastic = read_int(lookup, "ELASTIC", 0, 0) != 0;
+  if (id.elastic) {
+    id.worker_id = read_int(lookup, "WORKER_ID", -1, 0);
+    if (id.worker_id < 0 || !id.has_store())
+      throw config_error("TROUPE_ELASTIC=1 needs TROUPE_WORKER_ID and TROUPE_STORE_ADDR / "
+                         "TROUPE_STORE_PORT: start elastic jobs with troupe-run --min-np or "
+                         "--host-discovery-script");
+  }
   if (id.size > 1 && (id.store_host.empty() || id.store_port == 0))
     throw config_error("TROUPE_SIZE=" + std::to_string(id.size) +
                        " but TROUPE_STORE_ADDR / TROUPE_STORE_PORT are not set: "

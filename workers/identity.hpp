@@ -11,10 +11,22 @@ namespace troupe::workers {
 /// Who this process is in the job, as the launcher (troupe-run) said in the
 /// environment. Without a launcher: a job of one rank.
 struct identity : backends::rank_layout {
-  std::string hostname = "127.0.0.1";  // where peers reach this rank
+  std::string hostname = "127.0.0.1";  // this rank's host, as the launcher named it
+  // IPv4 address this rank's listeners bind to and peers connect to (see
+  // listen_address.hpp); set at init.
+  std::string listen_host = "127.0.0.1";
+  /// Index among the ranks on this machine (TROUPE_MACHINE_LOCAL_RANK, else
+  /// the local rank); differs from local_rank when several of troupe-run's
+  /// hosts are this machine. Picks the rank's metrics port.
+  int machine_local_rank = 0;
   std::string store_host;
   uint16_t store_port = 0;
   std::string job_id = "local";
+  /// Started by troupe-run's elastic driver (TROUPE_ELASTIC=1): membership
+  /// comes from the driver's plans in the store, not from the rank variables.
+  bool elastic = false;
+  /// The driver's id for this process (TROUPE_WORKER_ID), elastic jobs only.
+  int64_t worker_id = -1;
 
   bool has_store() const {
     return store_port != 0;

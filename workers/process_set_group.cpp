@@ -5,9 +5,11 @@
 #include <caf/all.hpp>
 
 #include "actors/negotiator.hpp"
+#include "autotune/autotune_log.hpp"
 #include "backends/backend_actor.hpp"
 #include "backends/registry.hpp"
 #include "coordinator/coordinator_actor.hpp"
+#include "metrics/autotune_metrics.hpp"
 #include "metrics/rank_metrics.hpp"
 
 namespace troupe::workers {
@@ -27,6 +29,39 @@ bool process_set_group::owns(const caf::actor_addr& who) const {
                      [&](const caf::actor& a) { return a.address() == who; });
 }
 
+namespace {
+
+// The tuner of the set whose coordinator runs here, or none: autotuning is
+// off, or every setting it could change was set explicitly.
+std::optional<coordinator::tuner_options> tuner_for(const group_spec& spec) {
+  const auto& cfg = *spec.cfg;
+  if (!cfg.autotune)
+    return std::nullopt;
+  coordinator::tuner_options t;
+  auto& search = t.search;
+  search.initial = {cfg.fusion_threshold, cfg.cycle_time_ms, cfg.cache_capacity > 0};
+  search.tune_fusion = !cfg.is_explicit("TROUPE_FUSION_THRESHOLD");
+  search.tune_cycle = !cfg.is_explicit("TROUPE_CYCLE_TIME");
+  search.tune_cache = !cfg.is_explicit("TROUPE_CACHE_CAPACITY");
+  if (!search.tune_fusion && !search.tune_cycle && !search.tune_cache)
+    return std::nullopt;
+  search.warmup_samples = cfg.autotune_warmup_samples;
+  search.max_samples = cfg.autotune_bayes_opt_max_samples;
+  search.noise = cfg.autotune_gaussian_process_noise;
+  search.seed = spec.set_id;
+  t.set_id = spec.set_id;
+  t.steps_per_sample = cfg.autotune_steps_per_sample;
+  // "Cache on" when it was configured off: the default capacity (Horovod's).
+  t.cache_capacity = cfg.cache_capacity > 0 ? cfg.cache_capacity : config{}.cache_capacity;
+  if (!cfg.autotune_log.empty())
+    t.log_path = autotune::log_path(cfg.autotune_log, spec.set_id, spec.epoch);
+  t.metrics = spec.metrics->for_autotune(spec.set_id);
+  t.timeline = spec.timeline;
+  return t;
+}
+
+} // namespace
+
 process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   const auto& cfg = *spec.cfg;
   const auto& id = *spec.id;
@@ -39,7 +74,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   if (spec.set_id != 0)
     ctx.world_ranks = spec.members;
   ctx.communicator_tag = static_cast<int>(spec.set_id);
-  ctx.advertise_host = id.hostname;
+  ctx.advertise_host = id.listen_host;
   ctx.store = spec.store;
   ctx.store_prefix = id.job_id + "/set" + std::to_string(spec.set_id) + "." +
                      std::to_string(spec.serial) + "/gloo/";
@@ -52,8 +87,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   auto counted = spec.metrics->for_set(spec.set_id, set_size, impl->name());
   // The backend actor sees only its part, which keeps the whole set's alive.
   g.backends[device_kind::cpu] = backends::spawn_backend_actor(
-    sys, std::move(impl), set_rank, set_size,
-    std::shared_ptr<metrics::collective_metrics>(counted, &counted->collectives()));
+    sys, std::move(impl), std::shared_ptr<metrics::collective_metrics>(counted, &counted->collectives()));
   // Coordinator and negotiator exist before the backend is connected: the
   // backend runs queued work only after (connect), and once the
   // coordinator's rank has connected, every member's group exists.
@@ -65,6 +99,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
     options.cycle_time =
       std::chrono::microseconds(static_cast<int64_t>(cfg.cycle_time_ms * 1000));
     options.epoch = spec.epoch;
+    options.autotune = tuner_for(spec);
     g.coordinator = coordinator::spawn_coordinator(sys, spec.set_id, set_size, options, counted);
   }
   const bool tracing = !cfg.timeline.empty() && cfg.timeline != dynamic_timeline;

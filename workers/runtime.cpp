@@ -16,11 +16,16 @@
 
 #include "actors/protocols.hpp"
 #include "backends/registry.hpp"
+#include "elastic/elastic_plan.hpp"
 #include "elastic/membership_epoch.hpp"
 #include "elastic/store.hpp"
 #include "metrics/endpoint.hpp"
 #include "metrics/rank_metrics.hpp"
+#include "workers/control_plane.hpp"
 #include "workers/directory.hpp"
+#include "workers/elastic_join.hpp"
+#include "workers/listen_address.hpp"
+#include "workers/launcher_watch.hpp"
 #include "workers/membership.hpp"
 #include "workers/process_set_registry.hpp"
 #include "workers/supervisor.hpp"
@@ -32,18 +37,21 @@ namespace {
 using namespace troupe::actors;
 using clock = std::chrono::steady_clock;
 
+clock::duration seconds(double s) {
+  return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s));
+}
+
 // Bootstrap and reset are bounded by TROUPE_START_TIMEOUT from now.
 clock::time_point start_deadline(const config& cfg) {
-  return clock::now() + std::chrono::duration_cast<clock::duration>(
-                          std::chrono::duration<double>(cfg.start_timeout_seconds));
+  return clock::now() + seconds(cfg.start_timeout_seconds);
 }
 
 // Between two attempts to reach a peer's endpoint.
 constexpr auto retry_pause = std::chrono::milliseconds(50);
 
-caf::actor_system_config make_caf_config(const config& cfg) {
+caf::actor_system_config make_caf_config(const config& cfg, const control_plane& plane) {
   caf::actor_system_config c;
-  c.load<caf::io::middleman>();
+  plane.configure(c);
   c.set("scheduler.max-threads", static_cast<size_t>(cfg.scheduler_threads));
   // CAF's default idle loop sleeps 50 us between polls, adding ~100 us to
   // every hop from a foreign thread or the network (see caf-0.17 notes).
@@ -78,6 +86,7 @@ std::pair<std::string, uint16_t> split_address(const std::string& address) {
 // Identity handed down by mpirun instead of troupe-run.
 void adopt(identity& id, const backends::external_launch& launch) {
   static_cast<backends::rank_layout&>(id) = launch.layout;
+  id.machine_local_rank = id.local_rank;  // MPI's local ranks are per machine
   char host[256] = {};
   if (id.hostname == "127.0.0.1" && id.cross_size > 1 && gethostname(host, sizeof host) == 0)
     id.hostname = host;
@@ -104,6 +113,7 @@ struct epoch_run {
 struct runtime::impl {
   identity base;  // as started: epoch 0's identity and job prefix
   config cfg;
+  control_plane plane;
   // Metrics belong to this runtime instance: a later init() starts from zero.
   std::shared_ptr<metrics::rank_metrics> metrics;
   caf::actor_system_config caf_cfg;
@@ -113,8 +123,12 @@ struct runtime::impl {
   // peer, and a reset's epoch and membership calls must not queue behind it.
   std::shared_ptr<elastic::store_client> store;
   std::shared_ptr<elastic::store_client> rendezvous_store;
+  // Under troupe-run: ends this process when troupe-run dies.
+  std::unique_ptr<launcher_watch> watch;
   std::optional<backends::external_launch> launch;
   std::shared_ptr<process_set_snapshots> sets = std::make_shared<process_set_snapshots>();
+  // Opens and makes this rank's control-plane connections (TLS or plain).
+  caf::io::middleman_actor connections;
   // Published once: peers find each epoch's supervisor through it.
   caf::actor directory;
   uint16_t directory_port = 0;
@@ -125,15 +139,20 @@ struct runtime::impl {
   std::mutex change_mtx;
   bool stopped = false;
   std::vector<int> last_alive;  // previous ranks seen alive at the last reset
+  // Elastic jobs: whether this process has served in an epoch (it holds
+  // state a newcomer needs), and whether the current epoch has newcomers.
+  bool veteran = false;
+  bool newcomers = false;
   // Last member: stops (and frees its port) first.
   std::unique_ptr<metrics::endpoint> metrics_server;
 
-  impl(identity i, config c)
-    : base(std::move(i)), cfg(std::move(c)),
+  impl(identity i, config c, control_plane p)
+    : base(std::move(i)), cfg(std::move(c)), plane(std::move(p)),
       metrics(std::make_shared<metrics::rank_metrics>(
         metrics::rank_position{base.rank, base.size, base.local_rank},
         joined(backends::built_cpu_backends()))),
-      caf_cfg(make_caf_config(cfg)), system(caf_cfg) {
+      caf_cfg(make_caf_config(cfg, plane)), system(caf_cfg),
+      connections(plane.start(system)) {
   }
 
   epoch_run current() const {
@@ -142,33 +161,36 @@ struct runtime::impl {
   }
 
   // Off unless TROUPE_METRICS_PORT is set; this rank serves on
-  // port + 1 + local rank (the launcher has the port itself).
+  // port + 1 + its index on this machine (the launcher has the port itself),
+  // so ranks of two troupe-run "hosts" on one machine never collide.
   status serve_metrics() {
     if (cfg.metrics_port == 0)
       return {};
-    const int port = cfg.metrics_port + 1 + base.local_rank;
+    const int port = cfg.metrics_port + 1 + base.machine_local_rank;
     if (port > 65535)
       return {status_code::invalid_argument,
               "metrics port " + std::to_string(port) +
-                " (TROUPE_METRICS_PORT + 1 + local rank) is out of range"};
+                " (TROUPE_METRICS_PORT + 1 + local rank on this machine) is out of range"};
     try {
       metrics_server = std::make_unique<metrics::endpoint>(
         cfg.metrics_address, static_cast<uint16_t>(port), metrics->registry());
     } catch (const metrics::endpoint_error& e) {
       return {status_code::invalid_argument,
-              std::string(e.what()) + " (TROUPE_METRICS_PORT + 1 + local rank)"};
+              std::string(e.what()) + " (TROUPE_METRICS_PORT + 1 + local rank on this machine)"};
     }
     return {};
   }
 
-  // Publishes the directory (once per runtime).
+  // Publishes the directory (once per runtime), on the listen address only.
   status publish_directory() {
     directory = spawn_directory(system);
-    auto port = system.middleman().publish(directory, 0, nullptr, true);
+    auto port = control_plane::publish(connections, directory, base.listen_host);
     if (!port)
       return {status_code::internal,
               "cannot publish this rank's endpoint: " + system.render(port.error())};
     directory_port = *port;
+    spdlog::info("troupe rank {}: control plane ({}) listening on {}:{}", base.rank,
+                 plane.encrypted() ? "TLS" : "plain TCP", base.listen_host, directory_port);
     return {};
   }
 
@@ -180,13 +202,21 @@ struct runtime::impl {
     caf::anon_send(directory, enter_atom::value, next.epoch, next.supervisor);
     if (id.size == 1)
       return {};
-    const auto address = id.hostname + ":" + std::to_string(directory_port);
+    const auto address = id.listen_host + ":" + std::to_string(directory_port);
     auto key = [&id](int rank) { return id.job_id + "/endpoint/" + std::to_string(rank); };
     std::vector<std::string> all;
-    if (store)
-      store->set(key(id.rank), address);
-    else
+    if (store) {
+      // First writer wins: a second process claiming this rank cannot
+      // redirect the peers.
+      auto claim = store->compare_set(key(id.rank), std::nullopt, address);
+      if (!claim.swapped)
+        return {status_code::invalid_argument,
+                "rank " + std::to_string(id.rank) + "'s endpoint is already registered as " +
+                  claim.current.value_or("?") + ": two processes started as rank " +
+                  std::to_string(id.rank) + " of job " + id.job_id};
+    } else {
       all = launch->allgather(address);
+    }
     for (int peer = 0; peer < id.rank; ++peer) {
       const auto peer_address =
         store ? store->wait_get(key(peer), std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -196,12 +226,12 @@ struct runtime::impl {
       // A handshake can time out on a loaded host (seen with 6 ranks on 2
       // cores); the peer is listening, so try again until the deadline. After
       // the first epoch this is the middleman's cached handle.
-      auto remote = system.middleman().remote_actor(host, peer_port);
+      auto remote = control_plane::connect(connections, system, host, peer_port);
       while (!remote && clock::now() + retry_pause < deadline) {
         spdlog::warn("troupe rank {}: connecting to rank {} at {} failed ({}); retrying",
                      id.rank, peer, peer_address, system.render(remote.error()));
         std::this_thread::sleep_for(retry_pause);
-        remote = system.middleman().remote_actor(host, peer_port);
+        remote = control_plane::connect(connections, system, host, peer_port);
       }
       if (!remote)
         return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) +
@@ -292,6 +322,41 @@ struct runtime::impl {
     return result;
   }
 
+  // Elastic jobs: takes the seat troupe-run's newest plan (epoch >= `first`)
+  // gives this process and brings that epoch up. When a member fails while
+  // the epoch starts, the driver plans the next one and the bootstrap
+  // cannot complete: this process then moves on to that plan.
+  status enter_planned(int64_t first, std::vector<int> lost = {}) {
+    const auto plan_deadline =
+      clock::now() + seconds(cfg.elastic_timeout_seconds + cfg.reset_timeout_seconds);
+    for (;;) {
+      elastic_seat seat;
+      auto found = await_seat(*store, base.job_id, base.worker_id, first, {veteran, lost},
+                              plan_deadline, seat);
+      if (!found.ok())
+        return found;
+      if (seat.removed)
+        return {status_code::removed,
+                "troupe-run's membership epoch " + std::to_string(seat.epoch) +
+                  " has no place for worker " + std::to_string(base.worker_id) + " on " +
+                  base.hostname + " (its host left the job or the job is at --max-np)"};
+      identity id = base;
+      static_cast<backends::rank_layout&>(id) = seat.layout;
+      id.job_id = base.job_id + "/epoch" + std::to_string(seat.epoch);
+      auto started = bootstrap(seat.epoch, id, start_deadline(cfg));
+      if (started.ok()) {
+        newcomers = has_newcomers(*store, base.job_id, seat);
+        veteran = true;
+        return started;
+      }
+      if (elastic::epoch(*store, base.job_id) <= seat.epoch)
+        return started;
+      leave_epoch(seat.epoch + 1);
+      first = seat.epoch + 1;
+      lost.clear();
+    }
+  }
+
   // Takes the current epoch's actors down: (shutdown) tells the peers and
   // waits for them; (reset) answers which previous ranks can join the next
   // epoch.
@@ -334,6 +399,8 @@ struct runtime::impl {
       return {status_code::invalid_argument,
               "reset() needs troupe-run's rendezvous store; under mpirun the membership "
               "belongs to MPI."};
+    if (base.elastic)
+      return reset_elastic(old.epoch);
     const auto deadline = start_deadline(cfg);
     try {
       elastic::epoch_advance next{true, old.epoch + 1};
@@ -372,6 +439,27 @@ struct runtime::impl {
     }
   }
 
+  status reset_elastic(int64_t old_epoch) {
+    unavailable({status_code::reset, "Troupe is resetting to troupe-run's next membership "
+                                     "epoch; retry after reset()."});
+    try {
+      // The peers this rank lost tell troupe-run whom not to wait for.
+      const auto alive = leave_epoch(old_epoch + 1);
+      std::vector<int> lost;
+      const auto old = current().id;
+      for (int r = 0; old && !alive.empty() && r < old->size; ++r)
+        if (!std::binary_search(alive.begin(), alive.end(), r))
+          lost.push_back(r);
+      auto s = enter_planned(old_epoch + 1, std::move(lost));
+      if (s.ok() || s.code() != status_code::removed)
+        return s.ok() ? s : failed_reset(s, current().epoch);
+      unavailable(s);
+      return s;
+    } catch (const std::exception& e) {
+      return failed_reset({status_code::peer_lost, e.what()}, current().epoch);
+    }
+  }
+
   // A failed reset leaves no epoch serving. It counts as epoch `failed`, so
   // the next reset() advances past it to fresh store keys.
   status failed_reset(const status& why, int64_t failed) {
@@ -398,11 +486,12 @@ struct runtime::impl {
       return;
     stopped = true;
     leave_epoch(std::nullopt);
-    if (!directory)
-      return;
-    if (directory_port != 0)
-      system.middleman().unpublish(directory, directory_port);
-    caf::anon_send_exit(directory, caf::exit_reason::user_shutdown);
+    if (directory) {
+      if (directory_port != 0)
+        system.middleman().unpublish(directory, directory_port);
+      caf::anon_send_exit(directory, caf::exit_reason::user_shutdown);
+    }
+    plane.stop(system, connections);
   }
 };
 
@@ -420,12 +509,13 @@ void runtime::stop() {
 std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   identity id;
   config cfg;
+  const auto env = process_env();
   try {
-    auto env = process_env();
     id = identity_from_env(env);
     cfg = config_from_env(env);
     // Every key in the store (endpoints, Gloo rendezvous) is under job_id.
-    if (generation > 0)
+    // An elastic job's plans are troupe-run's, under the id it gave.
+    if (generation > 0 && !id.elastic)
       id.job_id += "/restart" + std::to_string(generation);
   } catch (const config_error& e) {
     result = {status_code::invalid_argument, e.what()};
@@ -446,7 +536,29 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
     result = {status_code::backend, std::string("MPI bootstrap failed: ") + e.what()};
     return nullptr;
   }
-  auto p = std::make_unique<impl>(id, cfg);
+  std::string secret;
+  std::optional<control_plane> plane;
+  try {
+    // First: under mpirun every rank takes part in sharing the secret.
+    secret = job_secret(env, cfg, id, launch);
+    id.listen_host = listen_address(id, cfg);
+    if (id.cross_size > 1 && id.listen_host.rfind("127.", 0) == 0)
+      spdlog::warn("troupe rank {}: listening on {} (host name '{}'), which ranks on other "
+                   "hosts cannot reach; set TROUPE_NETWORK_INTERFACE",
+                   id.rank, id.listen_host, id.hostname);
+    if (secret.empty())
+      throw config_error("the rendezvous store needs the job's secret: start the job with "
+                         "troupe-run or set TROUPE_SECRET_KEY");
+    plane.emplace(cfg, secret);
+  } catch (const std::exception& e) {  // config_error, tls_error, unreadable descriptor
+    result = {status_code::invalid_argument, e.what()};
+    return nullptr;
+  }
+  if (!plane->encrypted())
+    spdlog::warn("troupe rank {}: TROUPE_INSECURE_CONTROL_PLANE=1: anyone who can reach {} "
+                 "can send this rank control messages",
+                 id.rank, id.listen_host);
+  auto p = std::make_unique<impl>(id, cfg, std::move(*plane));
   std::unique_ptr<runtime> rt{new runtime(std::move(p))};
   auto& m = *rt->impl_;
   m.launch = std::move(launch);
@@ -456,15 +568,24 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
     if (id.has_store())
       for (auto* client : {&m.store, &m.rendezvous_store})
         *client = std::make_shared<elastic::store_client>(
-          id.store_host, id.store_port,
+          id.store_host, id.store_port, secret,
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
+    if (id.has_store())
+      m.watch = std::make_unique<launcher_watch>(
+        id.store_host, id.store_port,
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
   } catch (const std::exception& e) {
     result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
     return nullptr;
   }
   result = m.publish_directory();
-  if (result.ok())
-    result = m.bootstrap(0, id, deadline);
+  if (result.ok()) {
+    try {
+      result = id.elastic ? m.enter_planned(0) : m.bootstrap(0, id, deadline);
+    } catch (const std::exception& e) {
+      result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
+    }
+  }
   if (!result.ok())
     return nullptr;  // the destructor stops what was started
   return rt;
@@ -480,6 +601,28 @@ int64_t runtime::epoch() const {
 
 status runtime::reset() {
   return impl_->reset();
+}
+
+host_update runtime::hosts_updated() const {
+  auto& m = *impl_;
+  if (!m.base.elastic || !m.store)
+    return host_update::none;
+  std::optional<std::string> text;
+  try {
+    text = m.store->get(elastic::notice_key(m.base.job_id));
+  } catch (const elastic::store_error& e) {
+    // The launcher is gone: the job is ending, which the next collective reports.
+    spdlog::warn("troupe: cannot read host updates: {}", e.what());
+  }
+  const auto notice = text ? elastic::decode_notice(*text) : std::nullopt;
+  if (!notice || notice->epoch != epoch())
+    return host_update::none;
+  return static_cast<host_update>(notice->change);
+}
+
+bool runtime::epoch_has_newcomers() const {
+  std::lock_guard<std::mutex> serial{impl_->change_mtx};
+  return impl_->newcomers;
 }
 
 const config& runtime::cfg() const {

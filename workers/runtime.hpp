@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "actors/tensor_entry.hpp"
+#include "troupe/elastic.hpp"
 #include "troupe/status.hpp"
 #include "troupe/tuning.hpp"
 #include "workers/config.hpp"
@@ -33,6 +34,9 @@ public:
   /// ranks neither lost nor shut down, renumbered in their previous order.
   /// Same process, same actor system. Process sets other than the global
   /// one are gone afterwards. Every rank of the new membership calls it.
+  /// Elastic jobs join troupe-run's next plan instead (elastic_join.hpp):
+  /// joiners and leavers are the driver's decision; status_code::removed
+  /// when the plan has no place for this process.
   status reset();
 
   /// Stops the runtime (stop()).
@@ -49,6 +53,12 @@ public:
   std::shared_ptr<const identity> id() const;
   /// The current membership epoch (0 until the first reset).
   int64_t epoch() const;
+  /// Elastic jobs: what troupe-run announced about the hosts while the
+  /// current epoch ran (one store round trip); none otherwise.
+  host_update hosts_updated() const;
+  /// Elastic jobs: whether a member of the current epoch never served
+  /// before (see elastic_join.hpp).
+  bool epoch_has_newcomers() const;
   const config& cfg() const;
 
   /// What a collective needs of process set `id`, read from the registry's

@@ -5,7 +5,7 @@
 
 #include <mpi.h>
 
-#include "backends/backend.hpp"
+#include "backends/communicator.hpp"
 
 namespace troupe::backends {
 

@@ -116,6 +116,7 @@ std::vector<rank_slot> plan_ranks(const std::vector<host_spec>& hosts,
       slot.local_rank = local;
       slot.local_size = local_size;
       slot.cross_rank = hosts_with_local_rank[local]++;
+      slot.machine_local_rank = local;
       ranks.push_back(slot);
     }
     ++host_index;
@@ -123,6 +124,14 @@ std::vector<rank_slot> plan_ranks(const std::vector<host_spec>& hosts,
   for (auto& slot : ranks)
     slot.cross_size = hosts_with_local_rank[slot.local_rank];
   return ranks;
+}
+
+void number_local_ranks_on_this_machine(std::vector<rank_slot>& ranks,
+                                        const std::string& own_hostname) {
+  int next = 0;
+  for (auto& slot : ranks)
+    if (is_local_host(slot.host, own_hostname))
+      slot.machine_local_rank = next++;
 }
 
 bool is_local_host(const std::string& name, const std::string& own_hostname) {

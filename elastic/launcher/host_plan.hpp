@@ -30,6 +30,9 @@ struct rank_slot {
   int local_size = 0;
   int cross_rank = 0;
   int cross_size = 0;
+  /// Index among the ranks on the same machine: local_rank, unless several
+  /// listed hosts are this machine (see number_local_ranks_on_this_machine).
+  int machine_local_rank = 0;
 };
 
 /// Parses "-H" syntax: "host:slots,host:slots"; a host without ":slots"
@@ -47,6 +50,13 @@ std::vector<host_spec> parse_hostfile(std::istream& in,
 /// cross_rank: index of the host among hosts that have this local_rank;
 /// cross_size: how many hosts have this local_rank.
 std::vector<rank_slot> plan_ranks(const std::vector<host_spec>& hosts, int np);
+
+/// Numbers `machine_local_rank` across every slot whose host is this machine
+/// (`is_local_host`), in rank order, so ranks of two listed hosts that are
+/// both this machine (`-H localhost:2,127.0.0.1:2`) get distinct per-machine
+/// resources such as their metrics port.
+void number_local_ranks_on_this_machine(std::vector<rank_slot>& ranks,
+                                        const std::string& own_hostname);
 
 /// True for names that mean this machine: localhost, 127.x.x.x, ::1, and
 /// `own_hostname` (also its short form before the first dot).

@@ -35,6 +35,12 @@ void job_supervisor::add(worker_process w) {
   workers_.push_back(std::move(w));
 }
 
+worker_process* job_supervisor::find(int rank) {
+  auto it = std::find_if(workers_.begin(), workers_.end(),
+                         [rank](const auto& w) { return w.rank == rank; });
+  return it == workers_.end() ? nullptr : &*it;
+}
+
 void job_supervisor::abort(int exit_code) {
   if (!exit_code_)
     exit_code_ = exit_code;
@@ -48,10 +54,17 @@ int job_supervisor::run() {
   // the signalfd, so nothing is missed here.
   for (;;) {
     auto now = clock::now();
+    tick_deadline_.reset();
+    if (policy_.tick && !stopping_)
+      tick_deadline_ = policy_.tick(now);
     if (finished(now))
       break;
     fds.assign(1, pollfd{signal_fd_, POLLIN, 0});
     owners.assign(1, nullptr);
+    if (policy_.wake_fd >= 0) {
+      fds.push_back({policy_.wake_fd, POLLIN, 0});
+      owners.push_back(nullptr);
+    }
     for (auto& w : workers_) {
       for (auto* fd : {&w.out, &w.err}) {
         if (*fd) {
@@ -64,7 +77,7 @@ int job_supervisor::run() {
     if (n < 0 && errno != EINTR)
       break;
     for (size_t i = 1; i < fds.size(); ++i)
-      if (fds[i].revents != 0)
+      if (fds[i].revents != 0 && owners[i])
         owners[i]->drain();
     if (fds[0].revents != 0)
       on_signals();
@@ -101,15 +114,12 @@ void job_supervisor::on_signals() {
 }
 
 void job_supervisor::reap() {
-  for (;;) {
+  // Only our workers: other children (a discovery script) are waited for
+  // by whoever started them. By index: an exit policy may add workers.
+  for (size_t i = 0; i < workers_.size(); ++i) {
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0)
-      return;
-    auto it = std::find_if(workers_.begin(), workers_.end(),
-                           [pid](const auto& w) { return w.pid == pid; });
-    if (it != workers_.end())
-      on_exit(*it, status);
+    if (workers_[i].running && ::waitpid(workers_[i].pid, &status, WNOHANG) == workers_[i].pid)
+      on_exit(workers_[i], status);
   }
 }
 
@@ -120,7 +130,9 @@ void job_supervisor::on_exit(worker_process& w, int status) {
   bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
   if (observe_exit_)
     observe_exit_(failed);
-  if (failed && !stopping_) {
+  if (policy_.exit) {
+    policy_.exit(w, status);
+  } else if (failed && !stopping_) {
     if (WIFSIGNALED(status))
       report_("troupe-run: " + worker_name(w.rank) + " killed by signal "
               + signal_name(WTERMSIG(status)) + "\n");
@@ -165,6 +177,8 @@ void job_supervisor::on_deadlines() {
 }
 
 bool job_supervisor::finished(clock::time_point now) const {
+  if (!stopping_ && policy_.hold && policy_.hold())
+    return false;
   if (std::any_of(workers_.begin(), workers_.end(),
                   [](const auto& w) { return w.running; }))
     return false;
@@ -175,7 +189,7 @@ bool job_supervisor::finished(clock::time_point now) const {
 
 int job_supervisor::poll_timeout(clock::time_point now) const {
   std::optional<clock::time_point> next;
-  for (const auto& d : {job_deadline_, kill_deadline_, drain_deadline_})
+  for (const auto& d : {job_deadline_, kill_deadline_, drain_deadline_, tick_deadline_})
     if (d && (!next || *d < *next))
       next = d;
   if (!next)

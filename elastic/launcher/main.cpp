@@ -1,6 +1,7 @@
 // troupe-run: starts the ranks of one job on this machine with a rendezvous
 // store, forwards their output tagged by rank, and ends them together.
 
+#include "elastic/launcher/elastic_driver.hpp"
 #include "elastic/launcher/host_plan.hpp"
 #include "elastic/launcher/job_supervisor.hpp"
 #include "elastic/launcher/mpirun.hpp"
@@ -8,8 +9,11 @@
 #include "elastic/launcher/signals.hpp"
 #include "elastic/launcher/worker_env.hpp"
 #include "elastic/launcher/worker_process.hpp"
+#include "elastic/job_secret.hpp"
+#include "elastic/socket_util.hpp"
 #include "elastic/store.hpp"
 #include "backends/registry.hpp"
+#include "metrics/elastic_metrics.hpp"
 #include "metrics/endpoint.hpp"
 #include "metrics/launcher_metrics.hpp"
 #include "workers/config.hpp"
@@ -17,6 +21,7 @@
 #include <cerrno>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <poll.h>
@@ -63,7 +68,7 @@ read_hosts(const launcher::launch_options& opts) {
   }
   if (!opts.hosts.empty())
     return launcher::parse_host_list(opts.hosts);
-  return {{"localhost", opts.np}};
+  return {{"localhost", opts.elastic.max_np.value_or(opts.np)}};
 }
 
 std::vector<launcher::rank_slot>
@@ -76,6 +81,7 @@ plan_local_job(const launcher::launch_options& opts) {
         "host '" + slot.host + "' is not this machine ('" + self
         + "'); launching on remote hosts is not supported yet, so every "
           "host must be local (localhost, 127.x.x.x or the hostname)");
+  launcher::number_local_ranks_on_this_machine(ranks, self);
   return ranks;
 }
 
@@ -99,6 +105,71 @@ std::string built_backends() {
   return out;
 }
 
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+    std::chrono::duration<double>(s));
+}
+
+// Elastic mode: the driver plans every membership epoch (elastic_driver.hpp).
+int run_elastic(const launcher::launch_options& opts, const troupe::workers::config& cfg,
+                launcher::job_supervisor& supervisor, troupe::metrics::launcher_metrics& counts,
+                launcher::line_forwarder::sink out, launcher::line_forwarder::sink err,
+                std::vector<std::string> parent, const std::string& secret, int secret_fd) {
+  const auto& el = opts.elastic;
+  troupe::elastic::store_server store{"127.0.0.1", 0, secret};
+  troupe::elastic::store_client client{"127.0.0.1", store.port(), secret,
+                                       std::chrono::seconds(10)};
+  launcher::elastic_driver::settings s;
+  s.np = opts.np;
+  s.min_np = el.min_np.value_or(opts.np);
+  s.max_np = el.max_np.value_or(std::numeric_limits<int>::max());
+  s.reset_limit = el.reset_limit;
+  s.elastic_timeout = seconds(cfg.elastic_timeout_seconds);
+  s.reset_timeout = seconds(cfg.reset_timeout_seconds);
+  if (el.discovery_script.empty())
+    s.fixed_hosts = read_hosts(opts);
+  s.spawn_command = el.spawn_command;
+  s.command = opts.command;
+  s.job.store_addr = "127.0.0.1";
+  s.job.store_port = store.port();
+  s.job.job_id = launcher::random_job_id();
+  s.job.knobs = opts.knobs;
+  s.job.secret_fd = secret_fd;
+  s.own_hostname = own_hostname();
+  std::unique_ptr<launcher::discovery_poller> poller;
+  if (!el.discovery_script.empty())
+    poller = std::make_unique<launcher::discovery_poller>(launcher::discovery_poller::options{
+      el.discovery_script, el.slots_per_host, parent,
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+        seconds(el.discovery_timeout_seconds)),
+      std::chrono::milliseconds(1000)});
+  s.parent_env = std::move(parent);
+  std::optional<launcher::cooldown_range> cooldown;
+  if (el.cooldown)
+    cooldown = launcher::cooldown_range{el.cooldown->first, el.cooldown->second};
+  launcher::elastic_driver driver{std::move(s), std::move(poller), cooldown, supervisor,
+                                  client, err, std::move(out), err};
+  troupe::metrics::elastic_metrics elastic_counts{*counts.registry()};
+  launcher::elastic_driver::observer seen;
+  seen.spawned = [&counts] { counts.workers_started(); };
+  seen.published = [&elastic_counts](int64_t epoch, int members) {
+    elastic_counts.epoch(epoch, members);
+  };
+  seen.barrier_opened = [&elastic_counts](const std::string& reason) {
+    elastic_counts.reset(reason);
+  };
+  seen.barrier_closed = [&elastic_counts](std::chrono::steady_clock::duration d) {
+    elastic_counts.barrier_seconds(std::chrono::duration<double>(d).count());
+  };
+  seen.hosts = [&elastic_counts](const launcher::host_registry::counts& c) {
+    elastic_counts.hosts(c.active, c.blacklisted, c.cooling_down);
+  };
+  driver.observe(std::move(seen));
+  supervisor.observe_exits([&counts](bool failed) { counts.workers_exited(failed); });
+  supervisor.set_policy(driver.policy());
+  return supervisor.run();
+}
+
 std::vector<std::string> parent_environment() {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e)
@@ -117,8 +188,9 @@ int main(int argc, char** argv) {
   troupe::workers::config cfg;
   try {
     cfg = launcher_config(opts);
-    // mpirun places the ranks itself, on whichever hosts it is given.
-    if (!opts.use_mpirun)
+    // mpirun places the ranks itself, on whichever hosts it is given; an
+    // elastic job's driver, on whichever hosts are usable.
+    if (!opts.use_mpirun && !opts.is_elastic())
       ranks = plan_local_job(opts);
   } catch (const std::exception& e) {  // plan_error, config_error
     std::cerr << "troupe-run: error: " << e.what() << "\n";
@@ -145,6 +217,15 @@ int main(int argc, char** argv) {
       metrics_server = std::make_unique<troupe::metrics::endpoint>(
         cfg.metrics_address, static_cast<uint16_t>(cfg.metrics_port), counts.registry());
     auto parent = parent_environment();
+    // The job's secret authenticates every store request and is the root of
+    // the control plane's certificates; the ranks inherit it in a sealed
+    // in-memory file, so it is in no command line, environment or disk.
+    const auto secret =
+      cfg.secret_key.empty() ? troupe::elastic::random_secret() : cfg.secret_key;
+    troupe::elastic::net::unique_fd secret_fd{troupe::elastic::secret_descriptor(secret)};
+    if (opts.is_elastic())
+      return run_elastic(opts, cfg, supervisor, counts, to_stdout, to_stderr, std::move(parent),
+                         secret, secret_fd.get());
     if (opts.use_mpirun) {
       // mpirun stands for every rank: its one outcome counts for all.
       supervisor.observe_exits(
@@ -160,13 +241,14 @@ int main(int argc, char** argv) {
       counts.workers_started(opts.np);
       return supervisor.run();
     }
-    troupe::elastic::store_server store{"127.0.0.1", 0};
+    troupe::elastic::store_server store{"127.0.0.1", 0, secret};
     launcher::job_env job;
     job.size = opts.np;
     job.store_addr = "127.0.0.1";
     job.store_port = store.port();
     job.job_id = launcher::random_job_id();
     job.knobs = opts.knobs;
+    job.secret_fd = secret_fd.get();
     supervisor.observe_exits([&counts](bool failed) { counts.workers_exited(failed); });
     for (const auto& slot : ranks) {
       auto env = launcher::merge_environment(

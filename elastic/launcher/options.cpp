@@ -20,7 +20,8 @@ bool is_flag(const std::string& arg) {
 
 // CLI11 rejects multi-letter single-dash names, but "-np" is what every
 // horovodrun and mpirun user types. Rewrite it, but only among troupe-run's
-// own arguments: every other option of troupe-run takes one value, so the
+// own arguments: every other option of troupe-run takes one value (but
+// --blacklist-cooldown-range, two), so the
 // command starts at the first word that is neither an option nor an
 // option's value.
 std::vector<std::string> normalize(int argc, char** argv) {
@@ -31,12 +32,16 @@ std::vector<std::string> normalize(int argc, char** argv) {
       break;
     if (arg == "-np")
       args[i] = "--num-proc";
+    else if (arg == "--network-interfaces") // horovodrun's name
+      args[i] = "--network-interface";
+    else if (arg.rfind("--network-interfaces=", 0) == 0)
+      args[i] = "--network-interface=" + arg.substr(21);
     else if (arg.rfind("-np=", 0) == 0)
       args[i] = "--num-proc=" + arg.substr(4);
     bool inline_value = arg.find('=') != std::string::npos
                         || (arg.size() > 2 && arg[1] != '-' && arg != "-np");
     if (!inline_value && !is_flag(arg))
-      ++i;
+      i += arg == "--blacklist-cooldown-range" ? 2 : 1;
   }
   return args;
 }
@@ -72,14 +77,48 @@ parse_result parse_options(int argc, char** argv) {
   app.add_flag("--mpi", opts.use_mpirun,
                "launch through mpirun and use the MPI CPU backend, as horovodrun --mpi")
     ->excludes(gloo_flag);
+  auto& el = opts.elastic;
+  app.add_option("--min-np", el.min_np,
+                 "elastic: fewest ranks to train with (default -np); below it the job waits "
+                 "up to --elastic-timeout")
+    ->check(CLI::PositiveNumber);
+  app.add_option("--max-np", el.max_np, "elastic: most ranks to run (default: every slot)")
+    ->check(CLI::PositiveNumber);
+  app.add_option("--host-discovery-script", el.discovery_script,
+                 "elastic: command printing the usable hosts, one 'host' or 'host:slots' per "
+                 "line; run every second");
+  app.add_option("--slots-per-host,--slots", el.slots_per_host,
+                 "elastic: slots of a discovered host printed without ':slots' (default 1)")
+    ->check(CLI::PositiveNumber);
+  app.add_option("--reset-limit", el.reset_limit,
+                 "elastic: stop the job when this many resets have happened")
+    ->check(CLI::NonNegativeNumber);
+  app.add_option("--blacklist-cooldown-range", el.cooldown,
+                 "elastic: MIN MAX seconds a failed host stays out (doubling per failure); "
+                 "default: for good");
+  app.add_option("--host-discovery-timeout", el.discovery_timeout_seconds,
+                 "elastic: kill a discovery script still running after SECONDS (default 10)")
+    ->check(CLI::PositiveNumber);
+  app.add_option("--spawn-command", el.spawn_command,
+                 "elastic: shell prefix that starts a worker on host $TROUPE_SPAWN_HOST "
+                 "(default: start it here; the host must be this machine)");
   const auto& table = workers::knobs();
   std::vector<std::string> knob_values(table.size());
   std::vector<CLI::Option*> knob_opts;
-  for (size_t i = 0; i < table.size(); ++i)
-    knob_opts.push_back(app.add_option(std::string("--") + table[i].flag,
-                                       knob_values[i],
-                                       std::string(table[i].help) + " (sets "
-                                         + table[i].env + ")"));
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (!table[i].flag) {
+      knob_opts.push_back(nullptr);
+      continue;
+    }
+    const auto name = std::string("--") + table[i].flag;
+    const auto help = std::string(table[i].help) + " (sets " + table[i].env + ")";
+    if (table[i].flag_value) {
+      knob_values[i] = table[i].flag_value;
+      knob_opts.push_back(app.add_flag(name, help));
+    } else {
+      knob_opts.push_back(app.add_option(name, knob_values[i], help));
+    }
+  }
   // Everything from the first word troupe-run does not know is the command.
   app.prefix_command();
   try {
@@ -107,7 +146,7 @@ parse_result parse_options(int argc, char** argv) {
     opts.timeout_seconds = timeout;
   workers::config scratch;
   for (size_t i = 0; i < table.size(); ++i) {
-    if (knob_opts[i]->count() == 0)
+    if (!knob_opts[i] || knob_opts[i]->count() == 0)
       continue;
     try {
       // Checked here so that a typo fails once, not in every rank.
@@ -116,6 +155,28 @@ parse_result parse_options(int argc, char** argv) {
       return fail(std::string("--") + table[i].flag + ": " + e.what());
     }
     opts.knobs.emplace_back(table[i].env, knob_values[i]);
+  }
+  if (opts.is_elastic()) {
+    if (opts.use_mpirun)
+      return fail("elastic mode (--min-np, --host-discovery-script) runs on Gloo, not --mpi");
+    if (!el.discovery_script.empty() && (!opts.hosts.empty() || !opts.hostfile.empty()))
+      return fail("--host-discovery-script and -H / --hostfile exclude each other");
+    if (el.min_np && *el.min_np > opts.np)
+      return fail("--min-np " + std::to_string(*el.min_np) + " is above -np " +
+                  std::to_string(opts.np));
+    if (el.max_np && *el.max_np < opts.np)
+      return fail("--max-np " + std::to_string(*el.max_np) + " is below -np " +
+                  std::to_string(opts.np));
+    if (el.cooldown && !(1 <= el.cooldown->first && el.cooldown->first <= el.cooldown->second &&
+                         el.cooldown->second <= 3600))
+      return fail("--blacklist-cooldown-range MIN MAX needs 1 <= MIN <= MAX <= 3600, got " +
+                  std::to_string(el.cooldown->first) + " " +
+                  std::to_string(el.cooldown->second));
+    gloo = true;
+  } else if (el.max_np || el.slots_per_host || el.reset_limit || el.cooldown ||
+             !el.spawn_command.empty()) {
+    return fail("--max-np, --slots-per-host, --reset-limit, --blacklist-cooldown-range and "
+                "--spawn-command need elastic mode (--min-np or --host-discovery-script)");
   }
   if (gloo || opts.use_mpirun)
     opts.knobs.emplace_back("TROUPE_CPU_OPERATIONS", gloo ? "gloo" : "mpi");

@@ -7,6 +7,20 @@
 
 namespace troupe::elastic::launcher {
 
+/// Elastic mode's flags (Horovod's names and defaults).
+struct elastic_flags {
+  std::optional<int> min_np;  // default: -np
+  std::optional<int> max_np;  // default: unbounded
+  std::string discovery_script;
+  std::optional<int> slots_per_host;
+  std::optional<int> reset_limit;
+  /// --blacklist-cooldown-range MIN MAX (seconds); none: out for good.
+  std::optional<std::pair<int, int>> cooldown;
+  double discovery_timeout_seconds = 10;
+  /// Shell command prefix that starts a worker "on" $TROUPE_SPAWN_HOST.
+  std::string spawn_command;
+};
+
 /// troupe-run's command line, parsed and checked.
 struct launch_options {
   int np = 0;
@@ -18,6 +32,11 @@ struct launch_options {
   /// Worker knobs set by flags: (environment variable, value).
   std::vector<std::pair<std::string, std::string>> knobs;
   std::vector<std::string> command;
+  elastic_flags elastic;
+  /// Elastic mode: --min-np or --host-discovery-script given.
+  bool is_elastic() const {
+    return elastic.min_np || !elastic.discovery_script.empty();
+  }
 };
 
 /// Either options to run with, or an exit code to return at once (after

@@ -1,5 +1,7 @@
 #include "elastic/launcher/worker_env.hpp"
 
+#include "elastic/job_secret.hpp"
+
 #include <cstdio>
 #include <random>
 #include <unordered_map>
@@ -17,9 +19,11 @@ rank_variables(const rank_slot& slot, const job_env& job) {
     {"TROUPE_CROSS_RANK", str(slot.cross_rank)},
     {"TROUPE_CROSS_SIZE", str(slot.cross_size)},
     {"TROUPE_HOSTNAME", slot.host},
+    {"TROUPE_MACHINE_LOCAL_RANK", str(slot.machine_local_rank)},
     {"TROUPE_STORE_ADDR", job.store_addr},
     {"TROUPE_STORE_PORT", str(job.store_port)},
     {"TROUPE_JOB_ID", job.job_id},
+    {secret_fd_variable, str(job.secret_fd)},
     {"HOROVOD_RANK", str(slot.rank)},
     {"HOROVOD_SIZE", str(job.size)},
     {"HOROVOD_LOCAL_RANK", str(slot.local_rank)},

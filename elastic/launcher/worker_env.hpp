@@ -14,6 +14,8 @@ struct job_env {
   std::string store_addr;
   int store_port = 0;
   std::string job_id;
+  /// Inherited descriptor holding the job's secret (TROUPE_SECRET_FD).
+  int secret_fd = -1;
   /// Knob variables chosen on the command line, e.g. TROUPE_LOG_LEVEL.
   std::vector<std::pair<std::string, std::string>> knobs;
 };

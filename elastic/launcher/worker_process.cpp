@@ -2,9 +2,14 @@
 
 #include "elastic/launcher/signals.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <fcntl.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace troupe::elastic::launcher {
@@ -34,33 +39,19 @@ struct pipe_pair {
   net::unique_fd write;
 };
 
-pipe_pair make_pipe() {
+// `blocking_read`: the read end blocks (the exec status pipe) instead of
+// being polled with the output pipes.
+pipe_pair make_pipe(bool blocking_read = false) {
   int fds[2];
   // CLOEXEC on both ends: the child only keeps what dup2 installs on 1 and 2,
   // so no worker holds another worker's pipe open.
   if (::pipe2(fds, O_CLOEXEC) != 0)
     throw spawn_error("pipe: " + net::error_text(errno));
   pipe_pair p{net::unique_fd{fds[0]}, net::unique_fd{fds[1]}};
-  net::set_nonblocking(p.read.get());
+  if (!blocking_read)
+    net::set_nonblocking(p.read.get());
   return p;
 }
-
-// RAII for the posix_spawn attribute and file-action objects.
-struct spawn_setup {
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_t actions;
-
-  spawn_setup() {
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_init(&actions);
-  }
-  ~spawn_setup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-  }
-  spawn_setup(const spawn_setup&) = delete;
-  spawn_setup& operator=(const spawn_setup&) = delete;
-};
 
 std::vector<char*> c_strings(const std::vector<std::string>& strings) {
   std::vector<char*> out;
@@ -69,6 +60,62 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
     out.push_back(const_cast<char*>(s.c_str()));
   out.push_back(nullptr);
   return out;
+}
+
+// posix_spawnp's search, done before fork so the child only calls
+// async-signal-safe functions: `name` itself when it has a '/', else the
+// first executable file of that name in troupe-run's PATH.
+std::string find_executable(const std::string& name) {
+  if (name.find('/') != std::string::npos)
+    return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/bin:/usr/bin";
+  for (size_t begin = 0; begin <= dirs.size();) {
+    auto end = std::min(dirs.find(':', begin), dirs.size());
+    auto dir = dirs.substr(begin, end - begin);
+    auto candidate = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st{};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)
+        && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    begin = end + 1;
+  }
+  return {};
+}
+
+// The child between fork and exec: async-signal-safe calls only (the
+// launcher has other threads). Reports a failure as its errno on `status`.
+[[noreturn]] void become_worker(pid_t launcher, int out, int err, int status,
+                                const char* file, char* const* argv, char* const* envp) {
+  auto fail = [status] {
+    int e = errno;
+    (void)!::write(status, &e, sizeof e);
+    ::_exit(127);
+  };
+  // Own process group: a terminal's Ctrl-C reaches troupe-run alone, which
+  // forwards it, and a kill of the group also reaches the worker's children.
+  if (::setpgid(0, 0) != 0)
+    fail();
+  // Dies with troupe-run, even by SIGKILL. The signal follows the death of
+  // the forking *thread*: troupe-run forks from its main thread, which
+  // lives as long as the process. A launcher that died before this call
+  // left the child to a new parent already.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != launcher)
+    fail();
+  const auto defaults = changed_signals();
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sigismember(&defaults, sig) == 1)
+      ::signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0)
+    fail();
+  int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (in < 0 || ::dup2(in, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0
+      || ::dup2(err, STDERR_FILENO) < 0)
+    fail();
+  ::execve(file, argv, envp);
+  fail();
 }
 
 } // namespace
@@ -86,44 +133,56 @@ void worker_process::drain() {
   drain_pipe(err, err_lines);
 }
 
+piped_child spawn_piped(const std::vector<std::string>& argv,
+                        const std::vector<std::string>& env) {
+  const auto file = find_executable(argv[0]);
+  if (file.empty())
+    throw spawn_error(net::error_text(ENOENT));
+  auto out_pipe = make_pipe();
+  auto err_pipe = make_pipe();
+  // The child's exec closes the write end (CLOEXEC); a failure writes errno
+  // first.
+  auto status_pipe = make_pipe(true);
+  auto args = c_strings(argv);
+  auto envp = c_strings(env);
+  const pid_t launcher = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    throw spawn_error(net::error_text(errno));
+  if (pid == 0)
+    become_worker(launcher, out_pipe.write.get(), err_pipe.write.get(),
+                  status_pipe.write.get(), file.c_str(), args.data(), envp.data());
+  status_pipe.write.reset();
+  int error = 0;
+  ssize_t n = 0;
+  do {
+    n = ::read(status_pipe.read.get(), &error, sizeof error);
+  } while (n < 0 && errno == EINTR);
+  if (n == sizeof error) {
+    int ignored = 0;
+    ::waitpid(pid, &ignored, 0);
+    throw spawn_error(net::error_text(error));
+  }
+  return {pid, std::move(out_pipe.read), std::move(err_pipe.read)};
+}
+
 worker_process spawn_worker(int rank, const std::vector<std::string>& argv,
                             const std::vector<std::string>& env,
                             line_forwarder::sink out,
                             line_forwarder::sink err) {
-  auto out_pipe = make_pipe();
-  auto err_pipe = make_pipe();
-  spawn_setup setup;
-  // Own process group: a terminal's Ctrl-C reaches troupe-run alone, which
-  // forwards it, and a kill of the group also reaches the worker's children.
-  short flags = POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK
-                | POSIX_SPAWN_SETSIGDEF;
-  posix_spawnattr_setflags(&setup.attr, flags);
-  posix_spawnattr_setpgroup(&setup.attr, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&setup.attr, &none);
-  auto defaults = changed_signals();
-  posix_spawnattr_setsigdefault(&setup.attr, &defaults);
-  posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null",
-                                   O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&setup.actions, out_pipe.write.get(),
-                                   STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&setup.actions, err_pipe.write.get(),
-                                   STDERR_FILENO);
-  auto args = c_strings(argv);
-  auto envp = c_strings(env);
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, args[0], &setup.actions, &setup.attr,
-                        args.data(), envp.data());
-  if (rc != 0)
+  piped_child child;
+  try {
+    child = spawn_piped(argv, env);
+  } catch (const spawn_error& e) {
     throw spawn_error("cannot start '" + argv[0] + "'"
                       + (rank == mpirun_rank ? "" : " for " + worker_name(rank)) + ": "
-                      + net::error_text(rc));
+                      + e.what());
+  }
   return worker_process{rank,
-                        pid,
+                        child.pid,
                         true,
-                        std::move(out_pipe.read),
-                        std::move(err_pipe.read),
+                        std::move(child.out),
+                        std::move(child.err),
                         line_forwarder{rank, "stdout", std::move(out)},
                         line_forwarder{rank, "stderr", std::move(err)}};
 }

@@ -60,6 +60,7 @@ backend_actor::behavior_type fake_backend(backend_actor::pointer self, inbox* bo
   return {
     [=](connect_atom) { return status{}; },
     [=](abort_atom, const status&) { ++box->aborts; },
+    [=](poll_atom) {},
     [=](execute_atom,
         const collective_work_ptr& w) -> caf::result<executed_atom, uint64_t, status, list_stats> {
       box->works.push_back(w);
@@ -217,6 +218,28 @@ TEST_F(actor_protocol, coordinator_switches_fusion_at_a_list_boundary_and_report
   EXPECT_EQ(sample.bytes, 64u);
   EXPECT_DOUBLE_EQ(sample.seconds, 0.25);
   caf::anon_send_exit(probe, caf::exit_reason::user_shutdown);
+}
+
+// What a set's tuner sends: applied at the next list, which goes out at
+// once (alone when nothing is pending) and tells every member.
+TEST_F(actor_protocol, coordinator_applies_its_tuners_change_at_the_next_list) {
+  inbox rank0, rank1;
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
+  caf::anon_send(coord, tune_atom::value, std::string("\xff not a Tuning"));
+  sched_.run();
+  EXPECT_TRUE(rank0.responses.empty());  // dropped, and nothing to send
+  v1::Tuning t;
+  t.set_fusion_threshold(4096);
+  t.set_cycle_time_us(0);
+  caf::anon_send(coord, tune_atom::value, t.SerializeAsString());
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 1u);
+  EXPECT_EQ(rank1.responses, rank0.responses);
+  const auto list = parsed(rank0.responses[0]);
+  EXPECT_EQ(list.responses_size(), 0);
+  EXPECT_EQ(list.tuning().fusion_threshold(), 4096);
+  EXPECT_TRUE(list.tuning().has_cycle_time_us());
+  EXPECT_FALSE(list.tuning().has_cache_capacity());
 }
 
 TEST_F(actor_protocol, coordinator_fails_a_missed_deadline_on_every_member) {

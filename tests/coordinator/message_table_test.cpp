@@ -319,12 +319,6 @@ TEST(message_table, cpu_gpu_mix_is_horovods_device_error) {
   EXPECT_NE(resp.error().message().find("rank 0 sent CPU, rank 1 sent GPU"), std::string::npos);
 }
 
-} // namespace
-} // namespace troupe::coordinator
-
-namespace troupe::coordinator {
-namespace {
-
 TEST(message_table, a_malformed_request_fails_its_tensor_everywhere) {
   message_table t{2};
   t.add(request(0, "w"));
@@ -350,6 +344,127 @@ TEST(message_table, a_malformed_request_fails_its_tensor_everywhere) {
   t.add(request(0, "w"));
   t.add(request(1, "w"));
   EXPECT_TRUE(t.has_ready());
+}
+
+// A tensor as the response cache holds it: every member's request.
+cached_tensor_ptr cached(const std::string& name, int size, std::vector<int64_t> shape = {4}) {
+  auto t = std::make_shared<cached_tensor>();
+  t->name = name;
+  for (int r = 0; r < size; ++r)
+    t->by_rank.emplace_back(request(r, name, v1::OP_TYPE_ALLREDUCE, v1::DATA_TYPE_FLOAT32, shape));
+  return t;
+}
+
+TEST(message_table, hits_on_one_cached_tensor_are_counted_and_agreed) {
+  message_table t{3};
+  const auto a = cached("a", 3);
+  EXPECT_FALSE(t.add_hit(2, a));
+  EXPECT_FALSE(t.add_hit(0, a));
+  EXPECT_FALSE(t.has_ready());
+  EXPECT_EQ(t.missing_ranks(message_table::clock::now() + std::chrono::hours(1)),
+            (std::vector<std::pair<std::string, std::vector<int32_t>>>{{"a", {1}}}));
+  EXPECT_TRUE(t.add_hit(2, a));  // twice before it completed
+  EXPECT_FALSE(t.add_hit(1, a));
+  ASSERT_TRUE(t.has_ready());
+  message_table::sent sent;
+  const auto resp = t.pop_ready(&sent);
+  EXPECT_EQ(sent.cached, a);  // no requests copied
+  EXPECT_TRUE(sent.by_rank.empty());
+  EXPECT_EQ(resp.SerializeAsString(), make_response("a", a->by_rank).SerializeAsString());
+}
+
+TEST(message_table, a_full_request_among_hits_is_checked_against_them) {
+  message_table t{3};
+  const auto a = cached("a", 3);
+  t.add_hit(0, a);
+  t.add(request(1, "a", v1::OP_TYPE_ALLREDUCE, v1::DATA_TYPE_FLOAT32, {8}));
+  t.add_hit(2, a);
+  ASSERT_TRUE(t.has_ready());
+  message_table::sent sent;
+  const auto resp = t.pop_ready(&sent);
+  EXPECT_FALSE(sent.cached);
+  ASSERT_EQ(sent.by_rank.size(), 3u);
+  EXPECT_EQ(sent.by_rank[2]->shape(0), 4);
+  EXPECT_EQ(resp.op(), v1::OP_TYPE_ERROR);
+  EXPECT_NE(resp.error().message().find("ranks 0,2 sent [4], rank 1 sent [8]"), std::string::npos)
+    << resp.error().message();
+}
+
+TEST(message_table, hits_on_two_versions_of_a_tensor_are_checked) {
+  message_table t{2};
+  t.add_hit(0, cached("a", 2, {4}));
+  t.add_hit(1, cached("a", 2, {6}));
+  ASSERT_TRUE(t.has_ready());
+  const auto resp = t.pop_ready();
+  EXPECT_EQ(resp.op(), v1::OP_TYPE_ERROR);
+  EXPECT_NE(resp.error().message().find("rank 0 sent [4], rank 1 sent [6]"), std::string::npos)
+    << resp.error().message();
+}
+
+TEST(message_table, hits_with_a_joined_rank_run_with_zeros) {
+  message_table t{3};
+  const auto w = cached("w", 3);
+  t.add_hit(2, w);
+  t.add(join_request(0));
+  t.add_hit(1, w);
+  ASSERT_TRUE(t.has_ready());
+  message_table::sent sent;
+  const auto resp = t.pop_ready(&sent);
+  EXPECT_EQ(resp.op(), v1::OP_TYPE_ALLREDUCE);
+  EXPECT_FALSE(sent.cached);  // a joined rank has no request: not cacheable
+  EXPECT_FALSE(sent.by_rank[0]);
+}
+
+TEST(message_table, a_hit_for_an_abandoned_tensor_fails_at_once) {
+  message_table t{2};
+  const auto a = cached("a", 2);
+  t.add_hit(0, a);
+  t.abandon("a", v1::ERROR_CODE_TIMEOUT, "gone");
+  EXPECT_EQ(t.take_failed().size(), 1u);
+  EXPECT_FALSE(t.add_hit(1, a));  // rank 1 still owed it: answered, not pending
+  EXPECT_EQ(t.take_failed().size(), 1u);
+  EXPECT_EQ(t.pending(), 0u);
+}
+
+// Found by fuzz/control_messages_fuzzer (inputs kept in its corpus).
+TEST(message_table, a_joined_ranks_request_does_not_release_a_tensor_twice) {
+  message_table t{2};
+  t.add(request(1, "w"));
+  t.add(join_request(0));  // "w" runs without rank 0
+  ASSERT_TRUE(t.has_ready());
+  t.add(request(0, "w"));  // a broken peer asks after joining
+  t.pop_ready();
+  EXPECT_FALSE(t.has_ready());  // was ready twice: the second pop read freed memory
+}
+
+TEST(message_table, a_ready_tensor_failed_by_a_malformed_request_is_not_popped) {
+  message_table t{2};
+  t.add(request(0, "w"));
+  t.add(request(1, "w"));
+  ASSERT_TRUE(t.has_ready());
+  auto bad = request(1, "w");
+  bad.set_shape(0, -1);
+  EXPECT_TRUE(t.add(bad));
+  EXPECT_EQ(t.take_failed().size(), 1u);
+  EXPECT_FALSE(t.has_ready());
+}
+
+TEST(message_table, a_group_needs_a_name) {
+  message_table t{2};
+  auto unnamed = request(1, "w");
+  unnamed.set_group_size(2);  // a held member once outlived its failure
+  auto err = t.add(unnamed);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("a group of 2 tensors needs a group name"), std::string::npos) << *err;
+}
+
+TEST(message_table, a_shape_beyond_2_pow_63_bytes_is_refused) {
+  message_table t{1};
+  auto err = t.add(request(0, "huge", v1::OP_TYPE_ALLREDUCE, v1::DATA_TYPE_FLOAT32,
+                           {int64_t{1} << 40, int64_t{1} << 40}));
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("does not fit in 2^63 bytes"), std::string::npos) << *err;
+  EXPECT_FALSE(t.has_ready());
 }
 
 } // namespace

@@ -1,9 +1,11 @@
 #include <deque>
+#include <map>
 #include <random>
 
 #include <gtest/gtest.h>
 
 #include "actors/cache_view.hpp"
+#include "coordinator/message_table.hpp"
 #include "coordinator/response_cache.hpp"
 
 namespace troupe::coordinator {
@@ -32,9 +34,9 @@ TEST(response_cache, same_tensor_keeps_its_id_and_new_tensors_reuse_evicted_ids)
   EXPECT_EQ(cache.put("c", both("c", 4), 3), 2u);  // evicts b, reuses its id
   EXPECT_TRUE(cache.take_first_eviction());
   EXPECT_FALSE(cache.take_first_eviction());  // the warning is printed once
-  EXPECT_EQ(cache.resolve(2, 1, 3)->tensor_name(), "c");
-  EXPECT_EQ(cache.resolve(2, 1, 2)->tensor_name(), "b");  // a member two lists behind
-  EXPECT_EQ(cache.resolve(1, 0, 3)->tensor_name(), "a");
+  EXPECT_EQ(cache.resolve(2, 1, 3)->name, "c");
+  EXPECT_EQ(cache.resolve(2, 1, 2)->name, "b");  // a member two lists behind
+  EXPECT_EQ(cache.resolve(1, 0, 3)->name, "a");
   EXPECT_FALSE(cache.resolve(2, 0, 0));  // before any list: no id existed
   EXPECT_FALSE(cache.resolve(7, 0, 3));
 }
@@ -43,11 +45,11 @@ TEST(response_cache, changed_parameters_and_failures_are_seen_only_by_later_stat
   response_cache cache(4, 2);
   cache.put("a", both("a", 4), 1);
   EXPECT_EQ(cache.put("a", both("a", 8), 2), 1u);  // new shape, same id
-  EXPECT_EQ(cache.resolve(1, 0, 1)->shape(0), 4);
-  EXPECT_EQ(cache.resolve(1, 0, 2)->shape(0), 8);
+  EXPECT_EQ(cache.resolve(1, 0, 1)->by_rank[0]->shape(0), 4);
+  EXPECT_EQ(cache.resolve(1, 0, 2)->by_rank[0]->shape(0), 8);
   cache.erase("a", 3);
   EXPECT_FALSE(cache.resolve(1, 0, 3));
-  EXPECT_EQ(cache.resolve(1, 0, 2)->shape(0), 8);
+  EXPECT_EQ(cache.resolve(1, 0, 2)->by_rank[0]->shape(0), 8);
   // Retired states go once every member has applied the lists past them.
   cache.member_progress(0, 3);
   EXPECT_EQ(cache.retired(), 2u);
@@ -93,8 +95,8 @@ void simulate(size_t capacity, unsigned seed) {
         ++hits;
         auto resolved = cache.resolve(id, m, views[m].lists_applied());
         ASSERT_TRUE(resolved) << "step " << step;
-        ASSERT_EQ(resolved->tensor_name(), name) << "step " << step;
-        ASSERT_EQ(resolved->shape(0), length) << "step " << step;
+        ASSERT_EQ(resolved->name, name) << "step " << step;
+        ASSERT_EQ(resolved->by_rank[static_cast<size_t>(m)]->shape(0), length) << "step " << step;
       }
       cache.member_progress(m, views[m].lists_applied());
       by_rank[static_cast<size_t>(m)] = req;
@@ -137,11 +139,11 @@ TEST(response_cache, reset_empties_it_but_lagging_members_still_resolve) {
   cache.reset(1, 2);  // list 2 carries the new capacity
   EXPECT_EQ(cache.size(), 0u);
   // A member that had applied list 1 only still means "a".
-  EXPECT_EQ(cache.resolve(1, 0, 1)->tensor_name(), "a");
+  EXPECT_EQ(cache.resolve(1, 0, 1)->name, "a");
   EXPECT_FALSE(cache.resolve(1, 0, 2));
   // New ids from list 2 on; capacity 1 evicts.
   const auto id = cache.put("c", both("c", 4), 2);
-  EXPECT_EQ(cache.resolve(id, 1, 2)->tensor_name(), "c");
+  EXPECT_EQ(cache.resolve(id, 1, 2)->name, "c");
   cache.put("d", both("d", 4), 3);
   EXPECT_EQ(cache.size(), 1u);
   cache.reset(0, 4);
@@ -150,6 +152,108 @@ TEST(response_cache, reset_empties_it_but_lagging_members_still_resolve) {
   cache.reset(8, 5);
   EXPECT_TRUE(cache.enabled());
   EXPECT_NE(cache.put("e", both("e", 4), 5), 0u);
+}
+
+// Members that name cached tensors by id get exactly the response their
+// full requests would have got: the message table's hit path against
+// make_response on what each member meant, over random submission orders,
+// lagging members, shape changes, evictions and mismatches.
+void agree_over_random_steps(size_t capacity, unsigned seed, int steps) {
+  constexpr int members = 3;
+  constexpr int tensors_per_step = 3;
+  std::mt19937 gen(seed);
+  message_table table(members);
+  response_cache cache(capacity, members);
+  std::vector<actors::cache_view> views(members);
+  // Lists each member has not applied yet, with the requests it sent.
+  std::vector<std::deque<std::pair<v1::ResponseList, std::map<std::string, v1::Request>>>> inbox(
+    members);
+  uint64_t seq = 0;
+  size_t hits = 0, fast = 0, errors = 0;
+  for (int step = 0; step < steps; ++step) {
+    for (int m = 0; m < members; ++m)
+      for (auto n = std::uniform_int_distribution<size_t>(0, inbox[m].size())(gen); n > 0; --n) {
+        const auto& [list, sent] = inbox[m].front();
+        views[m].apply(list, [&](const std::string& name) { return &sent.at(name); });
+        inbox[m].pop_front();
+      }
+    // Distinct tensors this step; each member's request for each.
+    std::vector<std::string> names;
+    while (names.size() < tensors_per_step) {
+      auto name = "t" + std::to_string(gen() % 8);
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        names.push_back(name);
+    }
+    std::map<std::string, message_table::requests> meant;
+    for (const auto& name : names) {
+      // Shapes flip between two values, and now and then one member keeps
+      // the other one: members that lag still hold both versions, so hits
+      // on different versions of a tensor happen too.
+      const int64_t length = 1 + static_cast<int64_t>(gen() % 2);
+      auto& by_rank = meant[name];
+      for (int m = 0; m < members; ++m) {
+        const bool odd_one = gen() % 13 == 0;
+        by_rank.push_back(request(name, m, odd_one ? 3 - length : length));
+      }
+    }
+    // Every member submits every tensor, interleaved at random.
+    std::vector<std::pair<int, std::string>> submissions;
+    for (int m = 0; m < members; ++m)
+      for (const auto& name : names)
+        submissions.emplace_back(m, name);
+    std::shuffle(submissions.begin(), submissions.end(), gen);
+    for (const auto& [m, name] : submissions) {
+      const auto& req = *meant[name][static_cast<size_t>(m)];
+      std::optional<std::string> err;
+      if (auto id = views[m].hit(req)) {
+        ++hits;
+        auto tensor = cache.resolve(id, m, views[m].lists_applied());
+        ASSERT_TRUE(tensor) << "step " << step;
+        err = table.add_hit(m, tensor);
+      } else {
+        err = table.add(req);
+      }
+      ASSERT_FALSE(err) << *err;
+      cache.member_progress(m, views[m].lists_applied());
+    }
+    // Pop, check against what the members meant, record as the coordinator.
+    v1::ResponseList list;
+    ++seq;
+    while (table.has_ready()) {
+      message_table::sent sent;
+      auto resp = table.pop_ready(&sent);
+      const auto& name = resp.tensor_names(0);
+      ASSERT_EQ(resp.SerializeAsString(), make_response(name, meant[name]).SerializeAsString())
+        << "step " << step << " tensor " << name;
+      if (resp.op() == v1::OP_TYPE_ERROR) {
+        ++errors;
+        cache.erase(name, seq);
+      } else {
+        fast += sent.cached ? 1 : 0;
+        resp.add_cache_ids(sent.cached ? cache.touch(sent.cached, seq)
+                                       : cache.put(name, std::move(sent.by_rank), seq));
+      }
+      *list.add_responses() = std::move(resp);
+    }
+    ASSERT_EQ(list.responses_size(), tensors_per_step) << "step " << step;
+    for (int m = 0; m < members; ++m) {
+      std::map<std::string, v1::Request> sent;
+      for (const auto& name : names)
+        sent[name] = *meant[name][static_cast<size_t>(m)];
+      inbox[m].emplace_back(list, std::move(sent));
+    }
+  }
+  EXPECT_GT(hits, static_cast<size_t>(steps));
+  EXPECT_GT(fast, static_cast<size_t>(steps / 50));
+  EXPECT_GT(errors, 0u);
+}
+
+TEST(hit_agreement, cached_responses_equal_checked_ones_capacity_2) {
+  agree_over_random_steps(2, 11, 100000);
+}
+
+TEST(hit_agreement, cached_responses_equal_checked_ones_capacity_8) {
+  agree_over_random_steps(8, 12, 100000);
 }
 
 } // namespace

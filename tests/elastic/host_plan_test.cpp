@@ -112,6 +112,18 @@ TEST(host_plan, too_many_ranks_is_an_error) {
   EXPECT_THROW(plan_ranks(parse_host_list("a:2,a:2"), 2), plan_error);
 }
 
+// Two listed hosts that are both this machine share its ports: their ranks
+// are numbered across the machine; a remote host keeps its local ranks.
+TEST(host_plan, ranks_of_local_hosts_are_numbered_per_machine) {
+  auto ranks = plan_ranks(parse_host_list("localhost:2,127.0.0.2:2,far:2"), 6);
+  EXPECT_EQ(ranks[3].machine_local_rank, 1);  // before: the local rank
+  number_local_ranks_on_this_machine(ranks, "box");
+  const int want[] = {0, 1, 2, 3, 0, 1};
+  for (int r = 0; r < 6; ++r)
+    EXPECT_EQ(ranks[r].machine_local_rank, want[r]) << "rank " << r;
+  EXPECT_EQ(ranks[3].local_rank, 1);  // Horovod's local rank stays per host
+}
+
 TEST(host_plan, recognises_local_hosts) {
   EXPECT_TRUE(is_local_host("localhost", "box.example.com"));
   EXPECT_TRUE(is_local_host("127.0.0.1", "box.example.com"));

@@ -46,10 +46,39 @@ expect 0 -np 1 --log-level debug --start-timeout 12 -- \
 [ "$(cat "$dir/out")" = '[0]<stdout>:debug 12 -np 5' ] || fail "$(cat "$dir/out")"
 expect 0 -np=1 --scheduler-threads=3 sh -c 'echo $TROUPE_SCHEDULER_THREADS'
 [ "$(cat "$dir/out")" = '[0]<stdout>:3' ] || fail "$(cat "$dir/out")"
+# --autotune takes no value (horovodrun's form): the command follows it.
+expect 0 -np 1 --autotune --autotune-log-file /tmp/x.csv sh -c 'echo $TROUPE_AUTOTUNE $TROUPE_AUTOTUNE_LOG'
+[ "$(cat "$dir/out")" = '[0]<stdout>:1 /tmp/x.csv' ] || fail "$(cat "$dir/out")"
+expect 2 -np 1 --autotune-steps-per-sample 0 true
+grep -q 'TROUPE_AUTOTUNE_STEPS_PER_SAMPLE' "$dir/err" || fail "bad knob: $(cat "$dir/err")"
+
+# Horovod's --network-interfaces is --network-interface.
+expect 0 -np 1 --network-interfaces lo sh -c 'echo $TROUPE_NETWORK_INTERFACE'
+[ "$(cat "$dir/out")" = '[0]<stdout>:lo' ] || fail "$(cat "$dir/out")"
+
+# The job's secret reaches the ranks in an inherited in-memory file, never
+# in their environment, and has no flag (a command line is public).
+expect 0 -np 2 sh -c 'echo ${TROUPE_SECRET_KEY:-none} $(wc -c < /proc/self/fd/$TROUPE_SECRET_FD)'
+[ "$(cut -d: -f2 "$dir/out" | sort -u)" = 'none 64' ] || fail "secret: $(cat "$dir/out")"
+expect 2 -np 1 --secret-key abcdefabcdefabcdef true
 
 # Whole-job time limit.
 start=$SECONDS
 expect 124 -np 2 --timeout 0.5 sleep 60
 (( SECONDS - start < 10 )) || fail "timeout took $((SECONDS - start)) s"
 grep -q 'time limit' "$dir/err" || fail "timeout: $(cat "$dir/err")"
+# Elastic flags are checked before anything starts.
+expect 2 -np 2 --min-np 1 --blacklist-cooldown-range 0 5 true
+grep -q '1 <= MIN <= MAX <= 3600, got 0 5' "$dir/err" || fail "cooldown: $(cat "$dir/err")"
+expect 2 -np 2 --min-np 1 --blacklist-cooldown-range 5 3601 true
+expect 2 -np 2 --min-np 3 true
+grep -q -- '--min-np 3 is above -np 2' "$dir/err" || fail "min-np: $(cat "$dir/err")"
+expect 2 -np 2 --max-np 4 true
+grep -q 'need elastic mode' "$dir/err" || fail "max-np alone: $(cat "$dir/err")"
+expect 2 -np 2 --min-np 1 --mpi true
+expect 2 -np 1 --host-discovery-script 'echo localhost' -H localhost:1 true
+# Two values, then the command: the second value is not taken for it.
+expect 0 -np 1 --min-np 1 --blacklist-cooldown-range 1 2 sh -c 'echo $TROUPE_ELASTIC $HOROVOD_ELASTIC'
+[ "$(cat "$dir/out")" = "[0]<stdout>:1 1" ] || fail "elastic env: $(cat "$dir/out")"
+
 echo PASS

@@ -1,3 +1,4 @@
+#include "elastic/job_secret.hpp"
 #include "elastic/membership_epoch.hpp"
 #include "elastic/socket_util.hpp"
 #include "elastic/store.hpp"
@@ -8,8 +9,11 @@
 #include <atomic>
 #include <ctime>
 #include <functional>
+#include <fstream>
 #include <future>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 using namespace troupe::elastic;
 using namespace std::chrono_literals;
@@ -17,8 +21,17 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
+const std::string test_secret = "store-test-secret-0123456789";
+
+// A store for the tests' own clients, on loopback.
+struct test_server : store_server {
+  explicit test_server(store_limits limits = {})
+    : store_server("127.0.0.1", 0, test_secret, limits) {
+  }
+};
+
 std::unique_ptr<store_client> connect(const store_server& server) {
-  return std::make_unique<store_client>("127.0.0.1", server.port(), 5s);
+  return std::make_unique<store_client>("127.0.0.1", server.port(), test_secret, 5s);
 }
 
 // A port nothing listens on: bound once by us, then released.
@@ -34,30 +47,99 @@ net::unique_fd raw_connection(uint16_t port) {
   return fd;
 }
 
-// Sends a raw frame on a fresh connection; succeeds when the server answers
-// it with an error naming a malformed request and then hangs up.
-testing::AssertionResult refused(uint16_t port, const std::string& frame) {
-  auto fd = raw_connection(port);
-  auto until = clock_type::now() + 5s;
-  if (net::send_all(fd.get(), frame, until) != net::io_result::done)
+// A hand-driven connection: the greeting read, frames sealed under
+// `secret` (the test's, unless a test plays an outsider).
+class raw_session {
+public:
+  explicit raw_session(uint16_t port, const std::string& secret = test_secret)
+    : fd_(raw_connection(port)) {
+    keys_.key = derive_key(secret, "store");
+    std::string header;
+    EXPECT_EQ(net::recv_exact(fd_.get(), protocol::header_size, header, clock_type::now() + 5s),
+              net::io_result::done);
+    EXPECT_EQ(net::recv_exact(fd_.get(), protocol::body_size(header), keys_.nonce,
+                              clock_type::now() + 5s),
+              net::io_result::done);
+  }
+
+  // Sends `frame` sealed as this connection's next request.
+  net::io_result send(const std::string& frame, clock_type::duration limit = 5s) {
+    return send_bytes(protocol::seal(frame, keys_, protocol::direction::request, sent_++), limit);
+  }
+
+  net::io_result send_bytes(std::string_view bytes, clock_type::duration limit = 5s) {
+    return net::send_all(fd_.get(), bytes, clock_type::now() + limit);
+  }
+
+  // The next reply's status and first string (an error's message), or
+  // nothing when none came or it is not the server's.
+  std::optional<std::pair<uint8_t, std::string>> receive() {
+    auto until = clock_type::now() + 5s;
+    std::string header;
+    std::string body;
+    if (net::recv_exact(fd_.get(), protocol::header_size, header, until) != net::io_result::done ||
+        net::recv_exact(fd_.get(), protocol::body_size(header), body, until) !=
+          net::io_result::done)
+      return std::nullopt;
+    try {
+      protocol::frame_reader in{
+        protocol::unseal(body, keys_, protocol::direction::reply, read_++)};
+      auto st = in.u8();
+      return std::make_pair(st, st == static_cast<uint8_t>(protocol::status::error)
+                                  ? in.bytes()
+                                  : std::string());
+    } catch (const protocol::protocol_error&) {
+      return std::nullopt;
+    }
+  }
+
+  bool hello() {
+    auto r = send(protocol::encode_hello());
+    auto answer = receive();
+    return r == net::io_result::done && answer && answer->first == 0;
+  }
+
+  // True when the server closes the connection within `limit` (replies
+  // still on their way are read and dropped).
+  bool closed_within(clock_type::duration limit) {
+    auto until = clock_type::now() + limit;
+    char buf[65536];
+    while (clock_type::now() < until) {
+      pollfd p{fd_.get(), POLLIN, 0};
+      if (::poll(&p, 1, net::poll_timeout(until)) <= 0)
+        continue;
+      auto n = ::recv(fd_.get(), buf, sizeof buf, 0);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+        return true;
+    }
+    return false;
+  }
+
+private:
+  net::unique_fd fd_;
+  protocol::session_keys keys_;
+  uint64_t sent_ = 0;
+  uint64_t read_ = 0;
+};
+
+// Sends a frame (sealed, after hello, unless `bytes` is given raw) on a fresh
+// connection; succeeds when the server answers it with an error naming a
+// malformed request and then hangs up.
+testing::AssertionResult refused(uint16_t port, const std::string& frame, bool raw = false) {
+  raw_session session{port};
+  if (!session.hello())
+    return testing::AssertionFailure() << "hello failed";
+  if ((raw ? session.send_bytes(frame) : session.send(frame)) != net::io_result::done)
     return testing::AssertionFailure() << "send failed";
-  std::string header;
-  std::string body;
-  if (net::recv_exact(fd.get(), protocol::header_size, header, until)
-        != net::io_result::done
-      || net::recv_exact(fd.get(), protocol::body_size(header), body, until)
-           != net::io_result::done)
+  auto answer = session.receive();
+  if (!answer)
     return testing::AssertionFailure() << "no error reply";
-  protocol::frame_reader in{body};
-  auto st = in.u8();
-  auto message = in.bytes();
-  if (st != static_cast<uint8_t>(protocol::status::error)
-      || message.find("malformed request") == std::string::npos)
-    return testing::AssertionFailure() << "reply: " << message;
-  std::string rest;
-  if (net::recv_exact(fd.get(), 1, rest, until) != net::io_result::closed)
+  if (answer->first != static_cast<uint8_t>(protocol::status::error) ||
+      answer->second.find("malformed request") == std::string::npos)
+    return testing::AssertionFailure() << "reply: " << answer->second;
+  if (!session.closed_within(5s))
     return testing::AssertionFailure() << "connection left open";
-  return testing::AssertionSuccess() << message;
+  return testing::AssertionSuccess() << answer->second;
 }
 
 // Polls `key` until it is gone; false when it outlived `limit`.
@@ -109,7 +191,7 @@ testing::AssertionResult fails_naming(const std::string& key, Call call) {
 } // namespace
 
 TEST(store, set_then_get) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   client->set("alpha", "one");
   EXPECT_EQ(client->get("alpha"), "one");
@@ -119,7 +201,7 @@ TEST(store, set_then_get) {
 }
 
 TEST(store, values_are_arbitrary_bytes) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   std::string binary("\0\xff\n\x01", 4);
   client->set(binary, binary);
@@ -132,7 +214,7 @@ TEST(store, values_are_arbitrary_bytes) {
 }
 
 TEST(store, oversized_value_is_refused_before_sending) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   std::string huge(65 << 20, 'x');
   EXPECT_TRUE(fails_naming("huge", [&] { client->set("huge", huge); }));
@@ -144,7 +226,7 @@ TEST(store, oversized_value_is_refused_before_sending) {
 }
 
 TEST(store, add_counts_from_zero) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   EXPECT_EQ(client->add("n", 1), 1);
   EXPECT_EQ(client->add("n", 5), 6);
@@ -153,7 +235,7 @@ TEST(store, add_counts_from_zero) {
 }
 
 TEST(store, add_to_text_value_fails_with_key_in_message) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   client->set("word", "hello");
   try {
@@ -167,7 +249,7 @@ TEST(store, add_to_text_value_fails_with_key_in_message) {
 }
 
 TEST(store, wait_returns_at_once_for_present_keys) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   client->set("a", "1");
   client->set("b", "2");
@@ -176,7 +258,7 @@ TEST(store, wait_returns_at_once_for_present_keys) {
 }
 
 TEST(store, wait_is_satisfied_by_later_writes) {
-  store_server server;
+  test_server server;
   auto waiter = connect(server);
   auto setter = connect(server);
   std::thread later([&] {
@@ -197,7 +279,7 @@ TEST(store, wait_is_satisfied_by_later_writes) {
 }
 
 TEST(store, wait_timeout_is_honoured) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   auto start = clock_type::now();
   EXPECT_FALSE(client->wait({"never"}, 300ms));
@@ -210,7 +292,7 @@ TEST(store, wait_timeout_is_honoured) {
 }
 
 TEST(store, wait_get_timeout_names_the_key) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   try {
     client->wait_get("rank_3_addr", 50ms);
@@ -225,7 +307,7 @@ TEST(store, wait_get_timeout_names_the_key) {
 }
 
 TEST(store, waits_with_different_deadlines_expire_independently) {
-  store_server server;
+  test_server server;
   auto short_client = connect(server);
   auto long_client = connect(server);
   auto setter = connect(server);
@@ -239,7 +321,7 @@ TEST(store, waits_with_different_deadlines_expire_independently) {
 }
 
 TEST(store, many_concurrent_clients) {
-  store_server server;
+  test_server server;
   constexpr int n = 16;
   constexpr int adds = 50;
   auto failures = failures_on_threads(server, n, [&](store_client& client,
@@ -260,7 +342,7 @@ TEST(store, many_concurrent_clients) {
 }
 
 TEST(store, one_client_is_safe_to_share_between_threads) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i)
@@ -274,7 +356,7 @@ TEST(store, one_client_is_safe_to_share_between_threads) {
 }
 
 TEST(store, malformed_frames_are_refused_and_close_only_that_client) {
-  store_server server;
+  test_server server;
   auto good = connect(server);
   good->set("kept", "yes");
   auto port = server.port();
@@ -282,7 +364,9 @@ TEST(store, malformed_frames_are_refused_and_close_only_that_client) {
   // An unknown op.
   EXPECT_TRUE(refused(port, frame_writer{}.u8(99).bytes("x").finish()));
   // A length far above the limit.
-  EXPECT_TRUE(refused(port, std::string("\xff\xff\xff\xff", 4)));
+  EXPECT_TRUE(refused(port, std::string("\xff\xff\xff\xff", 4), true));
+  // A frame that is not sealed.
+  EXPECT_TRUE(refused(port, protocol::encode_get("kept"), true));
   // A body shorter than its fields claim.
   EXPECT_TRUE(refused(port, frame_writer{}.u8(1).u32(1000).finish()));
   // A wait whose key count is absurd.
@@ -303,12 +387,11 @@ TEST(store, malformed_frames_are_refused_and_close_only_that_client) {
 }
 
 TEST(store, client_that_leaves_mid_wait_does_not_disturb_others) {
-  store_server server;
+  test_server server;
   {
-    auto leaver = raw_connection(server.port());
-    auto frame = protocol::encode_wait({"k"}, 60'000);
-    ASSERT_EQ(net::send_all(leaver.get(), frame, clock_type::now() + 5s),
-              net::io_result::done);
+    raw_session leaver{server.port()};
+    ASSERT_TRUE(leaver.hello());
+    ASSERT_EQ(leaver.send(protocol::encode_wait({"k"}, 60'000)), net::io_result::done);
   }
   auto client = connect(server);
   client->set("k", "v");
@@ -319,7 +402,7 @@ TEST(store, connect_to_dead_port_fails_within_deadline) {
   auto port = dead_port();
   auto start = clock_type::now();
   try {
-    store_client client{"127.0.0.1", port, 300ms};
+    store_client client{"127.0.0.1", port, test_secret, 300ms};
     FAIL() << "connected to a port nobody listens on";
   } catch (const store_error& e) {
     std::string what = e.what();
@@ -337,16 +420,16 @@ TEST(store, connect_retries_until_server_appears) {
   std::unique_ptr<store_server> server;
   std::thread later([&] {
     std::this_thread::sleep_for(200ms);
-    server = std::make_unique<store_server>("127.0.0.1", port);
+    server = std::make_unique<store_server>("127.0.0.1", port, test_secret);
   });
-  store_client client{"127.0.0.1", port, 5s};
+  store_client client{"127.0.0.1", port, test_secret, 5s};
   later.join();
   client.set("k", "v");
   EXPECT_EQ(client.get("k"), "v");
 }
 
 TEST(store, calls_fail_fast_when_server_goes_away) {
-  auto server = std::make_unique<store_server>();
+  auto server = std::make_unique<test_server>();
   auto client = connect(*server);
   client->set("k", "v");
   std::thread stopper([&] {
@@ -366,7 +449,7 @@ TEST(store, calls_fail_fast_when_server_goes_away) {
 }
 
 TEST(store, destructor_stops_promptly_with_clients_connected) {
-  auto server = std::make_unique<store_server>();
+  auto server = std::make_unique<test_server>();
   auto client = connect(*server);
   std::thread waiter([&] {
     try {
@@ -383,7 +466,7 @@ TEST(store, destructor_stops_promptly_with_clients_connected) {
 }
 
 TEST(store, remove_reports_whether_the_key_existed) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   client->set("k", "v");
   EXPECT_TRUE(client->remove("k"));
@@ -397,7 +480,7 @@ TEST(store, remove_reports_whether_the_key_existed) {
 }
 
 TEST(store, remove_cancels_a_lease) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   client->set_with_lease("k", "leased", 100ms);
   EXPECT_TRUE(client->remove("k"));
@@ -407,7 +490,7 @@ TEST(store, remove_cancels_a_lease) {
 }
 
 TEST(store, compare_set_swaps_only_on_a_match) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   // Nothing expected: create-if-absent.
   auto created = client->compare_set("k", std::nullopt, "1");
@@ -436,7 +519,7 @@ TEST(store, compare_set_swaps_only_on_a_match) {
 }
 
 TEST(store, concurrent_compare_set_loses_no_update) {
-  store_server server;
+  test_server server;
   constexpr int clients = 8;
   constexpr int increments = 200;
   // Each failed swap means another client's swap succeeded, so this bounds
@@ -464,7 +547,7 @@ TEST(store, concurrent_compare_set_loses_no_update) {
 }
 
 TEST(store, list_returns_keys_under_a_prefix_sorted) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   for (const char* key : {"job/b", "job/a/2", "job/a/10", "job", "jobs", "x"})
     client->set(key, std::string("v:") + key);
@@ -489,7 +572,7 @@ TEST(store, list_returns_keys_under_a_prefix_sorted) {
 }
 
 TEST(store, list_over_the_frame_limit_is_refused_naming_the_prefix) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   std::string value(33 << 20, 'x');
   client->set("big/1", value);
@@ -502,7 +585,7 @@ TEST(store, list_over_the_frame_limit_is_refused_naming_the_prefix) {
 }
 
 TEST(store, renewed_lease_outlives_its_ttl) {
-  store_server server;
+  test_server server;
   auto owner = connect(server);
   auto reader = connect(server);
   owner->set_with_lease("member/0", "alive", 200ms);
@@ -517,7 +600,7 @@ TEST(store, renewed_lease_outlives_its_ttl) {
 }
 
 TEST(store, unrenewed_lease_expires_within_its_ttl_and_a_margin) {
-  store_server server;
+  test_server server;
   auto owner = connect(server);
   auto reader = connect(server);
   auto start = clock_type::now();
@@ -533,7 +616,7 @@ TEST(store, unrenewed_lease_expires_within_its_ttl_and_a_margin) {
 }
 
 TEST(store, waiters_see_a_lease_expire) {
-  store_server server;
+  test_server server;
   auto waiter = connect(server);
   auto setter = connect(server);
   // "a" expires before "b" appears: both are never present at once.
@@ -556,7 +639,7 @@ TEST(store, waiters_see_a_lease_expire) {
 }
 
 TEST(store, set_clears_a_lease_while_add_and_compare_set_keep_it) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   client->set_with_lease("set", "1", 100ms);
   client->set("set", "2");
@@ -573,7 +656,7 @@ TEST(store, set_clears_a_lease_while_add_and_compare_set_keep_it) {
 }
 
 TEST(store, lease_with_a_bad_ttl_is_refused_naming_the_key) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   EXPECT_TRUE(
     fails_naming("k", [&] { client->set_with_lease("k", "v", 0ms); }));
@@ -590,7 +673,7 @@ TEST(store, lease_with_a_bad_ttl_is_refused_naming_the_key) {
 }
 
 TEST(store, a_pending_lease_does_not_busy_poll) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   client->set_with_lease("k", "v", 400ms);
   auto cpu = [] {
@@ -606,7 +689,7 @@ TEST(store, a_pending_lease_does_not_busy_poll) {
 }
 
 TEST(store, epoch_is_shared_and_advances_once_per_race) {
-  store_server server;
+  test_server server;
   auto first = connect(server);
   auto second = connect(server);
   const std::string job = "job7";
@@ -641,10 +724,107 @@ TEST(store, epoch_is_shared_and_advances_once_per_race) {
 }
 
 TEST(store, epoch_key_holding_garbage_fails_naming_the_key) {
-  store_server server;
+  test_server server;
   auto client = connect(server);
   client->set(epoch_key("job"), "seven");
   EXPECT_TRUE(fails_naming("job/epoch", [&] { epoch(*client, "job"); }));
   EXPECT_TRUE(
     fails_naming("job/epoch", [&] { advance_epoch(*client, "job", 7); }));
+}
+
+namespace {
+
+// Resident memory of this process (the server runs in it).
+size_t resident_bytes() {
+  std::ifstream statm{"/proc/self/statm"};
+  size_t pages = 0;
+  size_t resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+constexpr size_t mib = 1 << 20;
+
+} // namespace
+
+TEST(store_security, a_client_without_the_secret_is_rejected) {
+  test_server server;
+  connect(server)->set("endpoint/0", "10.0.0.1:1");
+  try {
+    store_client outsider{"127.0.0.1", server.port(), "not-the-job-secret-at-all", 5s};
+    FAIL() << "a client with another secret was served";
+  } catch (const store_error& e) {
+    EXPECT_NE(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+  }
+  // By hand: a forged hello, an unsealed request, a request before hello,
+  // and a first frame announcing more than a hello.
+  raw_session forger{server.port(), "not-the-job-secret-at-all"};
+  EXPECT_FALSE(forger.hello());
+  EXPECT_TRUE(forger.closed_within(5s));
+  for (const auto& first :
+       {protocol::encode_set("endpoint/0", "6.6.6.6:1"), std::string("\x04\x00\x00\x00", 4)}) {
+    raw_session intruder{server.port()};
+    intruder.send_bytes(first);
+    EXPECT_TRUE(intruder.closed_within(5s));
+  }
+  raw_session skipper{server.port()};
+  skipper.send(protocol::encode_set("endpoint/0", "6.6.6.6:1"));
+  auto answer = skipper.receive();
+  ASSERT_TRUE(answer);
+  EXPECT_NE(answer->second.find("hello"), std::string::npos) << answer->second;
+  EXPECT_EQ(connect(server)->get("endpoint/0"), "10.0.0.1:1");
+}
+
+TEST(store_security, a_client_that_never_says_hello_is_dropped) {
+  store_limits limits;
+  limits.hello_timeout = 200ms;
+  test_server server{limits};
+  raw_session idle{server.port()};
+  EXPECT_TRUE(idle.closed_within(10s));
+}
+
+TEST(store_security, pipelined_gets_of_a_large_value_keep_memory_bounded) {
+  store_limits limits;
+  limits.slow_reader_timeout = 1s;
+  test_server server{limits};
+  const std::string big(16 * mib, 'v');
+  connect(server)->set("big", big);
+  const auto before = resident_bytes();
+  // 100 gets (1.6 GB of replies), never read.
+  raw_session greedy{server.port()};
+  ASSERT_TRUE(greedy.hello());
+  for (int i = 0; i < 100; ++i)
+    ASSERT_EQ(greedy.send(protocol::encode_get("big")), net::io_result::done);
+  // Others are still served meanwhile.
+  auto other = connect(server);
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(other->get("big")->size(), big.size());
+  const auto grown = resident_bytes() - std::min(before, resident_bytes());
+  EXPECT_LT(grown, 100 * mib) << "the server buffered " << grown / mib << " MiB of replies";
+  // The reader that never reads is dropped.
+  EXPECT_TRUE(greedy.closed_within(20s));
+}
+
+TEST(store_security, half_sent_large_frames_are_bounded_in_total) {
+  test_server server;
+  auto client = connect(server);
+  const std::string half(40 * mib, 'x');
+  const auto before = resident_bytes();
+  // Eight authenticated clients each announce a 64 MiB set and send 40 MiB
+  // of it: 320 MiB if each were buffered.
+  std::vector<std::unique_ptr<raw_session>> senders;
+  for (int i = 0; i < 8; ++i) {
+    senders.push_back(std::make_unique<raw_session>(server.port()));
+    ASSERT_TRUE(senders.back()->hello());
+    ASSERT_EQ(senders.back()->send_bytes(std::string("\x04\x00\x00\x00", 4)),  // 64 MiB
+              net::io_result::done);
+    // The server stops reading once the budget is spent: the send then
+    // times out with the rest in the kernel's buffers.
+    const auto sent = senders.back()->send_bytes(half, 300ms);
+    ASSERT_TRUE(sent == net::io_result::done || sent == net::io_result::timed_out);
+  }
+  client->set("still", "served");
+  EXPECT_EQ(client->get("still"), "served");
+  const auto grown = resident_bytes() - std::min(before, resident_bytes());
+  EXPECT_LT(grown, 128 * mib) << "the server buffered " << grown / mib << " MiB of input";
 }

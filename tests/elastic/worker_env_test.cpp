@@ -28,6 +28,7 @@ TEST(worker_env, exports_identity_under_all_names) {
   job.store_addr = "127.0.0.1";
   job.store_port = 4242;
   job.job_id = "00ff";
+  job.secret_fd = 7;
   job.knobs = {{"TROUPE_LOG_LEVEL", "debug"}};
   auto env = as_map(merge_environment({"PATH=/bin", "RANK=99", "HOME=/root"},
                                       rank_variables(ranks[3], job)));
@@ -49,9 +50,11 @@ TEST(worker_env, exports_identity_under_all_names) {
   EXPECT_EQ(env["GROUP_RANK"], "1");
   EXPECT_EQ(env["TROUPE_HOSTNAME"], "b");
   EXPECT_EQ(env["HOROVOD_HOSTNAME"], "b");
+  EXPECT_EQ(env["TROUPE_MACHINE_LOCAL_RANK"], "1");
   EXPECT_EQ(env["TROUPE_STORE_ADDR"], "127.0.0.1");
   EXPECT_EQ(env["TROUPE_STORE_PORT"], "4242");
   EXPECT_EQ(env["TROUPE_JOB_ID"], "00ff");
+  EXPECT_EQ(env["TROUPE_SECRET_FD"], "7");
   EXPECT_EQ(env["TROUPE_LOG_LEVEL"], "debug");
   EXPECT_EQ(env["PYTHONUNBUFFERED"], "1");
 }

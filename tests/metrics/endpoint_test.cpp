@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,16 +19,26 @@ namespace {
 
 // Sends raw bytes and returns everything the server answered until it
 // closed the connection (requests say "Connection: close").
-std::string roundtrip(uint16_t port, const std::string& request) {
+// A connected socket, or -1; reads on it give up after `timeout_s`.
+int connect_to(uint16_t port, time_t timeout_s) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{5, 0};
+  timeval tv{timeout_s, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::string roundtrip(uint16_t port, const std::string& request, time_t timeout_s = 5) {
+  int fd = connect_to(port, timeout_s);
   std::string reply;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+  if (fd >= 0 &&
       ::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
     ::shutdown(fd, SHUT_WR);
     char buf[4096];
@@ -38,8 +49,10 @@ std::string roundtrip(uint16_t port, const std::string& request) {
   return reply;
 }
 
-std::string get(uint16_t port, const std::string& method, const std::string& path) {
-  return roundtrip(port, method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+std::string get(uint16_t port, const std::string& method, const std::string& path,
+                time_t timeout_s = 5) {
+  return roundtrip(port, method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                   timeout_s);
 }
 
 // A registry with one counter, as the rank and launcher sets give theirs.
@@ -83,6 +96,28 @@ TEST(endpoint, port_in_use_is_an_error_and_stopping_releases_it_at_once) {
   const auto reg = one_counter("again_total");
   endpoint again{"127.0.0.1", port, reg};
   EXPECT_NE(get(port, "GET", "/metrics").find("again_total 1\n"), std::string::npos);
+}
+
+// Ten clients that connect and send nothing, and ten that send half a
+// request, each hold a civetweb thread; scrapes must still be answered
+// within 1 s (with 2 threads and 5 s timeouts they waited 5 s and more).
+TEST(endpoint, idle_and_slow_clients_do_not_starve_scrapes) {
+  endpoint server{"127.0.0.1", 0, one_counter("x_total")};
+  for (const std::string opening : {"", "GET /metrics HTTP/1.1\r\nHost: x\r\n"}) {
+    std::vector<int> stuck;
+    for (int i = 0; i < 10; ++i) {
+      const int fd = connect_to(server.port(), 5);
+      ASSERT_GE(fd, 0);
+      ASSERT_EQ(::write(fd, opening.data(), opening.size()),
+                static_cast<ssize_t>(opening.size()));
+      stuck.push_back(fd);
+    }
+    for (int scrape = 0; scrape < 3; ++scrape)
+      EXPECT_EQ(get(server.port(), "GET", "/metrics", 1).rfind("HTTP/1.1 200", 0), 0u)
+        << "scrape " << scrape << " with 10 clients sending '" << opening << "'";
+    for (int fd : stuck)
+      ::close(fd);
+  }
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "actors/tensor_entry.hpp"
+#include "metrics/autotune_metrics.hpp"
 #include "metrics/bus_bytes.hpp"
 #include "troupe/status.hpp"
 
@@ -40,6 +41,12 @@ actors::collective_work work(v1::OpType op, std::vector<actors::tensor_entry_ptr
   return w;
 }
 
+// What the backend actor reports once `w` has run.
+void report(collective_metrics& c, const actors::collective_work& w, const status& result,
+            double seconds, size_t queued) {
+  c.executed(w, result, actors::payload_bytes(w), seconds, queued);
+}
+
 void expect_lines(const std::string& text, std::initializer_list<const char*> lines) {
   for (const char* line : lines)
     EXPECT_NE(text.find(line), std::string::npos) << line << "\nin\n" << text;
@@ -49,9 +56,9 @@ TEST(rank_metrics, executed_collectives_update_their_sets_children) {
   rank_metrics m{{1, 2, 1}, "gloo,mpi"};
   auto global = m.for_set(0, 2, "gloo");
   std::vector<float> a(256), b(64);
-  global->collectives().executed(work(v1::OP_TYPE_ALLREDUCE, {entry(a), entry(b)}), {}, 0.002,
+  report(global->collectives(), work(v1::OP_TYPE_ALLREDUCE, {entry(a), entry(b)}), {}, 0.002,
                                  3);
-  global->collectives().executed(work(v1::OP_TYPE_BROADCAST, {entry(b)}),
+  report(global->collectives(), work(v1::OP_TYPE_BROADCAST, {entry(b)}),
                                  {status_code::backend, "peer gone"}, 0.5, 0);
   global->cycle();
   global->cache_hit();
@@ -90,6 +97,29 @@ TEST(rank_metrics, executed_collectives_update_their_sets_children) {
      "troupe_actor_mailbox_depth{actor=\"supervisor\"} 4\n"});
 }
 
+TEST(rank_metrics, autotune_series_per_set_leave_with_the_tuner) {
+  rank_metrics m{{0, 2, 0}, "gloo"};
+  auto tuner = m.for_autotune(2);
+  tuner->settings(65536, 1.5, false, true);
+  tuner->sampled();
+  tuner->sampled();
+  tuner->scored(2.5e9, 3e9);
+  tuner->optimizer_time(0.25);
+  expect_lines(expose(m), {"troupe_autotune_active{process_set=\"2\"} 1\n",
+                           "troupe_autotune_fusion_threshold_bytes{process_set=\"2\"} 65536\n",
+                           "troupe_autotune_cycle_time_seconds{process_set=\"2\"} 0.0015\n",
+                           "troupe_autotune_cache_enabled{process_set=\"2\"} 0\n",
+                           "troupe_autotune_samples_total{process_set=\"2\"} 2\n",
+                           "troupe_autotune_score_bytes_per_second{process_set=\"2\"} 2500000000\n",
+                           "troupe_autotune_best_score_bytes_per_second{process_set=\"2\"} "
+                           "3000000000\n",
+                           "troupe_autotune_optimizer_seconds_total{process_set=\"2\"} 0.25\n"});
+  tuner->settings(65536, 1.5, false, false);
+  expect_lines(expose(m), {"troupe_autotune_active{process_set=\"2\"} 0\n"});
+  tuner.reset();
+  EXPECT_EQ(expose(m).find("process_set=\"2\""), std::string::npos);
+}
+
 TEST(rank_metrics, a_reset_moves_the_position_gauges) {
   rank_metrics m{{2, 3, 2}, "gloo"};
   expect_lines(expose(m), {"troupe_rank 2\n", "troupe_world_size 3\n",
@@ -106,8 +136,8 @@ TEST(rank_metrics, sets_count_apart_with_their_own_bus_factor) {
   auto global = m.for_set(0, 4, "gloo");
   auto pair = m.for_set(1, 2, "gloo");
   std::vector<float> data(250);  // 1000 bytes
-  global->collectives().executed(work(v1::OP_TYPE_ALLREDUCE, {entry(data)}), {}, 0.001, 0);
-  pair->collectives().executed(work(v1::OP_TYPE_ALLREDUCE, {entry(data)}), {}, 0.001, 0);
+  report(global->collectives(), work(v1::OP_TYPE_ALLREDUCE, {entry(data)}), {}, 0.001, 0);
+  report(pair->collectives(), work(v1::OP_TYPE_ALLREDUCE, {entry(data)}), {}, 0.001, 0);
   global->queue_depth(3);
   pair->queue_depth(1);
   expect_lines(

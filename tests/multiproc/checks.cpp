@@ -6,7 +6,7 @@
 #include <memory>
 #include <random>
 
-#include "backends/arith.hpp"
+#include "backends/cpu/arith.hpp"
 
 namespace troupe::test {
 

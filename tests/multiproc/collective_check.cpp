@@ -34,6 +34,9 @@
 //                               N checked allreduces one after another, then
 //                               stays up until STOP_FILE exists (60 s at
 //                               most) so a scraper sees the final metrics
+//   collective_check attacked N STOP_FILE
+//                               hold, then 5 more checked allreduces (the
+//                               security tests attack the ranks meanwhile)
 //   collective_check set-metrics N DIR
 //                               sets [0, 1] (id 1) and [1, 2, 3] (id 2) beside
 //                               the global set, N 1000-byte allreduces on each
@@ -66,6 +69,7 @@
 #include <unistd.h>
 
 #include "allocator_checks.hpp"
+#include "autotune_checks.hpp"
 #include "cache_checks.hpp"
 #include "checks.hpp"
 #include "process_set_checks.hpp"
@@ -239,7 +243,9 @@ int timeline_dynamic(int rank, int size, const std::string& file) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "ops";
-  auto s = mode == "process-sets" ? troupe::init({{0, 2}, {1, 3}}) : troupe::init();
+  auto s = mode == "process-sets"    ? troupe::init({{0, 2}, {1, 3}})
+           : mode == "autotune-sets" ? troupe::init({{0, 1}, {1, 2}})
+                                     : troupe::init();
   if (!s.ok()) {
     std::fprintf(stderr, "init failed: %s\n", s.message().c_str());
     return 1;
@@ -275,6 +281,8 @@ int main(int argc, char** argv) {
     rc = timeline_dynamic(rank, size, argv[2]);
   else if (mode == "process-sets")
     rc = troupe::test::run_process_set_checks(rank, size);
+  else if (mode == "autotune-sets" && argc == 3)
+    rc = troupe::test::run_autotune_set_checks(rank, size, std::atoi(argv[2]));
   else if (mode == "allocate")
     rc = troupe::test::run_checks(troupe::test::allocator_checks(rank, size), rank,
                                   "collectives into allocated outputs");
@@ -286,7 +294,14 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_stall_checks(rank, size);
   else if (mode == "hold" && argc == 4)
     rc = hold(rank, size, std::atoi(argv[2]), argv[3]);
-  else if (mode == "set-metrics" && argc == 4)
+  else if (mode == "attacked" && argc == 4) {
+    // As hold, then more allreduces: the job still works after whatever
+    // reached its ports while it held.
+    rc = hold(rank, size, std::atoi(argv[2]), argv[3]);
+    const bool after = rc == 0 && allreduce_series(rank, size, "after-attack", 5);
+    std::printf("rank %d: %s allreduces after the attack\n", rank, after ? "PASS" : "FAIL");
+    rc = after ? 0 : 1;
+  } else if (mode == "set-metrics" && argc == 4)
     rc = set_metrics(rank, std::atoi(argv[2]), argv[3]);
   else if (mode == "reinit") {
     troupe::shutdown();

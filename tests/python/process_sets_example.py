@@ -1,6 +1,7 @@
 """Horovod's process-set example, with only the import changed, plus the
 dynamic API and its errors. Run on 4 ranks:
-    troupe-run -np 4 python3 process_sets_example.py static|dynamic|mpi4py
+    troupe-run -np 4 python3 process_sets_example.py static|dynamic
+    troupe-run --mpi -np 4 (or mpirun -np 4) python3 process_sets_example.py mpi4py
 Prints "PASS" per rank; exits non-zero on the first failure."""
 import sys
 
@@ -27,6 +28,24 @@ def even_odd(even_set, odd_set):
     assert hvd.broadcast(y, root, process_set=mine).item() == root
     gathered = hvd.allgather(torch.tensor([[hvd.rank()]]), process_set=mine)
     assert gathered.flatten().tolist() == mine.ranks, gathered
+
+
+def mpi_communicator_example():
+    # Horovod's "Static process sets from MPI communicators" as documented,
+    # only the import changed; the sets differ by rank.
+    from mpi4py import MPI
+    import troupe.torch as hvd  # was: import horovod.torch as hvd
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    subcomm = MPI.COMM_WORLD.Split(color=rank % 2, key=rank)
+    split_process_set = hvd.ProcessSet(subcomm)
+    hvd.init(comm, process_sets=[split_process_set])
+
+    # ... ops on split_process_set
+    total = hvd.allreduce(torch.tensor([float(rank)]), op=hvd.Sum, process_set=split_process_set)
+    assert total.item() == (0 + 2 if rank % 2 == 0 else 1 + 3), total
+    return split_process_set
 
 
 def expect_value_error(text, fn):
@@ -69,15 +88,12 @@ def main(mode):
         for s in (again, even_set):
             hvd.remove_process_set(s)
     elif mode == 'mpi4py':
-        from mpi4py import MPI
-        world = MPI.COMM_WORLD
-        even_comm = world.Split(color=world.rank % 2, key=world.rank)
-        sets = [hvd.ProcessSet(even_comm)]  # this rank's half, as a communicator
-        # Every rank must register the same sets: both halves, by ranks.
-        halves = [hvd.ProcessSet([0, 2]), hvd.ProcessSet([1, 3])]
-        hvd.init(comm=world, process_sets=halves)
-        assert sets[0].ranks == halves[hvd.rank() % 2].ranks, sets[0].ranks
-        even_odd(*halves)
+        split_set = mpi_communicator_example()
+        # Each rank's object got its own half's id: [0, 2] is 1, [1, 3] is 2.
+        assert split_set.ranks == [hvd.rank() % 2, hvd.rank() % 2 + 2], split_set.ranks
+        assert split_set.process_set_id == hvd.rank() % 2 + 1, split_set
+        # even_odd uses only this rank's half.
+        even_odd(split_set, split_set)
     print('rank %d: PASS process sets (%s)' % (hvd.rank(), mode), flush=True)
     hvd.shutdown()
 

@@ -78,8 +78,14 @@ def test_shutdown_and_init_again_and_again():
         assert not hvd.is_initialized()
         with pytest.raises(ValueError, match='has not been initialized'):
             hvd.rank()
-        with pytest.raises(hvd.HorovodInternalError, match='not been initialized'):
-            hvd.allreduce(torch.ones(1))
+        # Horovod's class and words for a collective without a runtime.
+        for collective in (lambda: hvd.allreduce(torch.ones(1)),
+                           lambda: hvd.allgather_async(torch.ones(1)),
+                           lambda: hvd.broadcast_(torch.ones(1), 0), hvd.barrier, hvd.join):
+            with pytest.raises(hvd.HorovodInternalError) as failure:
+                collective()
+            assert str(failure.value) == 'Horovod has not been initialized; use hvd.init().'
+            assert not isinstance(failure.value, ValueError)
         hvd.init()
         assert hvd.is_initialized()
         # Unnamed ops are numbered afresh, so every rank still agrees.

@@ -77,19 +77,70 @@ def test_alltoall_bad_splits():
         hvd.alltoall(x, splits=torch.ones(hvd.size(), dtype=torch.int64))
 
 
-def test_duplicate_pending_name(needs_peers):
-    # Rank 0 submits 'dup' twice while the others wait at a barrier, so the
-    # first is surely still pending: the second is rejected locally.
-    x = torch.ones(2)
+# Every async collective with a second call under its name, as (start,
+# check of the first's result).
+def _async_collectives():
+    n = hvd.size()
+    return {
+        'allreduce_async': (lambda: hvd.allreduce_async(torch.ones(2), name='dup', op=hvd.Sum),
+                            lambda out: out.tolist() == [n, n]),
+        'allreduce_async_': (lambda: hvd.allreduce_async_(torch.ones(2), name='dup_', op=hvd.Sum),
+                             lambda out: out.tolist() == [n, n]),
+        'grouped_allreduce_async': (
+            lambda: hvd.grouped_allreduce_async([torch.ones(1)], name='gdup', op=hvd.Sum),
+            lambda out: out[0].item() == n),
+        'allgather_async': (lambda: hvd.allgather_async(torch.ones(1), name='dup'),
+                            lambda out: out.tolist() == [1.0] * n),
+        'grouped_allgather_async': (
+            lambda: hvd.grouped_allgather_async([torch.ones(1)], name='gdup'),
+            lambda out: out[0].tolist() == [1.0] * n),
+        'broadcast_async': (lambda: hvd.broadcast_async(torch.full((1,), hvd.rank()), 0,
+                                                        name='dup'),
+                            lambda out: out.item() == 0),
+        'broadcast_async_': (lambda: hvd.broadcast_async_(torch.full((1,), hvd.rank()), 0,
+                                                          name='dup_'),
+                             lambda out: out.item() == 0),
+        'alltoall_async': (lambda: hvd.alltoall_async(torch.ones(n), name='dup'),
+                           lambda out: out[0].tolist() == [1.0] * n),
+        'reducescatter_async': (lambda: hvd.reducescatter_async(torch.ones(n), name='dup',
+                                                                op=hvd.Sum),
+                                lambda out: out.tolist() == [n]),
+        'grouped_reducescatter_async': (
+            lambda: hvd.grouped_reducescatter_async([torch.ones(n)], name='gdup', op=hvd.Sum),
+            lambda out: out[0].tolist() == [n]),
+    }
+
+
+@pytest.mark.parametrize('collective', [
+    'allreduce_async', 'allreduce_async_', 'grouped_allreduce_async', 'allgather_async',
+    'grouped_allgather_async', 'broadcast_async', 'broadcast_async_', 'alltoall_async',
+    'reducescatter_async', 'grouped_reducescatter_async'])
+def test_duplicate_pending_name_raises_at_the_call(needs_peers, collective):
+    # Rank 0 submits the name twice while the others wait at a barrier, so
+    # the first is surely still pending: the second call raises, as
+    # horovod.torch's enqueue does, and the first completes.
+    start, check = _async_collectives()[collective]  # all of them, by name
     if hvd.rank() == 0:
-        first = hvd.allreduce_async(x, name='dup')
+        first = start()
         with pytest.raises(ValueError, match='same name as another tensor'):
-            hvd.synchronize(hvd.allreduce_async(torch.ones(2), name='dup'))
+            start()
         hvd.barrier()
     else:
         hvd.barrier()
-        first = hvd.allreduce_async(x, name='dup')
-    assert hvd.synchronize(first).tolist() == [1.0, 1.0]
+        first = start()
+    assert check(hvd.synchronize(first))
+    # Once finished, the name is free again.
+    assert check(hvd.synchronize(start()))
+
+
+def test_reducescatter_with_adasum_is_an_internal_error():
+    # Horovod raises its RuntimeError here; other unsupported ops stay
+    # ValueError (test_bad_arguments).
+    x = torch.ones(2 * hvd.size())
+    with pytest.raises(hvd.HorovodInternalError, match='only supports AVERAGE and SUM'):
+        hvd.reducescatter(x, op=hvd.Adasum)
+    with pytest.raises(hvd.HorovodInternalError, match='only supports AVERAGE and SUM'):
+        hvd.grouped_reducescatter_async([x], op=hvd.Adasum)
 
 
 def test_process_set_errors_without_dynamic_mode():

@@ -55,13 +55,68 @@ TEST(config, metrics_port_is_off_unless_set) {
   EXPECT_THROW(config_from_env(fake_env({{"TROUPE_METRICS_PORT", "http"}})), config_error);
 }
 
+TEST(config, autotune_knobs_take_horovods_names_and_record_what_was_set) {
+  auto c = config_from_env(fake_env({}));
+  EXPECT_FALSE(c.autotune);
+  EXPECT_EQ(c.autotune_warmup_samples, 3);
+  EXPECT_EQ(c.autotune_steps_per_sample, 10);
+  EXPECT_EQ(c.autotune_bayes_opt_max_samples, 20);
+  EXPECT_EQ(c.autotune_gaussian_process_noise, 0.8);
+  EXPECT_FALSE(c.is_explicit("TROUPE_FUSION_THRESHOLD"));
+  c = config_from_env(fake_env({{"HOROVOD_AUTOTUNE", "1"},
+                                {"HOROVOD_AUTOTUNE_LOG", "t.csv"},
+                                {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "0"},
+                                {"HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "4"},
+                                {"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "7"},
+                                {"HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0"},
+                                {"HOROVOD_FUSION_THRESHOLD", "1048576"}}));
+  EXPECT_TRUE(c.autotune);
+  EXPECT_EQ(c.autotune_log, "t.csv");
+  EXPECT_EQ(c.autotune_warmup_samples, 0);
+  EXPECT_EQ(c.autotune_steps_per_sample, 4);
+  EXPECT_EQ(c.autotune_bayes_opt_max_samples, 7);
+  EXPECT_EQ(c.autotune_gaussian_process_noise, 0.0);
+  EXPECT_TRUE(c.is_explicit("TROUPE_FUSION_THRESHOLD"));
+  EXPECT_FALSE(c.is_explicit("TROUPE_CYCLE_TIME"));
+  EXPECT_THROW(config_from_env(fake_env({{"TROUPE_AUTOTUNE", "yes"}})), config_error);
+  EXPECT_THROW(config_from_env(fake_env({{"TROUPE_AUTOTUNE_STEPS_PER_SAMPLE", "0"}})),
+               config_error);
+  EXPECT_THROW(config_from_env(fake_env({{"TROUPE_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "-1"}})),
+               config_error);
+}
+
 TEST(config, every_knob_has_env_flag_and_help) {
   for (const auto& k : knobs()) {
     EXPECT_EQ(std::string(k.env).rfind("TROUPE_", 0), 0u);
-    EXPECT_NE(std::string(k.flag), "");
+    // Only the secret has no flag: a command line is visible to every user.
+    EXPECT_EQ(k.flag == nullptr, std::string(k.env) == "TROUPE_SECRET_KEY");
+    if (k.flag) {
+      EXPECT_NE(std::string(k.flag), "");
+    }
     EXPECT_NE(std::string(k.help), "");
   }
   EXPECT_NE(describe(config{}).find("TROUPE_GLOO_TIMEOUT_SECONDS=30"), std::string::npos);
+}
+
+TEST(config, security_knobs) {
+  const std::string secret = "0123456789abcdef-secret";
+  auto cfg = config_from_env(fake_env({{"HOROVOD_SECRET_KEY", secret}}));
+  EXPECT_EQ(cfg.secret_key, secret);
+  // The start-up log line says whether a secret is set, never what it is.
+  EXPECT_EQ(describe(cfg).find(secret), std::string::npos);
+  EXPECT_NE(describe(cfg).find("TROUPE_SECRET_KEY=set"), std::string::npos);
+  EXPECT_THROW(config_from_env(fake_env({{"TROUPE_SECRET_KEY", "short"}})), config_error);
+  EXPECT_EQ(config_from_env(fake_env({{"HOROVOD_GLOO_IFACE", "eth1"}})).network_interface,
+            "eth1");
+  EXPECT_FALSE(config_from_env(fake_env({})).insecure_control_plane);
+  EXPECT_TRUE(config_from_env(fake_env({{"TROUPE_INSECURE_CONTROL_PLANE", "1"}}))
+                .insecure_control_plane);
+  // User certificates come as a set of three.
+  EXPECT_THROW(config_from_env(fake_env({{"TROUPE_TLS_CERTIFICATE", "/c.pem"}})), config_error);
+  auto files = config_from_env(fake_env({{"TROUPE_TLS_CERTIFICATE", "/c.pem"},
+                                         {"TROUPE_TLS_KEY", "/k.pem"},
+                                         {"TROUPE_TLS_CAFILE", "/ca.pem"}}));
+  EXPECT_EQ(files.tls_key, "/k.pem");
 }
 
 TEST(identity, single_rank_without_launcher) {

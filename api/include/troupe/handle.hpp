@@ -45,17 +45,13 @@ public:
   }
 
   bool wait_for(std::chrono::nanoseconds timeout) const {
+    spin();
     std::unique_lock<std::mutex> guard{mtx_};
     return cv_.wait_for(guard, timeout, [this] { return done_; });
   }
 
   void wait() const {
-    // A small collective often completes sooner than a sleeping thread can
-    // be woken on a loaded machine: yield for a moment before blocking.
-    // Long waits still sleep (no busy polling while the ranks compute).
-    const auto spin_until = std::chrono::steady_clock::now() + spin_before_blocking;
-    while (!done() && std::chrono::steady_clock::now() < spin_until)
-      std::this_thread::yield();
+    spin();
     std::unique_lock<std::mutex> guard{mtx_};
     cv_.wait(guard, [this] { return done_; });
   }
@@ -67,6 +63,15 @@ public:
 
 private:
   static constexpr std::chrono::microseconds spin_before_blocking{100};
+
+  // A small collective often completes sooner than a sleeping thread can
+  // be woken on a loaded machine: yield for a moment before blocking.
+  // Long waits still sleep (no busy polling while the ranks compute).
+  void spin() const {
+    const auto spin_until = std::chrono::steady_clock::now() + spin_before_blocking;
+    while (!done() && std::chrono::steady_clock::now() < spin_until)
+      std::this_thread::yield();
+  }
 
   mutable std::mutex mtx_;
   mutable std::condition_variable cv_;

@@ -16,6 +16,7 @@ enum class status_code : int {
   backend = 6,           // the communication library failed
   internal = 7,
   reset = 8,             // the job is moving to a new membership epoch: retry after reset()
+  removed = 9,           // elastic: the new membership has no place for this process
 };
 
 const char* to_string(status_code code);

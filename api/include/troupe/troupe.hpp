@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "troupe/elastic.hpp"
 #include "troupe/handle.hpp"
 #include "troupe/process_set.hpp"
 #include "troupe/tuning.hpp"
@@ -23,11 +24,14 @@ namespace troupe {
 status init();
 
 /// init(), then registers static process sets (global ranks each), in
-/// order, with ids 1, 2, ...; every rank must pass the same lists.
+/// order, with ids 1, 2, ...; every rank must pass the same lists. When a
+/// set fails to register, the runtime is shut down again and the status
+/// says why.
 status init(const std::vector<std::vector<int>>& process_sets);
 
 /// Stops the runtime; pending collectives fail with status_code::shut_down.
-/// init() may be called again afterwards.
+/// init() may be called again afterwards. A runtime still running when the
+/// process exits is shut down then (before MPI is finalized).
 void shutdown();
 
 bool is_initialized();
@@ -48,6 +52,24 @@ status reset();
 /// The membership epoch this process is in: 0 after init(), one more per
 /// reset; -1 when the runtime is not initialized.
 int64_t epoch();
+
+/// Elastic jobs (troupe-run --min-np / --host-discovery-script): troupe-run
+/// plans every membership epoch, reset() joins the newest plan (waiting for
+/// it up to TROUPE_ELASTIC_TIMEOUT + TROUPE_RESET_TIMEOUT), and a process
+/// the plan has no place for gets status_code::removed from init() or
+/// reset() and should exit 0. The torch, HOROVOD_* and TROUPE_* identity
+/// variables are not rewritten here (the Python layer does it).
+///
+/// hosts_updated(): the change of hosts troupe-run announced while this
+/// epoch ran (one store round trip); host_update::none outside elastic jobs.
+/// Ranks may read it at slightly different moments: agree with a collective
+/// before acting on it (troupe.torch.elastic does).
+host_update hosts_updated();
+
+/// Elastic jobs: whether the current epoch has a member that never served
+/// before, so state must be synced to it. Every member computes the same
+/// answer from the store. False outside elastic jobs.
+bool epoch_has_newcomers();
 
 /// Timeline at run time (Horovod's start_timeline / stop_timeline): from now
 /// on this rank writes a Chrome trace to `path` ("t.json" -> "t.<rank>.json",

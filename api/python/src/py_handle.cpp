@@ -34,9 +34,10 @@ py_handle::py_handle(std::vector<handle> members, py::object keep_alive,
 }
 
 py_handle::~py_handle() {
-  if (!poll()) {
+  if (!poll() && (!keep_alive_.is_none() || !allocators_.empty())) {
     py::gil_scoped_release release;
-    wait();
+    for (const auto& h : members_)
+      h.wait();
   }
 }
 
@@ -48,8 +49,18 @@ bool py_handle::poll() const {
 }
 
 void py_handle::wait() const {
-  for (const auto& h : members_)
-    h.wait();
+  for (const auto& h : members_) {
+    for (;;) {
+      {
+        py::gil_scoped_release release;
+        h.wait_for(signal_check_interval);
+      }
+      if (h.poll())
+        break;
+      if (PyErr_CheckSignals() != 0)
+        throw py::error_already_set();
+    }
+  }
 }
 
 std::pair<int, std::string> py_handle::result() const {
@@ -79,7 +90,7 @@ int py_handle::join_result() const {
 void bind_handle(py::module_& m) {
   py::class_<py_handle>(m, "Handle")
     .def("poll", &py_handle::poll)
-    .def("wait", &py_handle::wait, py::call_guard<py::gil_scoped_release>())
+    .def("wait", &py_handle::wait)
     .def("result", &py_handle::result)
     .def("members", &py_handle::members)
     .def("received_splits", &py_handle::received_splits)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,16 +33,21 @@ public:
   py_handle(std::vector<handle> members, pybind11::object keep_alive,
             std::vector<py_callable> allocators = {});
 
-  /// A handle dropped while its collective still runs waits for it, so the
-  /// runtime never writes into freed memory.
+  /// A handle dropped while its collective still runs waits for it when it
+  /// holds memory the runtime uses, so the runtime never writes into freed
+  /// memory.
   ~py_handle();
 
   py_handle(const py_handle&) = delete;
   py_handle& operator=(const py_handle&) = delete;
 
   bool poll() const;
-  /// Call without the GIL.
+  /// Call with the GIL: waits with it released, and every
+  /// signal_check_interval takes it to run Python's signal handlers, so
+  /// Ctrl-C raises KeyboardInterrupt (error_already_set) while the
+  /// collective goes on.
   void wait() const;
+  static constexpr std::chrono::milliseconds signal_check_interval{50};
   /// (code, message) of the first member that failed, (0, "") otherwise.
   std::pair<int, std::string> result() const;
 

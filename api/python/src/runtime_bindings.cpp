@@ -55,6 +55,12 @@ void bind_runtime(py::module_& m) {
     py::call_guard<py::gil_scoped_release>(),
     "In-place reset to the next membership epoch; returns (status code, message).");
   m.def("epoch", &troupe::epoch);
+  m.def(
+    "hosts_updated", [] { return static_cast<int>(troupe::hosts_updated()); },
+    py::call_guard<py::gil_scoped_release>(),
+    "Elastic jobs: 0 none, 1 added, 2 removed, 3 mixed (announced during this epoch).");
+  m.def("epoch_has_newcomers", &troupe::epoch_has_newcomers,
+        "Elastic jobs: whether a member of this epoch never served before.");
   m.def("is_initialized", &troupe::is_initialized);
   m.def("rank", &troupe::rank);
   m.def("size", &troupe::size);

@@ -34,14 +34,30 @@ def init(comm=None, process_sets=None):
             raise ValueError('process_sets must be ProcessSet objects or "dynamic"')
     if is_initialized():
         return
-    _check(_core.init_with_process_sets([s.ranks for s in static]))
-    for set_id, s in enumerate(static, start=1):
-        s.process_set_id = set_id
+    registered = _distinct_sets(static) if any(s.mpi_comm is not None for s in static) \
+        else [s.ranks for s in static]
+    _check(_core.init_with_process_sets(registered))
+    if os.environ.get('TROUPE_ELASTIC') == '1':
+        # The plan joined may be newer than the one troupe-run started us for.
+        _export_identity()
+    for s in static:
+        ps.registered(s, registered.index(s.ranks) + 1)
     if not _atexit_registered:
         # Stop the runtime (and tell the peers) before the interpreter
         # tears the extension module down.
         atexit.register(_core.shutdown)
         _atexit_registered = True
+
+
+def _distinct_sets(static):
+    """Sets from communicators differ by rank (Horovod's example gives each
+    rank its half of a split): as Horovod, register every distinct set of
+    any rank, in rank order, so each rank's object gets its own set's id."""
+    from mpi4py import MPI
+    registered = []
+    for sets in MPI.COMM_WORLD.allgather([s.ranks for s in static]):
+        registered += [ranks for ranks in sets if ranks not in registered]
+    return registered
 
 
 def _world_size():
@@ -63,8 +79,28 @@ def reset():
     next membership epoch with the processes that call reset() (the
     previous ranks neither lost nor shut down, renumbered in their previous
     order). Process sets other than the global one are gone afterwards.
-    Needs troupe-run's store (not plain mpirun)."""
+    Needs troupe-run's store (not plain mpirun). Afterwards the identity
+    variables (HOROVOD_*, TROUPE_*, torch's RANK, WORLD_SIZE, LOCAL_RANK,
+    LOCAL_WORLD_SIZE) describe the new membership.
+
+    In an elastic job (troupe-run --min-np / --host-discovery-script) the
+    membership is troupe-run's plan: ranks may join or leave, and a process
+    the plan has no place for gets WorkerRemoved (a SystemExit(0))."""
     _check(_core.reset())
+    _export_identity()
+
+
+def _export_identity():
+    fields = dict(RANK=_core.rank(), SIZE=_core.size(), LOCAL_RANK=_core.local_rank(),
+                  LOCAL_SIZE=_core.local_size(), CROSS_RANK=_core.cross_rank(),
+                  CROSS_SIZE=_core.cross_size())
+    for name, value in fields.items():
+        os.environ['TROUPE_' + name] = os.environ['HOROVOD_' + name] = str(value)
+    os.environ['RANK'] = str(fields['RANK'])
+    os.environ['WORLD_SIZE'] = str(fields['SIZE'])
+    os.environ['LOCAL_RANK'] = str(fields['LOCAL_RANK'])
+    os.environ['LOCAL_WORLD_SIZE'] = str(fields['LOCAL_SIZE'])
+    os.environ['GROUP_RANK'] = str(fields['CROSS_RANK'])
 
 
 def epoch():

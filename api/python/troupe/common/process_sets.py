@@ -19,6 +19,8 @@ class ProcessSet:
             ranks_or_comm = _world_ranks(ranks_or_comm)
         self.ranks = sorted(int(r) for r in ranks_or_comm)
         self.process_set_id = None
+        # The membership epoch it was registered in: a reset dissolves it.
+        self._epoch = None
 
     def _is_global(self):
         return self.process_set_id == 0
@@ -79,14 +81,28 @@ def check_process_set(process_set):
         raise ValueError('process_set must be a ProcessSet, got %r' % (process_set,))
     if process_set.process_set_id is None:
         raise ValueError('Process set does not exist or has not been registered.')
+    if _stale(process_set):
+        raise ValueError('Process set %s was dissolved by the reset to membership epoch %d; '
+                         'register it again (add_process_set, e.g. in a reset callback).' %
+                         (process_set.ranks, _core.epoch()))
     return process_set.process_set_id
+
+
+def _stale(process_set):
+    return process_set.process_set_id != 0 and process_set._epoch != _core.epoch()
+
+
+def registered(process_set, set_id):
+    """Records that `process_set` got id `set_id` in the current epoch."""
+    process_set.process_set_id = set_id
+    process_set._epoch = _core.epoch()
 
 
 def _register(process_set):
     code, message, set_id, ranks = _core.add_process_set(process_set.ranks)
     if code:
         raise status_error(code, message)
-    process_set.process_set_id = set_id
+    registered(process_set, set_id)
     process_set.ranks = list(ranks)
     return process_set
 
@@ -94,10 +110,11 @@ def _register(process_set):
 def add_process_set(process_set):
     """Registers a set (a ProcessSet or a list of ranks) on every rank; all
     ranks call it in the same order. Needs init(process_sets="dynamic") or
-    HOROVOD_DYNAMIC_PROCESS_SETS=1. Returns the registered ProcessSet."""
+    HOROVOD_DYNAMIC_PROCESS_SETS=1. A set dissolved by a reset may be
+    registered again. Returns the registered ProcessSet."""
     if not isinstance(process_set, ProcessSet):
         process_set = ProcessSet(process_set)
-    if process_set.process_set_id is not None:
+    if process_set.process_set_id is not None and not _stale(process_set):
         raise ValueError('Process set %r is already registered.' % (process_set,))
     return _register(process_set)
 

@@ -1,6 +1,6 @@
 """Plumbing shared by troupe.torch's collectives: reduction and dtype codes,
 Horovod's integer handles (poll / synchronize), deterministic names for
-unnamed ops, and init / shutdown that reset them."""
+unnamed ops, and init / reset / shutdown that reset them."""
 
 import itertools
 import warnings
@@ -8,7 +8,7 @@ import warnings
 import torch
 
 from troupe.common import basics as _basics
-from troupe.common.exceptions import status_error
+from troupe.common.exceptions import HorovodInternalError, status_error
 
 
 # troupe::reduce_op numbering, which is Horovod's.
@@ -39,6 +39,14 @@ _handle_ids = itertools.count()
 # Unnamed ops are "<op>.noname.<n>" with a counter per op type, so ranks that
 # issue the same ops in the same order agree on the names.
 _noname_counters = {}
+# (process set id, name) -> core handle of this process's collectives, so a
+# second one under a name still being processed is refused at the call
+# (ValueError), as Horovod's enqueue does; entries go at synchronize().
+_named = {}
+
+DUPLICATE_NAME = ('Requested to allreduce, allgather, or broadcast a tensor with the same '
+                  'name as another tensor that is currently being processed. If you want to '
+                  'request another tensor, use a different tensor name.')
 
 
 def init(comm=None, process_sets=None):
@@ -49,19 +57,33 @@ def init(comm=None, process_sets=None):
         _noname_counters.clear()
 
 
+def reset():
+    """In-place reset (troupe.common.basics.reset). Unnamed ops count from 0
+    again, as in a newcomer that joins the new membership."""
+    _basics.reset()
+    _noname_counters.clear()
+
+
 def shutdown():
     """Stops the runtime; pending operations fail, their handles are dropped."""
     _basics.shutdown()
     _handle_map.clear()
+    _named.clear()
     _noname_counters.clear()
 
 
-def _op_name(prefix, name):
-    if name is not None:
-        return '%s.%s' % (prefix, name)
-    n = _noname_counters.get(prefix, 0)
-    _noname_counters[prefix] = n + 1
-    return '%s.noname.%d' % (prefix, n)
+def _op_name(prefix, name, process_set_id):
+    """The runtime's name of an op, as (process set id, name); ValueError
+    when this process still runs one under that name."""
+    if name is None:
+        n = _noname_counters.get(prefix, 0)
+        _noname_counters[prefix] = n + 1
+        return process_set_id, '%s.noname.%d' % (prefix, n)
+    key = process_set_id, '%s.%s' % (prefix, name)
+    running = _named.get(key)
+    if running is not None and not running.poll():
+        raise ValueError(DUPLICATE_NAME)
+    return key
 
 
 def _dtype_code(tensor):
@@ -79,15 +101,25 @@ def _dtype_code(tensor):
     return code
 
 
-def _register(core_handle, finish):
-    # Arguments rejected before anything was sent fail at once, as Horovod's
-    # enqueue does.
+def _raise_if_rejected(core_handle):
+    """Arguments rejected before anything was sent fail at the call, as
+    Horovod's enqueue does; so does a call without a runtime, in Horovod's
+    words (HorovodInternalError, as its RuntimeError from enqueue)."""
     if core_handle.poll():
         code, message = core_handle.result()
+        if code and not _basics.is_initialized():
+            raise HorovodInternalError(_basics.NOT_INITIALIZED)
         if code:
             raise status_error(code, message)
+
+
+def _register(core_handle, finish, key):
+    """A Horovod handle for `core_handle` of the op named `key` (from
+    _op_name)."""
+    _raise_if_rejected(core_handle)
     handle = next(_handle_ids)
-    _handle_map[handle] = (core_handle, finish)
+    _handle_map[handle] = (core_handle, finish, key)
+    _named[key] = core_handle
     return handle
 
 
@@ -133,11 +165,16 @@ def synchronize(handle):
     """Waits for `handle` and returns its result; raises HorovodInternalError
     if the collective failed (ValueError for rejected arguments). Unknown
     handles give None."""
-    entry = _handle_map.pop(handle, None)
+    entry = _handle_map.get(handle)
     if entry is None:
         return None
-    core_handle, finish = entry
+    core_handle, finish, key = entry
+    # Ctrl-C raises KeyboardInterrupt here; the collective goes on, and the
+    # handle stays (with the memory the runtime uses) for a later call.
     core_handle.wait()
+    del _handle_map[handle]
+    if _named.get(key) is core_handle:
+        del _named[key]
     code, message = core_handle.result()
     if code:
         raise status_error(code, message)
@@ -145,6 +182,7 @@ def synchronize(handle):
 
 
 def _wait(core_handle):
+    _raise_if_rejected(core_handle)
     core_handle.wait()
     code, message = core_handle.result()
     if code:

@@ -14,12 +14,13 @@ import torch
 
 from troupe import _core
 from troupe.common import basics as _basics
+from troupe.common.exceptions import HorovodInternalError
 from troupe.common.process_sets import check_process_set, global_process_set
 from troupe.torch.compression import Compression
 # Horovod's scripts import these from mpi_ops too.
 from troupe.torch.handles import (  # noqa: F401
     Adasum, Average, Max, Min, Product, Sum, _Output, _copy_back, _dtype_code, _op_name,
-    _register, _resolve_op, _wait, init, poll, shutdown, synchronize)
+    _register, _resolve_op, _wait, init, poll, reset, shutdown, synchronize)
 
 
 # ---------------------------------------------------------------- allreduce
@@ -30,16 +31,17 @@ def _allreduce_async(tensor, inplace, name, op, prescale_factor, postscale_facto
     code = _dtype_code(tensor)
     src = tensor.contiguous()
     dst = src if inplace else torch.empty_like(src)
+    key = _op_name('allreduce', name, ps_id)
     core_handle = _core.allreduce(src.data_ptr(), dst.data_ptr(), code, list(src.shape),
-                                  _op_name('allreduce', name), op, float(prescale_factor),
+                                  key[1], op, float(prescale_factor),
                                   float(postscale_factor), (src, dst), process_set_id=ps_id)
     if not inplace:
-        return _register(core_handle, lambda _: dst)
+        return _register(core_handle, lambda _: dst, key)
 
     def finish(_):
         _copy_back((tensor,), (src,))
         return tensor
-    return _register(core_handle, finish)
+    return _register(core_handle, finish, key)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -109,17 +111,18 @@ def _grouped_allreduce_async(tensors, inplace, name, op, prescale_factor, postsc
     codes = [_dtype_code(t) for t in tensors]
     srcs = [t.contiguous() for t in tensors]
     dsts = srcs if inplace else [torch.empty_like(s) for s in srcs]
+    key = _op_name('grouped_allreduce', name, ps_id)
     core_handle = _core.grouped_allreduce(
         [s.data_ptr() for s in srcs], [d.data_ptr() for d in dsts], codes,
-        [list(s.shape) for s in srcs], _op_name('grouped_allreduce', name), op,
+        [list(s.shape) for s in srcs], key[1], op,
         float(prescale_factor), float(postscale_factor), (srcs, dsts), process_set_id=ps_id)
     if not inplace:
-        return _register(core_handle, lambda _: dsts)
+        return _register(core_handle, lambda _: dsts, key)
 
     def finish(_):
         _copy_back(tensors, srcs)
         return tensors
-    return _register(core_handle, finish)
+    return _register(core_handle, finish, key)
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
@@ -212,9 +215,10 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     code = _dtype_code(tensor)
     src = tensor.contiguous()
     out = _Output(src.dtype)
+    key = _op_name('allgather', name, ps_id)
     core_handle = _core.allgather(src.data_ptr(), code, list(src.shape),
-                                  _op_name('allgather', name), src, out, process_set_id=ps_id)
-    return _register(core_handle, lambda _: out.tensor)
+                                  key[1], src, out, process_set_id=ps_id)
+    return _register(core_handle, lambda _: out.tensor, key)
 
 
 def _own_rows(gathered_first_dims, process_set):
@@ -253,11 +257,12 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     codes = [_dtype_code(t) for t in tensors]
     srcs = [t.contiguous() for t in tensors]
     outs = [_Output(s.dtype) for s in srcs]
+    key = _op_name('grouped_allgather', name, ps_id)
     core_handle = _core.grouped_allgather([s.data_ptr() for s in srcs], codes,
                                           [list(s.shape) for s in srcs],
-                                          _op_name('grouped_allgather', name), srcs, outs,
+                                          key[1], srcs, outs,
                                           process_set_id=ps_id)
-    return _register(core_handle, lambda _: [o.tensor for o in outs])
+    return _register(core_handle, lambda _: [o.tensor for o in outs], key)
 
 
 class HorovodGroupedAllgather(torch.autograd.Function):
@@ -290,15 +295,16 @@ def _broadcast_async(tensor, inplace, root_rank, name, process_set):
     ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
     data = tensor.contiguous() if inplace else tensor.clone(memory_format=torch.contiguous_format)
+    key = _op_name('broadcast', name, ps_id)
     core_handle = _core.broadcast(data.data_ptr(), code, list(data.shape), int(root_rank),
-                                  _op_name('broadcast', name), data, process_set_id=ps_id)
+                                  key[1], data, process_set_id=ps_id)
     if not inplace:
-        return _register(core_handle, lambda _: data)
+        return _register(core_handle, lambda _: data, key)
 
     def finish(_):
         _copy_back((tensor,), (data,))
         return tensor
-    return _register(core_handle, finish)
+    return _register(core_handle, finish, key)
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
@@ -361,11 +367,12 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     split_list = _split_list(splits)
     src = tensor.contiguous()
     out = _Output(src.dtype)
+    key = _op_name('alltoall', name, ps_id)
     core_handle = _core.alltoall(src.data_ptr(), code, list(src.shape),
-                                 _op_name('alltoall', name), split_list, src, out,
+                                 key[1], split_list, src, out,
                                  process_set_id=ps_id)
     return _register(core_handle, lambda h: (
-        out.tensor, torch.tensor(h.received_splits(0), dtype=torch.int32)))
+        out.tensor, torch.tensor(h.received_splits(0), dtype=torch.int32)), key)
 
 
 class HorovodAlltoall(torch.autograd.Function):
@@ -396,6 +403,17 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 
 # ---------------------------------------------------------------- reducescatter
 
+def _register_reducescatter(core_handle, finish, key, op):
+    # The runtime rejects reduce ops other than Average and Sum as bad
+    # arguments (ValueError); for Adasum, Horovod raises its internal error.
+    try:
+        return _register(core_handle, finish, key)
+    except ValueError as e:
+        if op == Adasum:
+            raise HorovodInternalError(str(e)) from None
+        raise
+
+
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
     """Starts a reduction whose result is split over the ranks along dim 0."""
@@ -403,11 +421,12 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     code = _dtype_code(tensor)
     src = tensor.contiguous()
     out = _Output(src.dtype)
+    key = _op_name('reducescatter', name, ps_id)
     core_handle = _core.reducescatter(src.data_ptr(), code, list(src.shape),
-                                      _op_name('reducescatter', name), op,
+                                      key[1], op,
                                       float(prescale_factor), float(postscale_factor), src, out,
                                       process_set_id=ps_id)
-    return _register(core_handle, lambda _: out.tensor)
+    return _register_reducescatter(core_handle, lambda _: out.tensor, key, op)
 
 
 def _reducescatter_grad(grad, op, process_set, prescale_factor, postscale_factor):
@@ -460,11 +479,12 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     codes = [_dtype_code(t) for t in tensors]
     srcs = [t.contiguous() for t in tensors]
     outs = [_Output(s.dtype) for s in srcs]
+    key = _op_name('grouped_reducescatter', name, ps_id)
     core_handle = _core.grouped_reducescatter(
         [s.data_ptr() for s in srcs], codes, [list(s.shape) for s in srcs],
-        _op_name('grouped_reducescatter', name), op, float(prescale_factor),
+        key[1], op, float(prescale_factor),
         float(postscale_factor), srcs, outs, process_set_id=ps_id)
-    return _register(core_handle, lambda _: [o.tensor for o in outs])
+    return _register_reducescatter(core_handle, lambda _: [o.tensor for o in outs], key, op)
 
 
 class HorovodGroupedReducescatter(torch.autograd.Function):

@@ -1,0 +1,155 @@
+#include "autotune/parameter_search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+
+#include "autotune/bayesian_optimizer.hpp"
+
+namespace troupe::autotune {
+
+namespace {
+
+constexpr int fusion_dim = 0;
+constexpr int cycle_dim = 1;
+
+double median(std::vector<double> v) {
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2 == 1)
+    return *mid;
+  return (*mid + *std::max_element(v.begin(), mid)) / 2;
+}
+
+} // namespace
+
+parameter_search::parameter_search(search_options options)
+  : options_(std::move(options)), warmup_left_(options_.warmup_samples),
+    current_(options_.initial) {
+  if (options_.warmup_samples < 0 || options_.max_samples < 1 ||
+      options_.samples_per_setting < 1)
+    throw std::invalid_argument("parameter_search: needs warm-up samples >= 0, and at least "
+                                "one sample per setting and one Bayesian sample");
+  if (options_.tune_fusion)
+    dims_.push_back(fusion_dim);
+  if (options_.tune_cycle)
+    dims_.push_back(cycle_dim);
+  if (!dims_.empty()) {
+    bayes_options bo;
+    const auto n = static_cast<Eigen::Index>(dims_.size());
+    bo.lower.resize(n);
+    bo.upper.resize(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const bool fusion = dims_[static_cast<size_t>(i)] == fusion_dim;
+      bo.lower[i] = fusion ? min_log2_fusion : 0.0;
+      bo.upper[i] = fusion ? max_log2_fusion : max_cycle_time_ms;
+    }
+    bo.noise = options_.noise;
+    bo.seed = options_.seed;
+    optimizer_ = std::make_unique<bayesian_optimizer>(std::move(bo));
+  }
+  if (warmup_left_ == 0)
+    advance(stage::bayes);
+}
+
+parameter_search::~parameter_search() = default;
+
+namespace {
+
+// The optimiser's point for `s`: one coordinate per tuned dimension.
+Eigen::VectorXd to_point(const std::vector<int>& dims, const settings& s) {
+  Eigen::VectorXd p(static_cast<Eigen::Index>(dims.size()));
+  for (size_t i = 0; i < dims.size(); ++i)
+    p[static_cast<Eigen::Index>(i)] =
+      dims[i] == fusion_dim
+        ? std::clamp(std::log2(static_cast<double>(std::max<int64_t>(s.fusion_threshold, 1))),
+                     min_log2_fusion, max_log2_fusion)
+        : std::clamp(s.cycle_time_ms, 0.0, max_cycle_time_ms);
+  return p;
+}
+
+// `base` with the tuned dimensions taken from `point`.
+settings from_point(const std::vector<int>& dims, const Eigen::VectorXd& point, settings s) {
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const double v = point[static_cast<Eigen::Index>(i)];
+    if (dims[i] == fusion_dim)
+      s.fusion_threshold = static_cast<int64_t>(std::llround(std::exp2(v)));
+    else
+      // Microseconds are what the coordinator applies.
+      s.cycle_time_ms = std::round(v * 1000) / 1000;
+  }
+  return s;
+}
+
+} // namespace
+
+void parameter_search::advance(stage next) {
+  scores_.clear();
+  if (next == stage::bayes && !optimizer_)
+    next = stage::baseline;
+  if (next == stage::baseline && (best_ || !options_.tune_cache))
+    next = stage::cache;  // a Bayesian stage already scored a baseline
+  if (next == stage::cache && !options_.tune_cache)
+    next = stage::done;
+  stage_ = next;
+  switch (next) {
+  case stage::bayes:
+  case stage::baseline:
+    current_ = options_.initial;  // the first candidate: what the user configured
+    break;
+  case stage::cache:
+    current_ = *best_;
+    current_.cache_enabled = !current_.cache_enabled;
+    break;
+  case stage::done:
+    if (best_)
+      current_ = *best_;
+    break;
+  case stage::warmup:
+    break;
+  }
+}
+
+parameter_search::step parameter_search::record(double score) {
+  step out;
+  if (stage_ == stage::done)
+    return out;
+  if (stage_ == stage::warmup) {
+    if (--warmup_left_ == 0)
+      advance(stage::bayes);
+    return out;
+  }
+  scores_.push_back(std::isfinite(score) ? score : 0.0);
+  if (static_cast<int>(scores_.size()) < options_.samples_per_setting)
+    return out;
+  const settings before = current_;
+  out.scored = current_;
+  out.score = median(scores_);
+  if (!best_ || out.score > best_score_) {
+    best_ = current_;
+    best_score_ = out.score;
+  }
+  switch (stage_) {
+  case stage::bayes:
+    optimizer_->add_sample(to_point(dims_, current_), out.score);
+    if (static_cast<int>(optimizer_->samples()) >= options_.max_samples) {
+      advance(stage::cache);
+    } else {
+      scores_.clear();
+      current_ = from_point(dims_, optimizer_->next_sample(), current_);
+    }
+    break;
+  case stage::baseline:
+    advance(stage::cache);
+    break;
+  default:
+    advance(stage::done);
+    break;
+  }
+  out.changed = current_ != before;
+  out.finished = stage_ == stage::done;
+  return out;
+}
+
+} // namespace troupe::autotune

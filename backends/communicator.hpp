@@ -1,0 +1,68 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "troupe/types.hpp"
+
+namespace troupe::backends {
+
+struct allreduce_options {
+  void* data = nullptr;  // reduced in place
+  size_t count = 0;      // elements
+  data_type dtype = data_type::float32;
+  reduce_op op = reduce_op::sum;
+};
+
+struct allgather_options {
+  const void* input = nullptr;
+  void* output = nullptr;
+  std::vector<size_t> counts;  // elements contributed by each rank
+  data_type dtype = data_type::float32;
+};
+
+struct broadcast_options {
+  void* data = nullptr;
+  size_t count = 0;
+  data_type dtype = data_type::float32;
+  int root = 0;
+};
+
+/// Bytes to and from each rank; the sums are the buffers' sizes.
+struct alltoall_options {
+  const void* input = nullptr;
+  std::vector<int64_t> send_bytes;
+  void* output = nullptr;
+  std::vector<int64_t> recv_bytes;
+};
+
+/// A CPU communication library (Gloo, MPI, or none for a set of one): the
+/// primitives the CPU backend (cpu/cpu_backend.hpp) builds every collective
+/// from. Every call blocks until done and throws backend_error on failure.
+class communicator {
+public:
+  virtual ~communicator() = default;
+
+  virtual const char* name() const = 0;
+
+  /// Rendezvous with the other members.
+  virtual void connect() = 0;
+
+  virtual void allreduce(const allreduce_options& opts) = 0;
+  virtual void allgather(const allgather_options& opts) = 0;
+  virtual void broadcast(const broadcast_options& opts) = 0;
+  virtual void alltoall(const alltoall_options& opts) = 0;
+  virtual void barrier() = 0;
+
+  /// Sends `send_bytes` to `peer` while receiving `recv_bytes` from it
+  /// (pairwise exchange, the building block of Adasum).
+  virtual void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
+                        int peer) = 0;
+};
+
+} // namespace troupe::backends

@@ -1,0 +1,137 @@
+#include "backends/cpu/arith.hpp"
+
+#include <cstring>
+
+namespace troupe::backends {
+
+namespace {
+
+// The IEEE-754 bits of a float and back (std::bit_cast before C++20).
+float float_of_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint32_t bits_of_float(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  return x;
+}
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan
+  } else if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while ((mant & 0x400u) == 0) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  return float_of_bits(bits);
+}
+
+uint16_t f32_to_f16(float f) {
+  const uint32_t x = bits_of_float(f);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u)  // inf or nan
+    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  if (abs >= 0x477ff000u)  // rounds to >= 65520: overflow to inf
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (abs < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+    if (abs < 0x33000000u)
+      return sign;
+    const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    const int shift = 126 - static_cast<int>(abs >> 23);  // 14..24
+    uint32_t half = mant >> shift;
+    const uint32_t rest = mant & ((1u << shift) - 1);
+    const uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1u)))
+      ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = ((abs >> 23) - 127 + 15) << 10 | ((abs >> 13) & 0x3ffu);
+  const uint32_t rest = abs & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
+    ++half;  // may carry into the exponent, which is the right result
+  return static_cast<uint16_t>(sign | half);
+}
+
+float bf16_to_f32(uint16_t h) {
+  return float_of_bits(static_cast<uint32_t>(h) << 16);
+}
+
+uint16_t f32_to_bf16(float f) {
+  uint32_t x = bits_of_float(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(x >> 16);
+}
+
+template <class T>
+void scale_as(void* data, size_t count, double factor) {
+  auto* p = static_cast<T*>(data);
+  for (size_t i = 0; i < count; ++i)
+    p[i] = static_cast<T>(static_cast<double>(p[i]) * factor);
+}
+
+} // namespace
+
+bool is_half(data_type dtype) {
+  return dtype == data_type::float16 || dtype == data_type::bfloat16;
+}
+
+void half_to_float(data_type dtype, const void* in, float* out, size_t count) {
+  const auto* h = static_cast<const uint16_t*>(in);
+  if (dtype == data_type::float16)
+    for (size_t i = 0; i < count; ++i)
+      out[i] = f16_to_f32(h[i]);
+  else
+    for (size_t i = 0; i < count; ++i)
+      out[i] = bf16_to_f32(h[i]);
+}
+
+void float_to_half(data_type dtype, const float* in, void* out, size_t count) {
+  auto* h = static_cast<uint16_t*>(out);
+  if (dtype == data_type::float16)
+    for (size_t i = 0; i < count; ++i)
+      h[i] = f32_to_f16(in[i]);
+  else
+    for (size_t i = 0; i < count; ++i)
+      h[i] = f32_to_bf16(in[i]);
+}
+
+void scale(void* data, size_t count, data_type dtype, double factor) {
+  if (factor == 1.0)
+    return;
+  if (dtype == data_type::boolean)
+    throw backend_error("bool tensors cannot be scaled (prescale/postscale/average)");
+  with_element_type(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    if constexpr (std::is_same_v<T, float>) {
+      // float32 is scaled in float32, as the framework would.
+      auto* p = static_cast<float*>(data);
+      const auto f = static_cast<float>(factor);
+      for (size_t i = 0; i < count; ++i)
+        p[i] *= f;
+    } else {
+      scale_as<T>(data, count, factor);
+    }
+  });
+}
+
+} // namespace troupe::backends

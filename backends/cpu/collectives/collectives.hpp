@@ -1,0 +1,82 @@
+#pragma once
+
+// One function per collective: each takes a negotiated response and one
+// local entry, and drives the communicator's primitives (copy-in, widening of
+// 16-bit floats, scaling, output sizing). They throw backend_error.
+
+#include <string>
+#include <vector>
+
+#include "actors/tensor_entry.hpp"
+#include "backends/communicator.hpp"
+
+namespace troupe::backends {
+
+/// Working memory owned by the backend actor and reused by every
+/// collective: it only grows, so steady-state steps allocate nothing (a
+/// fresh buffer per call costs Open MPI half its large-message bandwidth).
+struct scratch_buffers {
+  std::vector<char> copy;   // reducescatter's full-size reduction
+  std::vector<char> fusion; // fused allreduces / allgathers, back to back
+  std::vector<float> wide;  // float16 / bfloat16 widened to float32
+
+  /// `buffer` with room for `n` elements, grown (never shrunk) as needed.
+  template <class T>
+  static T* at_least(std::vector<T>& buffer, size_t n) {
+    if (buffer.size() < n)
+      buffer.resize(n);
+    return buffer.data();
+  }
+};
+
+/// Copies every entry's input back to back into `buffer` (the fusion
+/// buffer).
+void pack_inputs(const std::vector<actors::tensor_entry_ptr>& entries, char* buffer);
+
+/// Where the result of `e` goes once negotiation has sized it to `shape`
+/// (the input's dtype): memory from the caller's output_allocator, else the
+/// handle's output bytes. Records the shape on the handle. Never null, so
+/// an empty result can be handed to a backend too.
+char* result_buffer(actors::tensor_entry& e, const shape_t& shape);
+
+/// What a collective runs with: the communicator, the local rank's place
+/// in the process set, the backend's scratch memory.
+struct run_context {
+  communicator& comm;
+  int rank;
+  int size;
+  scratch_buffers& scratch;
+  const actors::activity_trace& trace;  // may be empty
+
+  /// Begin ('B') / end ('E') of an activity on the timeline, if one is written.
+  void span(const std::string& activity, char phase) const {
+    if (trace)
+      trace(activity, phase);
+  }
+};
+
+void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
+/// Several allreduces fused by the coordinator: packed into the persistent
+/// fusion buffer, reduced as one, unpacked.
+void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
+                         const std::vector<actors::tensor_entry_ptr>& entries);
+/// Several allgathers of one dtype fused by the coordinator: each rank's
+/// tensors packed into one block, one allgather, every tensor's rows copied
+/// out of every rank's block.
+void run_fused_allgather(const run_context& ctx, const v1::Response& resp,
+                         const std::vector<actors::tensor_entry_ptr>& entries);
+void run_reducescatter(const run_context& ctx, const v1::Response& resp,
+                       actors::tensor_entry& e);
+void run_allgather(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
+void run_broadcast(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
+void run_alltoall(const run_context& ctx, actors::tensor_entry& e);
+
+/// The timeline name of running `op` on this backend: GLOO_ALLREDUCE,
+/// MPI_BROADCAST, ... (Horovod's activity names).
+std::string backend_activity(const run_context& ctx, v1::OpType op);
+
+/// Rows of a `rows`-row tensor that reducescatter leaves on each rank:
+/// Horovod's rule, the first rows % size ranks get one extra.
+std::vector<int64_t> reducescatter_rows(int64_t rows, int size);
+
+} // namespace troupe::backends

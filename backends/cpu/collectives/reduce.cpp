@@ -1,0 +1,63 @@
+#include "backends/cpu/collectives/reduce.hpp"
+
+#include <vector>
+
+#include "backends/cpu/arith.hpp"
+#include "backends/cpu/collectives/adasum.hpp"
+
+namespace troupe::backends {
+
+namespace {
+
+bool is_integer(data_type dtype) {
+  return !is_half(dtype) && dtype != data_type::float32 && dtype != data_type::float64;
+}
+
+template <class T>
+void divide_exact(void* data, size_t count, int by) {
+  auto* p = static_cast<T*>(data);
+  for (size_t i = 0; i < count; ++i)
+    p[i] = static_cast<T>(p[i] / static_cast<T>(by));
+}
+
+// AVERAGE of integers divides exactly (truncating), not via 1.0 / size,
+// which would turn 6 / 3 into 1.9999... -> 1.
+void divide(void* data, size_t count, data_type dtype, int by) {
+  with_element_type(dtype, [&](auto* tag) {
+    divide_exact<std::remove_pointer_t<decltype(tag)>>(data, count, by);
+  });
+}
+
+void reduce_native(const run_context& ctx, const v1::Response& resp, void* data,
+                   size_t count, data_type dtype) {
+  const auto op = static_cast<reduce_op>(resp.reduce_op());
+  const bool average = op == reduce_op::average;
+  scale(data, count, dtype, resp.prescale_factor());
+  if (op == reduce_op::adasum)
+    adasum_in_place(ctx, data, count, dtype);
+  else
+    ctx.comm.allreduce({data, count, dtype, average ? reduce_op::sum : op});
+  if (average && is_integer(dtype)) {
+    divide(data, count, dtype, ctx.size);
+    scale(data, count, dtype, resp.postscale_factor());
+  } else {
+    scale(data, count, dtype,
+          resp.postscale_factor() / (average ? static_cast<double>(ctx.size) : 1.0));
+  }
+}
+
+} // namespace
+
+void reduce_in_place(const run_context& ctx, const v1::Response& resp, void* data,
+                     size_t count, data_type dtype) {
+  if (!is_half(dtype)) {
+    reduce_native(ctx, resp, data, count, dtype);
+    return;
+  }
+  float* wide = scratch_buffers::at_least(ctx.scratch.wide, count);
+  half_to_float(dtype, data, wide, count);
+  reduce_native(ctx, resp, wide, count, data_type::float32);
+  float_to_half(dtype, wide, data, count);
+}
+
+} // namespace troupe::backends

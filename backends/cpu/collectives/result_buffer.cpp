@@ -1,0 +1,24 @@
+#include <stdexcept>
+
+#include "backends/cpu/collectives/collectives.hpp"
+
+namespace troupe::backends {
+
+char* result_buffer(actors::tensor_entry& e, const shape_t& shape) {
+  // A valid pointer for a result of no bytes: nothing is ever written to it.
+  static char no_bytes;
+  auto& h = *e.handle;
+  h.output_shape = shape;
+  const auto bytes = static_cast<size_t>(num_elements(shape)) * element_size(e.input.dtype);
+  if (!e.allocate) {
+    h.output.resize(bytes);
+    return bytes > 0 ? h.output.data() : &no_bytes;
+  }
+  auto* memory = static_cast<char*>(e.allocate(shape));
+  if (memory == nullptr && bytes > 0)
+    throw std::runtime_error("the output allocator of '" + e.request.tensor_name() +
+                             "' returned no memory for shape " + to_string(shape));
+  return memory != nullptr ? memory : &no_bytes;
+}
+
+} // namespace troupe::backends

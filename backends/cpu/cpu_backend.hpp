@@ -1,0 +1,36 @@
+#pragma once
+
+#include <memory>
+
+#include "backends/communicator.hpp"
+#include "backends/cpu/collectives/collectives.hpp"
+
+namespace troupe::backends {
+
+/// Collectives on host memory over a CPU communicator (Gloo, MPI, or none
+/// for a set of one): the copies into and out of the fusion buffer, 16-bit
+/// float widening and scaling run on the backend's thread, between the
+/// communicator's blocking calls. A work has finished when start() returns.
+class cpu_backend : public backend {
+public:
+  cpu_backend(std::unique_ptr<communicator> comm, int set_rank, int set_size);
+
+  const char* name() const override {
+    return comm_->name();
+  }
+  void connect() override {
+    comm_->connect();
+  }
+  std::unique_ptr<completion> start(actors::collective_work& work) override;
+  /// Nothing is running once start() has returned.
+  void abort() override {
+  }
+
+private:
+  std::unique_ptr<communicator> comm_;
+  int rank_;
+  int size_;
+  scratch_buffers scratch_;
+};
+
+} // namespace troupe::backends

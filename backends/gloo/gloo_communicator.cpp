@@ -1,0 +1,159 @@
+#include "backends/gloo/gloo_communicator.hpp"
+
+#include <type_traits>
+
+#include <gloo/allgatherv.h>
+#include <gloo/alltoallv.h>
+#include <gloo/barrier.h>
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/types.h>
+
+#include "backends/cpu/arith.hpp"
+#include "backends/gloo/gloo_store.hpp"
+
+namespace troupe::backends {
+
+namespace {
+
+using reduce_fn = void (*)(void*, const void*, const void*, size_t);
+
+template <class T>
+reduce_fn reduction(reduce_op op) {
+  switch (op) {
+    case reduce_op::sum:
+    case reduce_op::average:  // summed here, divided by the caller
+      return &gloo::sum<T>;
+    case reduce_op::product:
+      return &gloo::product<T>;
+    case reduce_op::min:
+      return &gloo::min<T>;
+    case reduce_op::max:
+      return &gloo::max<T>;
+    case reduce_op::adasum:
+      break;
+  }
+  throw backend_error(std::string("gloo: reduction '") + to_string(op) +
+                      "' is not supported");
+}
+
+// Gloo reports failures with several exception types; all mean the same to
+// us: this communicator is done.
+template <class F>
+void guarded(const char* what, F&& f) {
+  try {
+    f();
+  } catch (const backend_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw backend_error(std::string("gloo ") + what + " failed: " + e.what());
+  }
+}
+
+} // namespace
+
+gloo_communicator::gloo_communicator(backend_context ctx) : ctx_(std::move(ctx)) {
+}
+
+gloo_communicator::~gloo_communicator() = default;
+
+void gloo_communicator::connect() {
+  guarded("rendezvous", [&] {
+    gloo::transport::tcp::attr attr{ctx_.advertise_host.c_str()};
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(ctx_.rank, ctx_.size);
+    context->setTimeout(ctx_.timeout);
+    gloo_store store{ctx_.store, ctx_.store_prefix, ctx_.timeout};
+    context->connectFullMesh(store, device);
+    gloo_ = std::move(context);
+  });
+}
+
+void gloo_communicator::allreduce(const allreduce_options& opts) {
+  if (opts.count == 0)
+    return;
+  guarded("allreduce", [&] {
+    with_element_type(opts.dtype, [&](auto* type_tag) {
+      using T = std::remove_pointer_t<decltype(type_tag)>;
+      gloo::AllreduceOptions o{gloo_};
+      // bool is uint8 here; its sum is a logical or (max), as in torch.
+      const auto op = opts.dtype == data_type::boolean && opts.op == reduce_op::sum
+                        ? reduce_op::max
+                        : opts.op;
+      o.setReduceFunction(reduction<T>(op));
+      auto* data = static_cast<T*>(opts.data);
+      o.setInput(data, opts.count);
+      o.setOutput(data, opts.count);
+      gloo::allreduce(o);
+    });
+  });
+}
+
+void gloo_communicator::allgather(const allgather_options& opts) {
+  guarded("allgather", [&] {
+    const auto esize = element_size(opts.dtype);
+    std::vector<size_t> bytes;
+    for (auto c : opts.counts)
+      bytes.push_back(c * esize);
+    gloo::AllgathervOptions o{gloo_};
+    // Gloo wants a non-const pointer; it only reads the input.
+    o.setInput(static_cast<char*>(const_cast<void*>(opts.input)),
+               bytes.at(static_cast<size_t>(ctx_.rank)));
+    o.setOutput(static_cast<char*>(opts.output), std::move(bytes));
+    gloo::allgatherv(o);
+  });
+}
+
+void gloo_communicator::broadcast(const broadcast_options& opts) {
+  if (opts.count == 0)
+    return;
+  guarded("broadcast", [&] {
+    gloo::BroadcastOptions o{gloo_};
+    auto* bytes = static_cast<char*>(opts.data);
+    const auto n = opts.count * element_size(opts.dtype);
+    o.setRoot(opts.root);
+    if (ctx_.rank == opts.root)
+      o.setInput(bytes, n);
+    o.setOutput(bytes, n);
+    gloo::broadcast(o);
+  });
+}
+
+void gloo_communicator::alltoall(const alltoall_options& opts) {
+  guarded("alltoall", [&] {
+    gloo::AlltoallvOptions o{gloo_};
+    o.setInput(static_cast<char*>(const_cast<void*>(opts.input)), opts.send_bytes);
+    o.setOutput(static_cast<char*>(opts.output), opts.recv_bytes);
+    gloo::alltoallv(o);
+  });
+}
+
+void gloo_communicator::sendrecv(const void* send, size_t send_bytes, void* recv,
+                            size_t recv_bytes, int peer) {
+  // Our own slot prefix, clear of Gloo's collectives (0x01-0x08). Exchanges
+  // are serialised on the backend thread, so one slot is enough.
+  constexpr uint8_t pairwise_prefix = 0x54;
+  guarded("sendrecv", [&] {
+    const auto slot = gloo::Slot::build(pairwise_prefix, 0);
+    char nothing = 0;
+    auto out = gloo_->createUnboundBuffer(send_bytes ? const_cast<void*>(send) : &nothing,
+                                          send_bytes);
+    auto in = gloo_->createUnboundBuffer(recv_bytes ? recv : &nothing, recv_bytes);
+    out->send(peer, slot);
+    in->recv(peer, slot);
+    if (!in->waitRecv(gloo_->getTimeout()) || !out->waitSend(gloo_->getTimeout()))
+      throw backend_error("gloo sendrecv with rank " + std::to_string(peer) + " was aborted");
+  });
+}
+
+void gloo_communicator::barrier() {
+  guarded("barrier", [&] {
+    gloo::BarrierOptions o{gloo_};
+    gloo::barrier(o);
+  });
+}
+
+} // namespace troupe::backends

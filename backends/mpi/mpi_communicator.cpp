@@ -1,0 +1,158 @@
+#include "backends/mpi/mpi_communicator.hpp"
+
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "backends/mpi/mpi_environment.hpp"
+
+namespace troupe::backends {
+
+struct mpi_communicator::comm_handle {
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+namespace {
+
+MPI_Datatype mpi_type(data_type dtype) {
+  switch (dtype) {
+    case data_type::uint8:
+    case data_type::boolean: return MPI_UINT8_T;
+    case data_type::int8: return MPI_INT8_T;
+    case data_type::uint16: return MPI_UINT16_T;
+    case data_type::int16: return MPI_INT16_T;
+    case data_type::int32: return MPI_INT32_T;
+    case data_type::int64: return MPI_INT64_T;
+    case data_type::float32: return MPI_FLOAT;
+    case data_type::float64: return MPI_DOUBLE;
+    case data_type::float16:
+    case data_type::bfloat16: break;  // widened to float32 before reaching here
+  }
+  throw backend_error(std::string("mpi: no MPI datatype for ") + to_string(dtype));
+}
+
+MPI_Op mpi_op(data_type dtype, reduce_op op) {
+  switch (op) {
+    case reduce_op::sum:
+    case reduce_op::average:  // summed here, divided by the caller
+      // bool is uint8 here; its sum is a logical or, as in torch.
+      return dtype == data_type::boolean ? MPI_MAX : MPI_SUM;
+    case reduce_op::min: return MPI_MIN;
+    case reduce_op::max: return MPI_MAX;
+    case reduce_op::product: return MPI_PROD;
+    case reduce_op::adasum: break;
+  }
+  throw backend_error(std::string("mpi: reduction '") + to_string(op) + "' is not supported");
+}
+
+int as_int(int64_t n, const char* what) {
+  if (n > std::numeric_limits<int>::max())
+    throw backend_error(std::string("mpi ") + what + ": " + std::to_string(n) +
+                        " exceeds MPI's int count limit");
+  return static_cast<int>(n);
+}
+
+std::vector<int> ints(const std::vector<int64_t>& v, const char* what) {
+  std::vector<int> out;
+  for (auto x : v)
+    out.push_back(as_int(x, what));
+  return out;
+}
+
+std::vector<int> offsets_of(const std::vector<int>& counts, const char* what) {
+  std::vector<int> out(counts.size(), 0);
+  int64_t at = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    out[i] = as_int(at, what);
+    at += counts[i];
+  }
+  return out;
+}
+
+} // namespace
+
+mpi_communicator::mpi_communicator(std::vector<int> world_ranks, int tag)
+  : comm_(std::make_unique<comm_handle>()), world_ranks_(std::move(world_ranks)), tag_(tag) {
+}
+
+mpi_communicator::~mpi_communicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (comm_->comm != MPI_COMM_NULL && !finalized)
+    MPI_Comm_free(&comm_->comm);
+}
+
+void mpi_communicator::connect() {
+  ensure_mpi_initialized();
+  if (world_ranks_.empty()) {
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_->comm), "MPI_Comm_dup");
+  } else {
+    // Collective over the members only: other ranks need not take part.
+    MPI_Group world = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, static_cast<int>(world_ranks_.size()), world_ranks_.data(), &members);
+    const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, members, tag_, &comm_->comm);
+    MPI_Group_free(&members);
+    MPI_Group_free(&world);
+    check_mpi(rc, "MPI_Comm_create_group");
+  }
+  MPI_Comm_set_errhandler(comm_->comm, MPI_ERRORS_RETURN);
+}
+
+void mpi_communicator::allreduce(const allreduce_options& opts) {
+  if (opts.count == 0)
+    return;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, opts.data, as_int(static_cast<int64_t>(opts.count), "allreduce"),
+                      mpi_type(opts.dtype), mpi_op(opts.dtype, opts.op), comm_->comm),
+        "allreduce");
+}
+
+void mpi_communicator::allgather(const allgather_options& opts) {
+  const auto esize = static_cast<int64_t>(element_size(opts.dtype));
+  std::vector<int64_t> bytes;
+  for (auto c : opts.counts)
+    bytes.push_back(static_cast<int64_t>(c) * esize);
+  auto counts = ints(bytes, "allgather");
+  auto offsets = offsets_of(counts, "allgather");
+  int rank = 0;
+  MPI_Comm_rank(comm_->comm, &rank);
+  check_mpi(MPI_Allgatherv(opts.input, counts[static_cast<size_t>(rank)], MPI_BYTE, opts.output,
+                       counts.data(), offsets.data(), MPI_BYTE, comm_->comm),
+        "allgather");
+}
+
+void mpi_communicator::broadcast(const broadcast_options& opts) {
+  if (opts.count == 0)
+    return;
+  const auto bytes = static_cast<int64_t>(opts.count * element_size(opts.dtype));
+  check_mpi(MPI_Bcast(opts.data, as_int(bytes, "broadcast"), MPI_BYTE, opts.root, comm_->comm),
+        "broadcast");
+}
+
+void mpi_communicator::alltoall(const alltoall_options& opts) {
+  auto send = ints(opts.send_bytes, "alltoall");
+  auto recv = ints(opts.recv_bytes, "alltoall");
+  auto send_at = offsets_of(send, "alltoall");
+  auto recv_at = offsets_of(recv, "alltoall");
+  check_mpi(MPI_Alltoallv(opts.input, send.data(), send_at.data(), MPI_BYTE, opts.output,
+                      recv.data(), recv_at.data(), MPI_BYTE, comm_->comm),
+        "alltoall");
+}
+
+void mpi_communicator::sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
+                           int peer) {
+  constexpr int tag = 0x54;
+  check_mpi(MPI_Sendrecv(send, as_int(static_cast<int64_t>(send_bytes), "sendrecv"), MPI_BYTE,
+                     peer, tag, recv, as_int(static_cast<int64_t>(recv_bytes), "sendrecv"),
+                     MPI_BYTE, peer, tag, comm_->comm, MPI_STATUS_IGNORE),
+        "sendrecv");
+}
+
+void mpi_communicator::barrier() {
+  check_mpi(MPI_Barrier(comm_->comm), "barrier");
+}
+
+} // namespace troupe::backends

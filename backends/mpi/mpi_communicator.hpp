@@ -1,0 +1,41 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backends/communicator.hpp"
+
+namespace troupe::backends {
+
+/// CPU collectives over MPI (Open MPI), on a duplicate of MPI_COMM_WORLD or
+/// a communicator of a process set's ranks.
+/// Reductions run in place (MPI_IN_PLACE) on the caller's or the fusion
+/// buffer: no scratch buffer per call.
+class mpi_communicator : public communicator {
+public:
+  /// The communicator of `world_ranks` (empty = MPI_COMM_WORLD), created
+  /// at connect() with `tag` (unique among sets created concurrently).
+  mpi_communicator(std::vector<int> world_ranks, int tag);
+  ~mpi_communicator() override;
+
+  const char* name() const override {
+    return "mpi";
+  }
+  void connect() override;
+  void allreduce(const allreduce_options& opts) override;
+  void allgather(const allgather_options& opts) override;
+  void broadcast(const broadcast_options& opts) override;
+  void alltoall(const alltoall_options& opts) override;
+  void barrier() override;
+  void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
+                int peer) override;
+
+private:
+  // Holds the MPI_Comm, so mpi.h stays out of this header.
+  struct comm_handle;
+  std::unique_ptr<comm_handle> comm_;
+  std::vector<int> world_ranks_;
+  int tag_;
+};
+
+} // namespace troupe::backends

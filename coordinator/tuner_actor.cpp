@@ -1,0 +1,162 @@
+#include "coordinator/tuner_actor.hpp"
+
+#include <chrono>
+#include <optional>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/timeline.hpp"
+#include "autotune/autotune_log.hpp"
+#include "metrics/autotune_metrics.hpp"
+
+namespace troupe::coordinator {
+
+namespace {
+
+using namespace troupe::actors;
+using clock = std::chrono::steady_clock;
+
+struct tuner_state {
+  coordinator_actor coordinator;
+  tuner_options options;
+  std::unique_ptr<autotune::parameter_search> search;
+  std::unique_ptr<autotune::autotune_log> log;
+  autotune::settings applied;  // in force (as far as this tuner changed it)
+  // Settings generation of the lists being sampled; none before the first.
+  std::optional<uint64_t> generation;
+  // A setting was sent and lists of the generation it was sent in still
+  // arrive: they are not counted.
+  std::optional<uint64_t> sent_in;
+  size_t lists = 0;
+  uint64_t bytes = 0;
+  clock::time_point start;
+  double optimizer_seconds = 0;  // spent in the search: the tuner's own cost
+  static constexpr const char* name = "troupe.tuner";
+};
+
+using tuner_self = tuner_actor::stateful_pointer<tuner_state>;
+
+std::string describe(const autotune::settings& s) {
+  return fmt::format("[cache {}, cycle {} ms, fusion {} B]", s.cache_enabled ? 1 : 0,
+                     s.cycle_time_ms, s.fusion_threshold);
+}
+
+// Sends what differs between the search's current setting and the one in
+// force to the coordinator (a cache capacity sent empties the cache, so
+// only a real change is sent).
+void apply(tuner_self self) {
+  auto& st = self->state;
+  const auto& s = st.search->current();
+  v1::Tuning t;
+  if (s.fusion_threshold != st.applied.fusion_threshold)
+    t.set_fusion_threshold(s.fusion_threshold);
+  if (s.cycle_time_ms != st.applied.cycle_time_ms)
+    t.set_cycle_time_us(static_cast<int64_t>(s.cycle_time_ms * 1000));
+  if (s.cache_enabled != st.applied.cache_enabled)
+    t.set_cache_capacity(s.cache_enabled ? st.options.cache_capacity : 0);
+  st.applied = s;
+  self->send(st.coordinator, tune_atom::value, t.SerializeAsString());
+  st.sent_in = st.generation;
+}
+
+void finish_sample(tuner_self self, double score) {
+  auto& st = self->state;
+  const auto set = st.options.set_id;
+  st.options.metrics->sampled();
+  if (st.options.timeline)
+    caf::anon_send(st.options.timeline, timeline_atom::value,
+                   fmt::format("AUTOTUNE_SAMPLE set {} {} {:.0f} B/s", set,
+                               describe(st.search->current()), score),
+                   timeline_now_us());
+  if (st.search->warmup_left() > 0)
+    spdlog::info("Autotuner of set {}: warming up ({} remaining)", set,
+                 st.search->warmup_left() - 1);
+  const auto began = clock::now();
+  const auto step = st.search->record(score);
+  const double spent = std::chrono::duration<double>(clock::now() - began).count();
+  st.optimizer_seconds += spent;
+  st.options.metrics->optimizer_time(spent);
+  if (step.scored) {
+    spdlog::info("Autotuner of set {}: {} {:.0f} B/s", set, describe(*step.scored), step.score);
+    if (st.log)
+      st.log->row(*step.scored, step.score);
+    st.options.metrics->scored(step.score, st.search->best_score());
+  }
+  if (step.changed)
+    apply(self);
+  const auto& now = st.search->current();
+  st.options.metrics->settings(now.fusion_threshold, now.cycle_time_ms, now.cache_enabled,
+                               st.search->active());
+  if (step.finished) {
+    spdlog::info("Autotuner of set {}: best params {} {:.0f} B/s (choosing settings took "
+                 "{:.1f} ms)",
+                 set, describe(st.search->current()), st.search->best_score(),
+                 st.optimizer_seconds * 1000);
+    if (st.log)
+      st.log->row(st.search->current(), st.search->best_score());
+    self->quit();
+  }
+}
+
+void on_executed(tuner_self self, uint64_t generation, const list_stats& stats) {
+  auto& st = self->state;
+  const auto now = clock::now();
+  if (st.sent_in && generation == *st.sent_in)
+    return;  // executed before the sent setting took effect
+  if (generation != st.generation) {
+    // New settings from this list on: it is the transition, the sample
+    // starts after it.
+    st.generation = generation;
+    st.sent_in.reset();
+    st.lists = 0;
+    st.bytes = 0;
+    st.start = now;
+    return;
+  }
+  st.bytes += stats.bytes;
+  if (++st.lists < static_cast<size_t>(st.options.steps_per_sample))
+    return;
+  const double seconds = std::chrono::duration<double>(now - st.start).count();
+  const double score = seconds > 0 ? static_cast<double>(st.bytes) / seconds : 0.0;
+  st.lists = 0;
+  st.bytes = 0;
+  st.start = now;
+  finish_sample(self, score);
+}
+
+tuner_actor::behavior_type tune(tuner_self self, coordinator_actor coordinator,
+                                tuner_options options) {
+  auto& st = self->state;
+  st.coordinator = std::move(coordinator);
+  st.options = std::move(options);
+  st.search = std::make_unique<autotune::parameter_search>(st.options.search);
+  st.applied = st.options.search.initial;
+  self->monitor(st.coordinator);
+  self->set_down_handler([=](caf::down_msg&) { self->quit(); });
+  const auto& s = st.search->current();
+  st.options.metrics->settings(s.fusion_threshold, s.cycle_time_ms, s.cache_enabled,
+                               st.search->active());
+  if (!st.options.log_path.empty()) {
+    try {
+      st.log = std::make_unique<autotune::autotune_log>(st.options.log_path);
+    } catch (const std::exception& e) {
+      spdlog::error("Autotuner of set {}: {}; tuning without a log", st.options.set_id,
+                    e.what());
+    }
+  }
+  return {
+    [=](executed_atom, uint64_t generation, const list_stats& stats) {
+      on_executed(self, generation, stats);
+    },
+  };
+}
+
+} // namespace
+
+tuner_actor spawn_tuner(caf::actor_system& sys, coordinator_actor coordinator,
+                        tuner_options options) {
+  return sys.spawn<caf::detached>(tune, std::move(coordinator), std::move(options));
+}
+
+} // namespace troupe::coordinator

@@ -1,0 +1,402 @@
+#include "elastic/launcher/elastic_driver.hpp"
+
+#include "elastic/launcher/seat_assignment.hpp"
+#include "elastic/launcher/signals.hpp"
+#include "elastic/membership_epoch.hpp"
+#include "elastic/store.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <csignal>
+#include <cstdio>
+#include <sys/wait.h>
+
+namespace troupe::elastic::launcher {
+
+namespace {
+
+// How often the store is read for arrivals at the reset barrier (a local
+// round trip each): it bounds how late a barrier opens or closes.
+constexpr auto store_poll = std::chrono::milliseconds(20);
+// How long the barrier waits for a member its peers lost (see check_barrier).
+constexpr auto lost_grace = std::chrono::seconds(1);
+// Between SIGTERM and SIGKILL for the other workers of a failed host.
+constexpr auto stop_grace = std::chrono::seconds(5);
+
+std::string seconds_text(std::chrono::steady_clock::duration d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", std::chrono::duration<double>(d).count());
+  return text;
+}
+
+std::string ids_text(const membership_plan& plan) {
+  std::string out;
+  for (const auto& m : plan)
+    out += (out.empty() ? "" : " ") + std::to_string(m.worker_id) + "@" + m.host;
+  return out;
+}
+
+} // namespace
+
+elastic_driver::elastic_driver(settings s, std::unique_ptr<discovery_poller> poller,
+                               std::optional<cooldown_range> cooldown,
+                               job_supervisor& supervisor, store_client& store,
+                               line_forwarder::sink report, line_forwarder::sink out,
+                               line_forwarder::sink err)
+  : s_(std::move(s)), poller_(std::move(poller)), hosts_(cooldown), supervisor_(supervisor),
+    store_(store), report_(std::move(report)), out_(std::move(out)), err_(std::move(err)) {
+  if (!poller_) {
+    hosts_.update(s_.fixed_hosts);
+    discovered_ = true;
+  }
+  slots_deadline_ = clock::now() + s_.elastic_timeout;
+}
+
+elastic_driver::~elastic_driver() = default;
+
+job_supervisor::policy elastic_driver::policy() {
+  job_supervisor::policy p;
+  p.exit = [this](const worker_process& w, int status) { on_exit(w, status); };
+  p.tick = [this](clock::time_point now) { return tick(now); };
+  p.hold = [this] { return epoch_ < 0; };
+  p.wake_fd = poller_ ? poller_->wake_fd() : -1;
+  return p;
+}
+
+elastic_driver::clock::time_point elastic_driver::tick(clock::time_point now) {
+  take_discovery();
+  for (auto it = kill_at_.begin(); it != kill_at_.end();) {
+    if (now < it->second) {
+      ++it;
+      continue;
+    }
+    if (auto* w = supervisor_.find(static_cast<int>(it->first)); w && w->running)
+      w->signal(SIGKILL);
+    it = kill_at_.erase(it);
+  }
+  // The loop also turns for every line of output: the store is read at
+  // most every store_poll.
+  if (supervisor_.stopping())
+    return now + store_poll;
+  if (now < next_poll_)
+    return next_poll_;
+  next_poll_ = now + store_poll;
+  if (epoch_ < 0)
+    try_start(now);
+  else if (barrier_deadline_)
+    check_barrier(now);
+  else if (slots_deadline_)
+    complete_round(now);
+  else if (!arrived(epoch_ + 1).empty())
+    open_barrier(now, announced_ == epoch_ ? "hosts_updated" : "peer_lost",
+                 "a worker is resetting");
+  else
+    announce_changes(now);
+  if (observe_.hosts)
+    observe_.hosts(hosts_.count(now));
+  return next_poll_;
+}
+
+void elastic_driver::take_discovery() {
+  if (!poller_)
+    return;
+  auto r = poller_->take();
+  if (!r)
+    return;
+  if (!r->ok) {
+    if (!discovered_) {
+      stop_job(r->error, 1);
+      return;
+    }
+    if (r->error != last_discovery_error_)
+      report_("troupe-run: warning: " + r->error + "; keeping the last hosts\n");
+    last_discovery_error_ = r->error;
+    return;
+  }
+  last_discovery_error_.clear();
+  hosts_.update(r->hosts);
+  discovered_ = true;
+}
+
+void elastic_driver::try_start(clock::time_point now) {
+  if (discovered_) {
+    auto plan = assign_seats(hosts_.usable(now), {}, s_.max_np);
+    if (static_cast<int>(plan.size()) >= s_.np) {
+      slots_deadline_.reset();
+      publish(std::move(plan), now);
+      return;
+    }
+  }
+  if (now >= *slots_deadline_)
+    stop_job(timeout_message(s_.np), 1);
+}
+
+std::string elastic_driver::timeout_message(int np) const {
+  return "Timed out waiting for minimum number of slots to become available. Please check that "
+         "you have enough resources to run at least " +
+         std::to_string(np) + " Horovod processes. (--elastic-timeout " +
+         seconds_text(s_.elastic_timeout) + " s)";
+}
+
+void elastic_driver::open_barrier(clock::time_point now, const std::string& reason,
+                                  const std::string& why) {
+  if (barrier_deadline_ || slots_deadline_)
+    return;
+  if (observe_.barrier_opened)
+    observe_.barrier_opened(reason);
+  barrier_opened_ = now;
+  barrier_deadline_ = now + s_.reset_timeout;
+  report_("troupe-run: " + why + "; reset barrier of membership epoch " +
+          std::to_string(epoch_ + 1) + " open for " + seconds_text(s_.reset_timeout) + " s\n");
+}
+
+void elastic_driver::check_barrier(clock::time_point now) {
+  const auto got = arrived(epoch_ + 1);
+  // A member an arrived member lost (its connection closed, or it went
+  // silent past the heartbeat timeout: frozen, partitioned) is not waited
+  // for past a short grace: a live one learns of the reset from its peers
+  // within milliseconds and arrives.
+  const bool grace_over = now >= *barrier_opened_ + lost_grace;
+  auto lost_by_any = [&](int rank) {
+    return std::any_of(got.begin(), got.end(), [rank](const auto& a) {
+      const auto& lost = a.second.lost;
+      return std::find(lost.begin(), lost.end(), rank) != lost.end();
+    });
+  };
+  bool waiting = false;
+  for (size_t rank = 0; rank < plan_.size(); ++rank) {
+    const auto id = plan_[rank].worker_id;
+    if (members_.at(id).departed || got.count(id) > 0)
+      continue;
+    if (grace_over && lost_by_any(static_cast<int>(rank)))
+      fail_worker(id, "was lost by its peers and did not arrive at the reset barrier", 1, now);
+    else if (now >= *barrier_deadline_)
+      fail_worker(id,
+                  "did not arrive at the reset barrier within " +
+                    seconds_text(s_.reset_timeout) + " s (--reset-timeout)",
+                  1, now);
+    else
+      waiting = true;
+  }
+  if (waiting)
+    return;
+  if (observe_.barrier_closed)
+    observe_.barrier_closed(now - *barrier_opened_);
+  barrier_deadline_.reset();
+  complete_round(now);
+}
+
+void elastic_driver::complete_round(clock::time_point now) {
+  const auto left = survivors();
+  if (left.empty()) {
+    // Nobody is left to train or to sync state from: the job is over.
+    slots_deadline_.reset();
+    if (failure_code_)
+      stop_job("every worker of membership epoch " + std::to_string(epoch_) +
+                 " has exited; one failed, so the job failed",
+               *failure_code_);
+    else
+      supervisor_.abort(0);
+    return;
+  }
+  if (s_.reset_limit && resets_ >= *s_.reset_limit) {
+    stop_job("Horovod was shutdown because number of resets during elastic job exceeded "
+             "limit: " + std::to_string(*s_.reset_limit) + " (--reset-limit)",
+             1);
+    return;
+  }
+  if (hosts_.all_blacklisted_for_good()) {
+    stop_job("every host of the job is blacklisted (pass --blacklist-cooldown-range to let "
+             "failed hosts return)",
+             1);
+    return;
+  }
+  auto plan = assign_seats(hosts_.usable(now), left, s_.max_np);
+  if (std::none_of(plan.begin(), plan.end(),
+                   [](const auto& m) { return m.worker_id != new_seat; })) {
+    stop_job("No hosts from previous set remaining, unable to broadcast state.", 1);
+    return;
+  }
+  if (static_cast<int>(plan.size()) < s_.min_np) {
+    if (!slots_deadline_) {
+      slots_deadline_ = now + s_.elastic_timeout;
+      report_("troupe-run: " + std::to_string(plan.size()) + " slot(s) usable, below --min-np " +
+              std::to_string(s_.min_np) + "; waiting up to " + seconds_text(s_.elastic_timeout) +
+              " s\n");
+    } else if (now >= *slots_deadline_) {
+      stop_job(timeout_message(s_.min_np), 1);
+    }
+    return;
+  }
+  slots_deadline_.reset();
+  ++resets_;
+  publish(std::move(plan), now);
+}
+
+void elastic_driver::announce_changes(clock::time_point now) {
+  if (announced_ == epoch_)
+    return;
+  if (!settled_) {
+    const auto got = arrived(epoch_);
+    settled_ = std::all_of(plan_.begin(), plan_.end(),
+                           [&got](const auto& m) { return got.count(m.worker_id) > 0; });
+    if (!settled_)
+      return;
+  }
+  const auto change = compare_plans(plan_, assign_seats(hosts_.usable(now), plan_, s_.max_np));
+  if (change == host_change::none)
+    return;
+  announced_ = epoch_;
+  const notice n{epoch_, change};
+  store_.set(notice_key(s_.job.job_id), encode_notice(n));
+  report_("troupe-run: hosts changed during membership epoch " + std::to_string(epoch_) + " (" +
+          encode_notice(n).substr(encode_notice(n).find(' ') + 1) +
+          "); workers reset at their next commit\n");
+}
+
+void elastic_driver::publish(membership_plan plan, clock::time_point now) {
+  const int64_t next = epoch_ + 1;
+  for (auto& m : plan)
+    if (m.worker_id == new_seat)
+      m.worker_id = next_worker_id_++;
+  // Members without a seat read the plan and exit 0; one that lingers is
+  // killed once the reset timeout has passed.
+  for (const auto& [id, m] : members_)
+    if (!m.departed && std::none_of(plan.begin(), plan.end(),
+                                    [id = id](const auto& p) { return p.worker_id == id; }))
+      kill_at_.emplace_back(id, now + s_.reset_timeout);
+  store_.set(plan_key(s_.job.job_id, next), encode_plan(plan));
+  store_.set(epoch_key(s_.job.job_id), std::to_string(next));
+  std::map<int64_t, member> seated;
+  for (const auto& m : plan)
+    seated[m.worker_id] = member{m.host, false};
+  const auto slots = slots_of(plan);
+  std::vector<size_t> fresh;
+  for (size_t i = 0; i < plan.size(); ++i)
+    if (members_.count(plan[i].worker_id) == 0)
+      fresh.push_back(i);
+  members_ = std::move(seated);
+  plan_ = std::move(plan);
+  epoch_ = next;
+  failure_code_.reset();
+  settled_ = false;
+  if (observe_.published)
+    observe_.published(epoch_, static_cast<int>(plan_.size()));
+  report_("troupe-run: membership epoch " + std::to_string(epoch_) + ": " +
+          std::to_string(plan_.size()) + " worker(s), rank order " + ids_text(plan_) + "\n");
+  for (auto i : fresh)
+    spawn(plan_[i], slots[i], static_cast<int>(plan_.size()), now);
+}
+
+void elastic_driver::spawn(const plan_member& seat, const rank_slot& slot, int size,
+                           clock::time_point now) {
+  auto job = s_.job;
+  job.size = size;
+  auto vars = rank_variables(slot, job);
+  vars.insert(vars.end(), {{"TROUPE_ELASTIC", "1"},
+                           {"HOROVOD_ELASTIC", "1"},
+                           {"TROUPE_WORKER_ID", std::to_string(seat.worker_id)},
+                           {"TROUPE_SPAWN_HOST", seat.host}});
+  std::vector<std::string> argv = s_.command;
+  if (!s_.spawn_command.empty()) {
+    // The hook gets the worker's command as its arguments ("$@").
+    argv = {"/bin/sh", "-c", s_.spawn_command + " \"$@\"", "troupe-spawn"};
+    argv.insert(argv.end(), s_.command.begin(), s_.command.end());
+  } else if (!is_local_host(seat.host, s_.own_hostname)) {
+    fail_worker(seat.worker_id,
+                "cannot start: host '" + seat.host + "' is not this machine and no "
+                "--spawn-command was given",
+                127, now);
+    return;
+  }
+  try {
+    supervisor_.add(spawn_worker(static_cast<int>(seat.worker_id), argv,
+                                 merge_environment(s_.parent_env, vars), out_, err_));
+    if (observe_.spawned)
+      observe_.spawned();
+  } catch (const spawn_error& e) {
+    fail_worker(seat.worker_id, e.what(), 127, now);
+  }
+}
+
+void elastic_driver::on_exit(const worker_process& w, int status) {
+  const auto now = clock::now();
+  auto it = members_.find(w.rank);
+  if (it == members_.end() || it->second.departed)
+    return;  // removed from the plan, or already counted
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    it->second.departed = true;
+    report_("troupe-run: worker " + name_of(w.rank) + " left the job (exit status 0)\n");
+    open_barrier(now, "leave", "a worker left");
+    return;
+  }
+  fail_worker(w.rank,
+              WIFSIGNALED(status) ? "was killed by signal " + signal_name(WTERMSIG(status))
+                                  : "exited with status " + std::to_string(WEXITSTATUS(status)),
+              WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status), now);
+}
+
+void elastic_driver::fail_worker(int64_t id, const std::string& why, int code,
+                                 clock::time_point now) {
+  auto& failed = members_.at(id);
+  if (failed.departed)
+    return;
+  failed.departed = true;
+  if (!failure_code_)
+    failure_code_ = code;
+  report_("troupe-run: worker " + name_of(id) + " " + why + "; host " + failed.host +
+          " is blacklisted\n");
+  hosts_.blacklist(failed.host, now);
+  if (auto* w = supervisor_.find(static_cast<int>(id)); w && w->running)
+    w->signal(SIGKILL);
+  // The whole host is out: its other workers stop too.
+  for (auto& [other, m] : members_) {
+    if (m.departed || m.host != failed.host)
+      continue;
+    m.departed = true;
+    if (auto* w = supervisor_.find(static_cast<int>(other)); w && w->running) {
+      w->signal(SIGTERM);
+      kill_at_.emplace_back(other, now + stop_grace);
+    }
+  }
+  open_barrier(now, "failure", "a worker failed");
+}
+
+void elastic_driver::stop_job(const std::string& why, int code) {
+  report_("troupe-run: error: " + why + "\n");
+  supervisor_.abort(code);
+}
+
+std::map<int64_t, arrival> elastic_driver::arrived(int64_t epoch) {
+  const auto prefix = arrive_prefix(s_.job.job_id, epoch);
+  std::map<int64_t, arrival> out;
+  for (const auto& [key, value] : store_.list_values(prefix)) {
+    int64_t id = -1;
+    const auto* first = key.data() + prefix.size();
+    const auto* last = key.data() + key.size();
+    auto [end, ec] = std::from_chars(first, last, id);
+    // Only current members count; anything else under the prefix is not ours.
+    if (ec == std::errc{} && end == last && members_.count(id) > 0)
+      out.emplace(id, decode_arrival(value));
+  }
+  return out;
+}
+
+membership_plan elastic_driver::survivors() const {
+  membership_plan out;
+  for (const auto& m : plan_)
+    if (!members_.at(m.worker_id).departed)
+      out.push_back(m);
+  return out;
+}
+
+std::string elastic_driver::name_of(int64_t id) const {
+  auto it = std::find_if(plan_.begin(), plan_.end(),
+                         [id](const auto& m) { return m.worker_id == id; });
+  if (it == plan_.end())
+    return std::to_string(id);
+  return std::to_string(id) + " (rank " + std::to_string(it - plan_.begin()) + " of epoch " +
+         std::to_string(epoch_) + ", host " + it->host + ")";
+}
+
+} // namespace troupe::elastic::launcher

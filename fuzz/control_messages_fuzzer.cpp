@@ -1,0 +1,83 @@
+// libFuzzer target: control messages from a peer as the coordinator and a
+// member meet them. The bytes are a troupe.v1.RequestList for the
+// coordinator (its response cache resolves cache ids, its message table
+// validates and matches the requests, pops what is ready and expires
+// deadlines) and, the same bytes, a ResponseList for a member's cache view.
+// The first byte picks the process set's size. Any input must leave both
+// sides consistent: no crash, no unbounded work.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "actors/cache_view.hpp"
+#include "coordinator/message_table.hpp"
+#include "coordinator/response_cache.hpp"
+#include "troupe/v1/control.pb.h"
+
+#include <google/protobuf/stubs/logging.h>
+
+namespace v1 = troupe::v1;
+
+namespace {
+
+void as_coordinator(int32_t set_size, const std::string& bytes) {
+  v1::RequestList list;
+  if (!list.ParseFromString(bytes))
+    return;
+  troupe::coordinator::message_table table{set_size};
+  troupe::coordinator::response_cache cache{4, set_size};
+  uint64_t lists = 0;
+  for (const auto& req : list.requests()) {
+    if (req.cache_id() == 0)
+      table.add(req);
+    else if (auto cached = cache.resolve(req.cache_id(), req.request_rank(), list.lists_applied()))
+      table.add_hit(req.request_rank(), cached);
+    else
+      continue;
+    while (table.has_ready()) {
+      troupe::coordinator::message_table::sent sent;
+      auto resp = table.pop_ready(&sent);
+      if (resp.op() == v1::OP_TYPE_ERROR || resp.tensor_names_size() != 1)
+        continue;
+      if (sent.cached)
+        cache.touch(sent.cached, ++lists);
+      else
+        cache.put(resp.tensor_names(0), std::move(sent.by_rank), ++lists);
+    }
+  }
+  if (list.requests_size() > 0)
+    cache.member_progress(list.requests(0).request_rank(), list.lists_applied());
+  const auto later = troupe::coordinator::message_table::clock::now() + std::chrono::hours(24 * 365);
+  table.missing_ranks(later);
+  table.expire(later);
+  table.take_failed();
+}
+
+void as_member(const std::string& bytes) {
+  v1::ResponseList list;
+  if (!list.ParseFromString(bytes))
+    return;
+  const v1::Request mine;
+  troupe::actors::cache_view view;
+  view.apply(list, [&](const std::string&) { return &mine; });
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // Parse failures (invalid UTF-8 in string fields) are expected here, and
+  // protobuf's log line for each would slow the run down.
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0)
+    return 0;
+  const int32_t set_size = 1 + data[0] % 8;
+  const std::string bytes{reinterpret_cast<const char*>(data) + 1, size - 1};
+  as_coordinator(set_size, bytes);
+  as_member(bytes);
+  return 0;
+}

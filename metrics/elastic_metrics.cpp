@@ -1,0 +1,65 @@
+#include "metrics/elastic_metrics.hpp"
+
+namespace troupe::metrics {
+
+namespace {
+
+prometheus::Family<prometheus::Gauge>& hosts_family(prometheus::Registry& r) {
+  return prometheus::BuildGauge()
+    .Name("troupe_elastic_hosts")
+    .Help("Hosts the discovery lists, by state (active, blacklisted for good, cooling down).")
+    .Register(r);
+}
+
+} // namespace
+
+elastic_metrics::elastic_metrics(prometheus::Registry& r)
+  : epoch_(prometheus::BuildGauge()
+             .Name("troupe_elastic_epoch")
+             .Help("Membership epoch troupe-run published last.")
+             .Register(r)
+             .Add({})),
+    members_(prometheus::BuildGauge()
+               .Name("troupe_elastic_members")
+               .Help("Workers in the current membership epoch.")
+               .Register(r)
+               .Add({})),
+    resets_(prometheus::BuildCounter()
+              .Name("troupe_elastic_resets_total")
+              .Help("Reset barriers opened, by reason (failure, leave, peer_lost, "
+                    "hosts_updated).")
+              .Register(r)),
+    barrier_(prometheus::BuildHistogram()
+               .Name("troupe_elastic_reset_barrier_seconds")
+               .Help("From a reset barrier's opening until every member arrived, exited or was failed.")
+               .Register(r)
+               .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.25, 0.5, 1,
+                                                                 2.5, 5, 10, 30, 60, 300})),
+    active_(hosts_family(r).Add({{"state", "active"}})),
+    blacklisted_(hosts_family(r).Add({{"state", "blacklisted"}})),
+    cooling_down_(hosts_family(r).Add({{"state", "cooling_down"}})) {
+  epoch_.Set(-1);
+  for (const char* reason : {"failure", "leave", "peer_lost", "hosts_updated"})
+    resets_.Add({{"reason", reason}});
+}
+
+void elastic_metrics::epoch(int64_t epoch, int members) {
+  epoch_.Set(static_cast<double>(epoch));
+  members_.Set(members);
+}
+
+void elastic_metrics::reset(const std::string& reason) {
+  resets_.Add({{"reason", reason}}).Increment();
+}
+
+void elastic_metrics::barrier_seconds(double seconds) {
+  barrier_.Observe(seconds);
+}
+
+void elastic_metrics::hosts(int active, int blacklisted, int cooling_down) {
+  active_.Set(active);
+  blacklisted_.Set(blacklisted);
+  cooling_down_.Set(cooling_down);
+}
+
+} // namespace troupe::metrics

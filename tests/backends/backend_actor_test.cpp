@@ -1,0 +1,187 @@
+// The backend actor over a backend whose completions the test finishes:
+// answers come when a work's completion has finished, not when it started,
+// and the actor keeps serving meanwhile (a GPU backend's path, on a CPU).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+
+#include <caf/all.hpp>
+
+#include "backends/backend_actor.hpp"
+#include "metrics/rank_metrics.hpp"
+
+namespace troupe::backends {
+namespace {
+
+using namespace troupe::actors;
+using namespace std::chrono_literals;
+
+// What the test controls and observes of the fake backend.
+struct script {
+  std::atomic<int> starts{0};
+  std::atomic<int> polls{0};
+  std::atomic<bool> aborted{false};
+  // Works (by id) that run until their gate opens; the others finish at once.
+  std::map<uint64_t, std::shared_ptr<std::atomic<bool>>> gates;
+};
+
+class gated_completion : public completion {
+public:
+  gated_completion(std::shared_ptr<script> s, std::shared_ptr<std::atomic<bool>> gate)
+    : script_(std::move(s)), gate_(std::move(gate)) {
+  }
+  std::optional<status> poll() override {
+    ++script_->polls;
+    if (script_->aborted)
+      return status{status_code::backend, "device aborted"};
+    if (*gate_)
+      return status{};
+    return std::nullopt;
+  }
+
+private:
+  std::shared_ptr<script> script_;
+  std::shared_ptr<std::atomic<bool>> gate_;
+};
+
+class scripted_backend : public backend {
+public:
+  explicit scripted_backend(std::shared_ptr<script> s) : script_(std::move(s)) {
+  }
+  const char* name() const override {
+    return "scripted";
+  }
+  void connect() override {
+  }
+  std::unique_ptr<completion> start(collective_work& work) override {
+    ++script_->starts;
+    const auto gate = script_->gates.find(work.id);
+    if (gate == script_->gates.end())
+      return std::make_unique<finished>(status{});
+    return std::make_unique<gated_completion>(script_, gate->second);
+  }
+  void abort() override {
+    script_->aborted = true;
+  }
+
+private:
+  std::shared_ptr<script> script_;
+};
+
+struct answer {
+  uint64_t id = 0;
+  status result;
+  list_stats moved;
+};
+
+class backend_actor_test : public ::testing::Test {
+protected:
+  backend_actor_test()
+    : sys_(cfg_),
+      rank_metrics_(std::make_shared<metrics::rank_metrics>(metrics::rank_position{0, 2, 0},
+                                                            "scripted")),
+      set_(rank_metrics_->for_set(0, 2, "scripted")),
+      script_(std::make_shared<script>()),
+      data_(256, 1.0f) {
+  }
+
+  ~backend_actor_test() override {
+    caf::anon_send_exit(backend_, caf::exit_reason::user_shutdown);
+  }
+
+  void spawn() {
+    backend_ = spawn_backend_actor(
+      sys_, std::make_unique<scripted_backend>(script_),
+      std::shared_ptr<metrics::collective_metrics>(set_, &set_->collectives()));
+  }
+
+  collective_work_ptr work(uint64_t id) {
+    auto w = std::make_shared<collective_work>();
+    w->id = id;
+    w->response.set_op(v1::OP_TYPE_ALLREDUCE);
+    auto e = std::make_shared<tensor_entry>();
+    e->input = e->output =
+      tensor{data_.data(), data_type::float32, {static_cast<int64_t>(data_.size())}};
+    e->handle = std::make_shared<detail::handle_state>();
+    w->entries.push_back(e);
+    return w;
+  }
+
+  // Sends (execute) for `w` from `self`; the answer comes back as a message.
+  void execute(caf::scoped_actor& self, const collective_work_ptr& w) {
+    self->send(backend_, execute_atom::value, w);
+  }
+
+  // The next answer, or nothing after `within`.
+  std::optional<answer> next(caf::scoped_actor& self, std::chrono::milliseconds within) {
+    std::optional<answer> got;
+    self->receive(
+      [&](executed_atom, uint64_t id, const status& s, const list_stats& m) {
+        got = answer{id, s, m};
+      },
+      caf::after(within) >> [] {});
+    return got;
+  }
+
+  caf::actor_system_config cfg_;
+  caf::actor_system sys_;
+  std::shared_ptr<metrics::rank_metrics> rank_metrics_;
+  std::shared_ptr<metrics::set_metrics> set_;
+  std::shared_ptr<script> script_;
+  std::vector<float> data_;
+  backend_actor backend_;
+};
+
+TEST_F(backend_actor_test, answers_when_the_completion_finishes_and_serves_meanwhile) {
+  auto gate = std::make_shared<std::atomic<bool>>(false);
+  script_->gates[1] = gate;
+  spawn();
+  caf::scoped_actor self{sys_};
+  execute(self, work(1));
+  execute(self, work(2));
+  // Work 2 started after work 1 and finished first: its answer is not held
+  // behind the one still running.
+  auto first = next(self, 5000ms);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->id, 2u);
+  EXPECT_TRUE(first->result.ok());
+  EXPECT_EQ(first->moved.bytes, data_.size() * sizeof(float));
+  // Work 1 runs on: no answer while its gate is shut, and the actor polls
+  // with back-off rather than spinning.
+  EXPECT_FALSE(next(self, 300ms));
+  EXPECT_GT(script_->polls.load(), 2);
+  EXPECT_LT(script_->polls.load(), 2000);  // 300 ms at >= 1 poll per ms cap ~ 300
+  *gate = true;
+  auto second = next(self, 5000ms);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->id, 1u);
+  EXPECT_TRUE(second->result.ok());
+  EXPECT_EQ(script_->starts.load(), 2);
+}
+
+TEST_F(backend_actor_test, abort_finishes_running_works_through_the_backend_and_skips_queued) {
+  script_->gates[1] = std::make_shared<std::atomic<bool>>(false);
+  spawn();
+  caf::scoped_actor self{sys_};
+  execute(self, work(1));
+  EXPECT_FALSE(next(self, 100ms));
+  caf::anon_send<caf::message_priority::high>(backend_, abort_atom::value,
+                                              status{status_code::peer_lost, "peer 1 lost"});
+  // The running work answers with what the backend says once it let go.
+  auto running = next(self, 5000ms);
+  ASSERT_TRUE(running);
+  EXPECT_EQ(running->id, 1u);
+  EXPECT_EQ(running->result.code(), status_code::backend);
+  EXPECT_EQ(running->moved.bytes, 0u);
+  // A work sent after the abort answers with the abort's status, not started.
+  execute(self, work(2));
+  auto queued = next(self, 5000ms);
+  ASSERT_TRUE(queued);
+  EXPECT_EQ(queued->id, 2u);
+  EXPECT_EQ(queued->result.code(), status_code::peer_lost);
+  EXPECT_EQ(script_->starts.load(), 1);
+}
+
+} // namespace
+} // namespace troupe::backends

@@ -1,0 +1,452 @@
+"""elastic_scenarios.py TROUPE_RUN SCENARIO [RUNS]
+
+Runs troupe-run's elastic mode on simulated hosts (loopback names
+127.0.0.2, 127.0.0.3, ...; a discovery script that prints a file the test
+rewrites) with elastic_train.py, changes the job while it trains, and checks
+what the workers logged (one JSON line per step) and troupe-run's exit
+status. Every wait is bounded. Prints PASS or the failed checks; with
+`bench`, the median recovery times of RUNS runs."""
+
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.join(HERE, 'elastic_train.py')
+LINE = re.compile(r'^\[(\d+)\]<stdout>:(\{.*\})$')
+failures = []
+
+
+def expect(ok, what):
+    if not ok:
+        failures.append(what)
+        print('FAIL: ' + what, flush=True)
+
+
+class Job:
+    """One troupe-run with a discovery script reading a hosts file."""
+
+    def __init__(self, hosts, np, flags=(), train=(), script=None, limit=90):
+        self.dir = tempfile.mkdtemp(prefix='troupe-elastic-')
+        self.hosts_file = os.path.join(self.dir, 'hosts')
+        self.set_hosts(hosts)
+        script = script or 'cat ' + self.hosts_file
+        cmd = [sys.argv[1], '-np', str(np), '--host-discovery-script', script,
+               '--timeout', str(limit), *flags, '/usr/bin/python3', TRAIN, *train]
+        self.events, self.lines, self.notes = [], [], []
+        self.cond = threading.Condition()
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, start_new_session=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def set_hosts(self, hosts):
+        tmp = self.hosts_file + '.tmp'
+        with open(tmp, 'w') as f:
+            f.write(''.join(h + '\n' for h in hosts))
+        os.replace(tmp, self.hosts_file)
+
+    def _read(self):
+        for line in self.proc.stdout:
+            line = line.rstrip('\n')
+            m = LINE.match(line)
+            with self.cond:
+                self.lines.append(line)
+                if m:
+                    self.events.append(json.loads(m.group(2)))
+                elif line.startswith('troupe-run: '):
+                    self.notes.append((time.time(), line))
+                self.cond.notify_all()
+
+    def wait_for(self, pred, what, timeout=30):
+        """The first event (in log order) matching `pred`."""
+        deadline = time.time() + timeout
+        with self.cond:
+            while True:
+                for e in self.events:
+                    if pred(e):
+                        return e
+                left = deadline - time.time()
+                if left <= 0 or self.proc.poll() is not None and not self.reader.is_alive():
+                    expect(False, 'no event: ' + what)
+                    print("\n".join(self.lines[-80:]))
+                    self.stop()
+                    raise TimeoutError(what)
+                self.cond.wait(min(left, 0.5))
+
+    def stop(self):
+        """SIGTERM to troupe-run, which stops its workers."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+    def finish(self, timeout=60):
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            rc = self.proc.wait()
+            expect(False, 'troupe-run did not finish in %d s' % timeout)
+        self.reader.join(10)
+        return rc
+
+    def noted(self, text, after):
+        """When troupe-run printed a line containing `text` after `after`."""
+        with self.cond:
+            return next(t for t, line in self.notes if t > after and text in line)
+
+    def output(self):
+        with self.cond:
+            return '\n'.join(self.lines)
+
+    def steps(self):
+        with self.cond:
+            return [e for e in self.events if e['event'] == 'step']
+
+
+def check_checksums(job):
+    """Ranks of one membership epoch agree on the parameters after each step."""
+    seen = {}
+    for e in job.steps():
+        seen.setdefault((e['membership'], e['epoch'], e['batch']), set()).add(e['checksum'])
+    bad = {k: v for k, v in seen.items() if len(v) > 1}
+    expect(not bad, 'ranks disagree on parameter checksums at %s' % sorted(bad)[:3])
+
+
+def check_ranks(job):
+    """In every membership epoch the ranks are below the size, each once, and the
+    environment says the same after a reset."""
+    by_epoch = {}
+    for e in job.steps():
+        by_epoch.setdefault(e['membership'], {})[e['worker']] = (e['rank'], e['size'])
+    for membership, workers in by_epoch.items():
+        ranks = sorted(r for r, _ in workers.values())
+        sizes = {s for _, s in workers.values()}
+        expect(len(sizes) == 1 and len(set(ranks)) == len(ranks) and
+               all(0 <= r < max(sizes) for r in ranks),
+               'membership %d: ranks %s of sizes %s' % (membership, ranks, sizes))
+    for e in job.events:
+        if e['event'] == 'reset':
+            expect(e['env_rank'] == e['rank'] and e['env_size'] == e['size'],
+                   'RANK/WORLD_SIZE not rewritten: %s' % e)
+
+
+def check_every_index(job, dataset_size):
+    """Graceful changes lose and repeat nothing: every index of epoch 0 is
+    processed exactly once, but for the padding of the last membership's
+    shards (fewer than its size)."""
+    counts = {}
+    for e in job.steps():
+        if e['epoch'] == 0:
+            for i in e['indices']:
+                counts[i] = counts.get(i, 0) + 1
+    missing = set(range(dataset_size)) - set(counts)
+    expect(not missing, 'indices never processed: %s' % sorted(missing)[:10])
+    repeated = sum(c - 1 for c in counts.values())
+    last_size = job.steps()[-1]['size']
+    expect(repeated < last_size, '%d repeated indices (padding allows %d): %s' % (
+        repeated, last_size - 1, sorted(i for i, c in counts.items() if c > 1)[:10]))
+
+
+def hosts(*last_octets):
+    return ['127.0.0.%d' % n for n in last_octets]
+
+
+def first_step_after(job, t, pred=lambda e: True, what='step'):
+    return job.wait_for(lambda e: e['event'] == 'step' and e['time'] > t and pred(e), what)
+
+
+# Scenarios. Each returns measured times (seconds) by name.
+
+def kill():
+    job = Job(hosts(2, 3, 4), np=3, flags=['--min-np', '2'],
+              train=['--dataset-size', '900', '--step-sleep', '0.02'])
+    victim = job.wait_for(lambda e: e['event'] == 'step' and e['worker'] == 2 and e['batch'] >= 3,
+                          'worker 2 trains')
+    t0 = time.time()
+    os.kill(victim['pid'], signal.SIGKILL)
+    again = first_step_after(job, t0, lambda e: e['membership'] >= 1 and e['size'] == 2,
+                             'survivors train at size 2')
+    rc = job.finish()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    expect('host 127.0.0.4 is blacklisted' in job.output(), 'host of the killed worker blacklisted')
+    check_checksums(job)
+    check_ranks(job)
+    return {'kill_to_training': again['time'] - t0}
+
+
+def leave():
+    """A worker exiting 0 while the others train leaves gracefully (Horovod
+    would end the job): nothing is blacklisted, its host still listed gets
+    a new worker, and the job succeeds."""
+    job = Job(hosts(2, 3, 4), np=3, flags=['--min-np', '2'],
+              train=['--dataset-size', '900', '--step-sleep', '0.02', '--leave-at-batch', '5'])
+    job.wait_for(lambda e: e['event'] == 'step' and e['worker'] == 3 and e['membership'] >= 1,
+                 'a new worker on 127.0.0.4 trains with the others')
+    rc = job.finish()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    expect('worker 2 (rank 2 of epoch 0, host 127.0.0.4) left the job (exit status 0)'
+           in job.output(), 'the leave is reported')
+    expect('blacklisted' not in job.output(), 'a leave blacklists nothing')
+    done = {e['worker'] for e in job.events if e['event'] == 'done'}
+    expect(done == {0, 1, 3}, 'workers 0, 1 and 3 finish the epoch: %s' % done)
+    check_checksums(job)
+    return {}
+
+
+def stop():
+    """A frozen worker (SIGSTOP) is evicted once its peers' heartbeat
+    timeout passes; troupe-run fails it without waiting for --reset-timeout."""
+    job = Job(hosts(2, 3, 4), np=3,
+              flags=['--min-np', '2', '--heartbeat-timeout-seconds', '2',
+                     '--gloo-timeout-seconds', '4'],
+              train=['--dataset-size', '900', '--step-sleep', '0.02'])
+    victim = job.wait_for(lambda e: e['event'] == 'step' and e['worker'] == 2 and e['batch'] >= 3,
+                          'worker 2 trains')
+    t0 = time.time()
+    os.kill(victim['pid'], signal.SIGSTOP)
+    again = first_step_after(job, t0, lambda e: e['membership'] >= 1 and e['size'] == 2,
+                             'survivors train at size 2')
+    rc = job.finish()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    expect('was lost by its peers and did not arrive' in job.output(), 'frozen worker failed early')
+    check_checksums(job)
+    return {'stop_to_training': again['time'] - t0}
+
+
+def add_remove(spawn_hook=False):
+    size = 600
+    flags = ['--min-np', '2']
+    if spawn_hook:
+        flags += ['--spawn-command', 'env SPAWNED_ON=$TROUPE_SPAWN_HOST']
+    job = Job(hosts(2, 3), np=2, flags=flags,
+              train=['--dataset-size', str(size), '--step-sleep', '0.02', '--commit-every', '1'])
+    job.wait_for(lambda e: e['event'] == 'step' and e['batch'] >= 3, 'training at size 2')
+    t_add = time.time()
+    job.set_hosts(hosts(2, 3, 4))
+    grown = first_step_after(job, t_add, lambda e: e['size'] == 3 and e['worker'] == 2,
+                             'the new worker trains at size 3')
+    job.wait_for(lambda e: e['event'] == 'step' and e['size'] == 3 and e['batch'] >= grown['batch'] + 3,
+                 'a few steps at size 3')
+    t_rm = time.time()
+    job.set_hosts(hosts(2, 3))
+    shrunk = first_step_after(job, t_rm, lambda e: e['size'] == 2, 'training at size 2 again')
+    rc = job.finish()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    check_checksums(job)
+    check_ranks(job)
+    check_every_index(job, size)
+    if spawn_hook:
+        done = [e for e in job.events if e['event'] == 'done']
+        expect(done and all(e['spawned_on'] in hosts(2, 3) for e in done),
+               'workers started through --spawn-command: %s' % done)
+    # From the file change (includes up to 1 s of discovery polling) and
+    # from troupe-run's announcement of the change.
+    noticed_add = job.noted('hosts changed', t_add)
+    noticed_rm = job.noted('hosts changed', t_rm)
+    return {'host_added_to_first_step': grown['time'] - t_add,
+            'host_added_announced_to_first_step': grown['time'] - noticed_add,
+            'host_removed_to_training': shrunk['time'] - t_rm,
+            'host_removed_announced_to_training': shrunk['time'] - noticed_rm}
+
+
+def process_sets():
+    """A dynamic process set (every rank but the last) through three resets
+    (host added, host replaced, worker killed): the stale set is refused by
+    name, the one registered again in the reset callback reduces over the
+    new membership."""
+    job = Job(hosts(2, 3), np=2, flags=['--min-np', '2'],
+              train=['--dataset-size', '900', '--step-sleep', '0.02', '--process-set'])
+    job.wait_for(lambda e: e['event'] == 'step' and e['batch'] >= 3, 'training')
+    t = time.time()
+    job.set_hosts(hosts(2, 3, 4))
+    first_step_after(job, t, lambda e: e['size'] == 3 and e['worker'] == 2, 'grown')
+    t = time.time()
+    job.set_hosts(hosts(2, 3, 5))
+    victim = first_step_after(job, t, lambda e: e['size'] == 3 and e['worker'] == 3,
+                              'worker 3 replaces worker 2')
+    t = time.time()
+    os.kill(victim['pid'], signal.SIGKILL)
+    first_step_after(job, t, lambda e: e['size'] == 2 and e['membership'] > victim['membership'],
+                     'survivors train at size 2')
+    rc = job.finish()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    steps = job.steps()
+    expect(all(e.get('pset') == (e['size'] - 1 if e['rank'] < e['size'] - 1 else None)
+               for e in steps),
+           'the set of every rank but the last reduces over its members at every step')
+    resets = [e for e in job.events if e['event'] == 'reset']
+    expect(len({e['membership'] for e in resets}) >= 3, 'three resets or more: %s' % resets)
+    expect(all('was dissolved by the reset to membership epoch' in e['stale'] for e in resets),
+           'a stale set is refused: %s' % [e['stale'] for e in resets][:3])
+    check_checksums(job)
+    return {}
+
+
+def below_min_np():
+    job = Job(hosts(2, 3), np=2, flags=['--min-np', '2'],
+              train=['--dataset-size', '600', '--step-sleep', '0.02'])
+    victim = job.wait_for(lambda e: e['event'] == 'step' and e['worker'] == 1 and e['batch'] >= 3,
+                          'worker 1 trains')
+    os.kill(victim['pid'], signal.SIGKILL)
+    deadline = time.time() + 20
+    while 'below --min-np 2' not in job.output() and time.time() < deadline:
+        time.sleep(0.1)
+    expect('below --min-np 2' in job.output(), 'troupe-run waits for --min-np slots')
+    job.set_hosts(hosts(2, 3, 4))
+    job.wait_for(lambda e: e['event'] == 'step' and e['size'] == 2 and e['worker'] == 2,
+                 'the new worker trains with the survivor')
+    rc = job.finish()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    check_checksums(job)
+    return {}
+
+
+def reset_limit(limit):
+    job = Job(hosts(2, 3, 4), np=3, flags=['--min-np', '1', '--reset-limit', str(limit)],
+              train=['--dataset-size', '900', '--step-sleep', '0.02'])
+    for worker in (2, 1):
+        victim = job.wait_for(
+            lambda e: e['event'] == 'step' and e['worker'] == worker and e['batch'] >= 3,
+            'worker %d trains' % worker)
+        os.kill(victim['pid'], signal.SIGKILL)
+        if worker == 2:
+            first_step_after(job, time.time(), lambda e: e['size'] == 2, 'training at size 2')
+    rc = job.finish()
+    exceeded = 'number of resets during elastic job exceeded limit: %d' % limit in job.output()
+    if limit == 1:
+        expect(rc == 1 and exceeded, 'reset limit 1: exit %d, message %s' % (rc, exceeded))
+    else:
+        expect(rc == 0 and not exceeded, 'reset limit 2: exit %d, message %s' % (rc, exceeded))
+    return {}
+
+
+def discovery_fails_first():
+    job = Job([], np=1, script='echo no inventory >&2; exit 3')
+    rc = job.finish(30)
+    expect(rc == 1, 'exit status %d, expected 1' % rc)
+    expect("host discovery script 'echo no inventory >&2; exit 3' exited with status 3: "
+           "no inventory" in job.output(), 'error names the script, status and its message')
+    return {}
+
+
+def discovery_hangs_first():
+    job = Job([], np=1, script='sleep 60', flags=['--host-discovery-timeout', '1'])
+    t0 = time.time()
+    rc = job.finish(30)
+    expect(rc == 1, 'exit status %d, expected 1' % rc)
+    expect(time.time() - t0 < 20, 'a hanging script holds the job no longer than its timeout')
+    expect("host discovery script 'sleep 60' did not finish within 1 s" in job.output(),
+           'error names the hanging script')
+    return {}
+
+
+def discovery_later():
+    d = tempfile.mkdtemp(prefix='troupe-elastic-')
+    fail, hang, listing = (os.path.join(d, n) for n in ('fail', 'hang', 'hosts'))
+    script = ('[ -e %s ] && exit 4; [ -e %s ] && sleep 60; cat %s' % (fail, hang, listing))
+    job = Job(hosts(2, 3), np=2, script=script, flags=['--host-discovery-timeout', '1'],
+              train=['--dataset-size', '1200', '--step-sleep', '0.03'])
+    job.hosts_file = listing
+    job.set_hosts(hosts(2, 3))
+    job.wait_for(lambda e: e['event'] == 'step' and e['batch'] >= 2, 'training')
+    open(fail, 'w').close()
+    time.sleep(2.5)
+    os.remove(fail)
+    open(hang, 'w').close()
+    time.sleep(3)
+    os.remove(hang)
+    rc = job.finish()
+    out = job.output()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    expect('exited with status 4; keeping the last hosts' in out, 'a later failure keeps hosts')
+    expect('did not finish within 1 s (--host-discovery-timeout); killed it; keeping the last '
+           'hosts' in out, 'a later hang is killed and keeps hosts')
+    expect(all(e['size'] == 2 for e in job.steps()), 'membership unchanged')
+    return {}
+
+
+def cycles(n=6):
+    job = Job(hosts(2, 3), np=2, flags=['--min-np', '2'],
+              train=['--dataset-size', '100000', '--step-sleep', '0.02', '--commit-every', '1',
+                     '--count-resources'],
+              limit=240)
+    job.wait_for(lambda e: e['event'] == 'step' and e['batch'] >= 2, 'training')
+    for _ in range(n):
+        t = time.time()
+        job.set_hosts(hosts(2, 3, 4))
+        first_step_after(job, t, lambda e: e['size'] == 3, 'grown')
+        t = time.time()
+        job.set_hosts(hosts(2, 3))
+        first_step_after(job, t, lambda e: e['size'] == 2, 'shrunk')
+    job.stop()
+    job.finish()
+    resets = [e for e in job.events if e['event'] == 'reset' and e['worker'] == 0]
+    expect(len(resets) == 2 * n, 'worker 0 reset %d times, expected %d' % (len(resets), 2 * n))
+    # After the first cycle everything is warm. A thread that is just ending
+    # may be counted once; a leak grows with every cycle, so the last cycles
+    # would exceed the early ones.
+    at_size2 = [(e['fds'], e['threads']) for e in resets if e['size'] == 2]
+    early, late = at_size2[1:n // 2 + 1], at_size2[n // 2 + 1:]
+    for i, what in ((0, 'fd'), (1, 'thread')):
+        expect(max(c[i] for c in late) <= max(c[i] for c in early),
+               '%s counts grow over cycles: %s' % (what, at_size2))
+    print('fds/threads of worker 0 after each removal: %s' % at_size2)
+    return {}
+
+
+SCENARIOS = {
+    'kill': kill,
+    'stop': stop,
+    'leave': leave,
+    'add_remove': add_remove,
+    'spawn_hook': lambda: add_remove(spawn_hook=True),
+    'below_min_np': below_min_np,
+    'process_sets': process_sets,
+    'reset_limit_1': lambda: reset_limit(1),
+    'reset_limit_2': lambda: reset_limit(2),
+    'discovery_fails_first': discovery_fails_first,
+    'discovery_hangs_first': discovery_hangs_first,
+    'discovery_later': discovery_later,
+    'cycles': cycles,
+}
+
+
+def main():
+    name = sys.argv[2]
+    if name == 'bench':
+        runs = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+        samples = {}
+        for _ in range(runs):
+            for scenario in (kill, stop, add_remove):
+                for k, v in scenario().items():
+                    samples.setdefault(k, []).append(v)
+        for k, v in samples.items():
+            print('%s: median %.3f s over %d runs (%s)' % (
+                k, statistics.median(v), len(v), ' '.join('%.3f' % x for x in v)))
+    else:
+        try:
+            for k, v in SCENARIOS[name]().items():
+                print('%s: %.3f s' % (k, v))
+        except TimeoutError:
+            pass
+    if failures:
+        print('FAILED: %d check(s)' % len(failures))
+        sys.exit(1)
+    print('PASS')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,56 @@
+"""Checks an autotune CSV (Horovod's format) written by one process set's tuner.
+
+autotune_csv_check.py FILE --rows N [--varies COL,...] [--fixed COL=VALUE,...]
+
+N scored settings, then the best one again as the last row; the columns named
+by --varies take more than one value, those named by --fixed only the one given.
+"""
+import argparse
+import csv
+import sys
+
+HEADER = ["hierarchical_allreduce", "hierarchical_allgather", "torus_allreduce",
+          "cache_enabled", "cycle_time_ms", "tensor_fusion_threshold", "score"]
+
+
+def fail(path, why):
+    print(f"FAIL {path}: {why}")
+    sys.exit(1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("path")
+    ap.add_argument("--rows", type=int, required=True)
+    ap.add_argument("--varies", default="")
+    ap.add_argument("--fixed", default="")
+    args = ap.parse_args()
+    with open(args.path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows or rows[0] != HEADER:
+        fail(args.path, f"header {rows[:1]}")
+    scored, best = rows[1:-1], rows[-1] if len(rows) > 1 else None
+    if len(scored) != args.rows:
+        fail(args.path, f"{len(scored)} scored rows, want {args.rows}: {rows}")
+    for row in rows[1:]:
+        if len(row) != len(HEADER) or row[:3] != ["0", "0", "0"] or row[3] not in ("0", "1"):
+            fail(args.path, f"malformed row {row}")
+        if float(row[6]) <= 0:
+            fail(args.path, f"score not positive in {row}")
+    top = max(scored, key=lambda r: float(r[6]))
+    if best != top:
+        fail(args.path, f"last row {best} is not the best scored one {top}")
+    for col in filter(None, args.varies.split(",")):
+        values = {r[HEADER.index(col)] for r in scored}
+        if len(values) < 2:
+            fail(args.path, f"{col} never changed: {values}")
+    for item in filter(None, args.fixed.split(",")):
+        col, value = item.split("=")
+        values = {r[HEADER.index(col)] for r in rows[1:]}
+        if values != {value}:
+            fail(args.path, f"{col} took {values}, want only {value}")
+    print(f"PASS {args.path}: {len(scored)} settings scored, best {best}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+// intruder MODE HOST PORT: one attack on a rank's control-plane port, as
+// someone outside the job would try it. Exit 0 when the rank rejected it
+// (the connection failed or was closed on us), 1 when the attack got
+// through, 2 on a usage error.
+//   caf-plain    CAF's plain middleman connects, then sends forged (bye)
+//                and (shutdown) messages
+//   caf-tls      CAF's OpenSSL module with certificates derived from
+//                another secret, then the same forged messages
+//   basp-header  a raw 32-byte BASP header announcing a 4 GiB payload,
+//                then silence
+//   garbage      64 KiB of random bytes
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
+
+#include "actors/atoms.hpp"
+#include "elastic/socket_util.hpp"
+#include "workers/tls_credentials.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace net = troupe::elastic::net;
+using troupe::actors::bye_atom;
+using troupe::actors::shutdown_atom;
+
+int caf_attack(const std::string& mode, const std::string& host, uint16_t port) {
+  caf::actor_system_config cfg;
+  cfg.load<caf::io::middleman>();
+  std::optional<troupe::workers::tls_credentials> creds;
+  if (mode == "caf-tls") {
+    creds = troupe::workers::tls_credentials::from_secret("an-intruder-s-own-secret-0000");
+    cfg.load<caf::openssl::manager>();
+    cfg.openssl_certificate = creds->certificate();
+    cfg.openssl_key = creds->key();
+    cfg.openssl_cafile = creds->cafile();
+  }
+  caf::actor_system sys{cfg};
+  auto remote = mode == "caf-tls" ? caf::openssl::remote_actor(sys, host, port)
+                                  : sys.middleman().remote_actor(host, port);
+  if (!remote) {
+    std::printf("REJECTED: %s could not connect: %s\n", mode.c_str(),
+                sys.render(remote.error()).c_str());
+    return 0;
+  }
+  caf::anon_send(*remote, bye_atom::value, int32_t{0});
+  caf::anon_send(*remote, shutdown_atom::value);
+  std::this_thread::sleep_for(200ms);
+  std::printf("GOT THROUGH: %s connected and sent forged messages\n", mode.c_str());
+  caf::anon_send_exit(*remote, caf::exit_reason::user_shutdown);
+  return 1;
+}
+
+// True when the peer closes the connection within `limit`.
+bool closed_within(int fd, std::chrono::milliseconds limit) {
+  const auto until = net::clock::now() + limit;
+  char buf[4096];
+  while (net::clock::now() < until) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, net::poll_timeout(until)) <= 0)
+      continue;
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+      return true;
+  }
+  return false;
+}
+
+int raw_attack(const std::string& mode, const std::string& host, uint16_t port) {
+  std::string why;
+  auto fd = net::try_connect(host, port, net::clock::now() + 5s, why);
+  if (!fd) {
+    std::printf("FAIL: cannot reach %s:%u: %s\n", host.c_str(), port, why.c_str());
+    return 1;
+  }
+  std::string bytes;
+  if (mode == "basp-header") {
+    // operation, two padding bytes, flags, payload length (all bits set:
+    // 4 GiB in either byte order), operation data, source and destination.
+    bytes.assign(32, '\0');
+    bytes[0] = 1;
+    for (int i = 4; i < 8; ++i)
+      bytes[static_cast<size_t>(i)] = '\xff';
+  } else {
+    std::mt19937 gen{42};
+    for (int i = 0; i < 64 * 1024; ++i)
+      bytes.push_back(static_cast<char>(gen()));
+  }
+  net::send_all(fd.get(), bytes, net::clock::now() + 5s);
+  if (closed_within(fd.get(), 10'000ms)) {
+    std::printf("REJECTED: %s: the rank closed the connection\n", mode.c_str());
+    return 0;
+  }
+  std::printf("GOT THROUGH: %s: the connection stayed open for 10 s\n", mode.c_str());
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: intruder caf-plain|caf-tls|basp-header|garbage HOST PORT\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  const std::string host = argv[2];
+  const auto port = static_cast<uint16_t>(std::stoi(argv[3]));
+  if (mode == "caf-plain" || mode == "caf-tls")
+    return caf_attack(mode, host, port);
+  if (mode == "basp-header" || mode == "garbage")
+    return raw_attack(mode, host, port);
+  std::fprintf(stderr, "intruder: unknown mode '%s'\n", mode.c_str());
+  return 2;
+}

@@ -1,0 +1,73 @@
+#include "workers/elastic_join.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "elastic/membership_epoch.hpp"
+#include "elastic/store.hpp"
+#include "workers/membership.hpp"
+
+namespace troupe::workers {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+} // namespace
+
+status await_seat(elastic::store_client& store, const std::string& job, int64_t worker_id,
+                  int64_t first, const elastic::arrival& me, clock::time_point deadline,
+                  elastic_seat& seat) {
+  int64_t target = first;
+  for (;;) {
+    store.set(elastic::arrive_key(job, target, worker_id), elastic::encode_arrival(me));
+    auto newest = elastic::epoch(store, job);
+    if (newest < target) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - clock::now());
+      if (left.count() <= 0 || !store.wait({elastic::plan_key(job, target)}, left))
+        return {status_code::timeout,
+                fmt::format("troupe-run published no membership plan for epoch {} in time "
+                            "(TROUPE_ELASTIC_TIMEOUT + TROUPE_RESET_TIMEOUT)",
+                            target)};
+      newest = elastic::epoch(store, job);
+    }
+    if (newest > target) {
+      // Later plans supersede this one: arrive there too.
+      target = newest;
+      continue;
+    }
+    auto text = store.get(elastic::plan_key(job, target));
+    if (!text)
+      return {status_code::internal,
+              fmt::format("the store holds epoch {} but no plan for it", target)};
+    seat.epoch = target;
+    try {
+      seat.plan = elastic::decode_plan(*text);
+    } catch (const std::invalid_argument& e) {
+      return {status_code::internal, e.what()};
+    }
+    auto mine = std::find_if(seat.plan.begin(), seat.plan.end(),
+                             [worker_id](const auto& m) { return m.worker_id == worker_id; });
+    seat.removed = mine == seat.plan.end();
+    if (!seat.removed) {
+      std::vector<std::string> hosts;
+      for (const auto& m : seat.plan)
+        hosts.push_back(m.host);
+      seat.layout = layout_of(hosts, static_cast<size_t>(mine - seat.plan.begin()));
+    }
+    return {};
+  }
+}
+
+bool has_newcomers(elastic::store_client& store, const std::string& job,
+                   const elastic_seat& seat) {
+  auto arrived = store.list_values(elastic::arrive_prefix(job, seat.epoch));
+  return std::any_of(seat.plan.begin(), seat.plan.end(), [&](const auto& m) {
+    auto it = arrived.find(elastic::arrive_key(job, seat.epoch, m.worker_id));
+    return it == arrived.end() || !elastic::decode_arrival(it->second).veteran;
+  });
+}
+
+} // namespace troupe::workers

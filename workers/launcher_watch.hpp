@@ -1,0 +1,32 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace troupe::workers {
+
+/// Ends this process when troupe-run goes away, for ranks that are not its
+/// direct children (those die by their parent-death signal): a connection
+/// to troupe-run's store that carries no request, so the only thing it can
+/// ever read is the end of the connection, which means troupe-run is gone.
+/// The process then gets SIGTERM and, if still alive 1 s later, SIGKILL,
+/// as troupe-run's own stop would do.
+class launcher_watch {
+public:
+  /// Connects (bounded by `timeout`) and starts watching on its own thread.
+  /// Throws std::runtime_error naming the store when it cannot connect.
+  launcher_watch(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
+  /// Stops watching (shutdown(): troupe-run outliving us is no news).
+  ~launcher_watch();
+
+  launcher_watch(const launcher_watch&) = delete;
+  launcher_watch& operator=(const launcher_watch&) = delete;
+
+private:
+  struct state;
+  std::unique_ptr<state> state_;
+};
+
+} // namespace troupe::workers

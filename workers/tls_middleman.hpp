@@ -1,0 +1,23 @@
+#pragma once
+
+// Included from control_plane.cpp only (CAF headers).
+
+#include <caf/actor_system.hpp>
+#include <caf/io/middleman_actor.hpp>
+
+namespace troupe::workers {
+
+/// A middleman actor (publish, connect) whose connections are TLS sessions
+/// of CAF's OpenSSL module, configured as openssl::manager is (the module
+/// must be loaded). Unlike the module's own actor it empties OpenSSL's
+/// per-thread error queue around every TLS call: CAF 0.17.6 leaves a failed
+/// handshake's errors there, and the next read of any healthy connection on
+/// the I/O thread then reports them as its own failure, so one stranger
+/// connecting to a rank would disconnect its peers. Stop it with
+/// stop_tls_middleman before the actor system goes.
+caf::io::middleman_actor spawn_tls_middleman(caf::actor_system& sys);
+
+/// Kills the actor and waits until it is gone.
+void stop_tls_middleman(caf::actor_system& sys, caf::io::middleman_actor& actor);
+
+} // namespace troupe::workers
