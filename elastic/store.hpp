@@ -90,6 +90,11 @@ public:
   std::string wait_get(const std::string& key,
                        std::chrono::milliseconds timeout);
 
+  /// The connection's socket, for a caller that polls for its end (the
+  /// store closing it) while no request is in flight; -1 once a failed
+  /// request closed it. Never read or written by the caller.
+  int native_handle() const { return fd_; }
+
 private:
   /// Sends one request frame and returns the reply body. `what` names the
   /// operation and key(s) for error messages.

@@ -1,6 +1,7 @@
 #include "workers/launcher_watch.hpp"
 
 #include "elastic/socket_util.hpp"
+#include "elastic/store.hpp"
 
 #include <array>
 #include <cerrno>
@@ -19,7 +20,7 @@ namespace troupe::workers {
 namespace net = elastic::net;
 
 struct launcher_watch::state {
-  net::unique_fd conn;
+  std::unique_ptr<elastic::store_client> conn;
   net::unique_fd stop{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
   std::string where;
   std::thread thread;
@@ -27,7 +28,7 @@ struct launcher_watch::state {
   // Returns when the connection ends (troupe-run gone) or `stop` is
   // signalled; true for the former.
   bool wait_for_end() const {
-    std::array<pollfd, 2> fds{pollfd{conn.get(), POLLIN | POLLRDHUP, 0},
+    std::array<pollfd, 2> fds{pollfd{conn->native_handle(), POLLIN | POLLRDHUP, 0},
                               pollfd{stop.get(), POLLIN, 0}};
     for (;;) {
       if (::poll(fds.data(), fds.size(), -1) < 0) {
@@ -40,7 +41,7 @@ struct launcher_watch::state {
       if (fds[1].revents != 0)
         return false;
       char buf[256];
-      const auto n = ::read(conn.get(), buf, sizeof buf);
+      const auto n = ::read(conn->native_handle(), buf, sizeof buf);
       // The store never writes on this connection; bytes would be a
       // protocol error, and the end is all that matters.
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
@@ -62,16 +63,12 @@ struct launcher_watch::state {
 };
 
 launcher_watch::launcher_watch(const std::string& host, uint16_t port,
-                               std::chrono::milliseconds timeout)
+                               const std::string& secret, std::chrono::milliseconds timeout)
   : state_(std::make_unique<state>()) {
   state_->where = host + ":" + std::to_string(port);
   if (!state_->stop)
     throw std::runtime_error("eventfd: " + net::error_text(errno));
-  std::string why;
-  state_->conn = net::try_connect(host, port, net::clock::now() + timeout, why);
-  if (!state_->conn)
-    throw std::runtime_error("cannot connect to troupe-run's store at " + state_->where +
-                             ": " + why);
+  state_->conn = std::make_unique<elastic::store_client>(host, port, secret, timeout);
   state_->thread = std::thread{[s = state_.get()] { s->run(); }};
 }
 

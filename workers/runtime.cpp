@@ -572,7 +572,7 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
     if (id.has_store())
       m.watch = std::make_unique<launcher_watch>(
-        id.store_host, id.store_port,
+        id.store_host, id.store_port, secret,
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
   } catch (const std::exception& e) {
     result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
