@@ -34,6 +34,8 @@ struct backend_context {
   std::vector<int> world_ranks;  // the set's global ranks; empty = every rank
   int communicator_tag = 0;      // unique among sets created concurrently
   std::chrono::milliseconds timeout{30000};  // per operation
+  /// CPU: see backends/cpu run_context; -1 = the backend's default.
+  int64_t fusion_chunk_bytes = -1;
 };
 
 /// A collective a backend has started (c10d's Work): finished once the

@@ -1,6 +1,8 @@
 // The only file that knows which backends were compiled in.
 #include "backends/registry.hpp"
 
+#include <string_view>
+
 #include "backends/config.h"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/local/local_communicator.hpp"
@@ -65,7 +67,15 @@ std::unique_ptr<communicator> make_cpu_communicator(const backend_context& ctx,
 } // namespace
 
 std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std::string& name) {
-  return std::make_unique<cpu_backend>(make_cpu_communicator(ctx, name), ctx.rank, ctx.size);
+  auto comm = make_cpu_communicator(ctx, name);
+  // Measured on the ResNet-50 step (docs/benchmarks.md): 1 MiB chunks bring
+  // MPI to its one-tensor-at-a-time speed; Gloo's per-call cost makes any
+  // chunking slower than one call.
+  const int64_t chunk = ctx.fusion_chunk_bytes >= 0 ? ctx.fusion_chunk_bytes
+                        : std::string_view(comm->name()) == "mpi" ? int64_t{1} << 20
+                                                                   : 0;
+  return std::make_unique<cpu_backend>(std::move(comm), ctx.rank, ctx.size,
+                                       static_cast<size_t>(chunk));
 }
 
 std::optional<external_launch> detect_external_launch() {

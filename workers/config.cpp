@@ -119,6 +119,16 @@ const std::vector<knob>& knobs() {
          s == "0" ? 0 : static_cast<int64_t>(parse_positive("TROUPE_FUSION_THRESHOLD", s));
      },
      [](const config& c) { return std::to_string(c.fusion_threshold); }},
+    {"TROUPE_FUSION_CHUNK_BYTES", nullptr, "fusion-chunk-bytes",
+     "bytes of a fused CPU allreduce reduced at a time (0 = all at once; default: 1 MiB on "
+     "MPI, 0 on Gloo)",
+     [](config& c, const std::string& s) {
+       c.fusion_chunk_bytes =
+         s == "0" ? 0 : static_cast<int64_t>(parse_positive("TROUPE_FUSION_CHUNK_BYTES", s));
+     },
+     [](const config& c) {
+       return c.fusion_chunk_bytes < 0 ? std::string("auto") : std::to_string(c.fusion_chunk_bytes);
+     }},
     {"TROUPE_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", "cache-capacity",
      "response cache entries per process set (0 disables the cache)",
      [](config& c, const std::string& s) {

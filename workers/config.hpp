@@ -37,6 +37,11 @@ struct config {
   std::string timeline;
   /// Fusion buffer bytes per process set (Horovod: 128 MiB); 0 = no fusion.
   int64_t fusion_threshold = 128 << 20;
+  /// Bytes of a fused allreduce reduced at a time on CPU (0 = the whole
+  /// buffer at once): chunks that fit the cache keep the copies in and out
+  /// and the reduction out of main memory. -1 = the backend's choice (MPI
+  /// 1 MiB, Gloo 0).
+  int64_t fusion_chunk_bytes = -1;
   /// Response cache entries per process set (Horovod's default); 0 = off.
   int cache_capacity = 1024;
   /// Minimum milliseconds between two response lists of a process set; 0 =

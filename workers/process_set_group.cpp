@@ -80,6 +80,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
                      std::to_string(spec.serial) + "/gloo/";
   ctx.timeout =
     std::chrono::milliseconds(static_cast<int64_t>(cfg.gloo_timeout_seconds * 1000));
+  ctx.fusion_chunk_bytes = cfg.fusion_chunk_bytes;
   auto impl = backends::make_cpu_backend(ctx, cfg.cpu_operations);
   process_set_group g;
   g.members = spec.members;

@@ -1,6 +1,8 @@
 #include "backends/cpu/arith.hpp"
 
 #include <cstring>
+#include <functional>
+#include <string>
 
 namespace troupe::backends {
 
@@ -82,6 +84,48 @@ uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+uint16_t to_half(bool bf16, float f) {
+  return bf16 ? f32_to_bf16(f) : f32_to_f16(f);
+}
+
+float from_half(bool bf16, uint16_t h) {
+  return bf16 ? bf16_to_f32(h) : f16_to_f32(h);
+}
+
+template <bool BF16, class Op>
+void reduce_halves(void* out, const void* a, const void* b, size_t count) {
+  const auto* x = static_cast<const uint16_t*>(a);
+  const auto* y = static_cast<const uint16_t*>(b);
+  auto* z = static_cast<uint16_t*>(out);
+  for (size_t i = 0; i < count; ++i)
+    z[i] = to_half(BF16, Op{}(from_half(BF16, x[i]), from_half(BF16, y[i])));
+}
+
+struct min_of {
+  float operator()(float a, float b) const {
+    return b < a ? b : a;
+  }
+};
+
+struct max_of {
+  float operator()(float a, float b) const {
+    return a < b ? b : a;
+  }
+};
+
+template <bool BF16>
+half_reduction half_reduction_for(reduce_op op) {
+  switch (op) {
+    case reduce_op::sum:
+    case reduce_op::average: return &reduce_halves<BF16, std::plus<float>>;
+    case reduce_op::product: return &reduce_halves<BF16, std::multiplies<float>>;
+    case reduce_op::min: return &reduce_halves<BF16, min_of>;
+    case reduce_op::max: return &reduce_halves<BF16, max_of>;
+    case reduce_op::adasum: break;
+  }
+  throw backend_error(std::string("no 16-bit reduction for '") + to_string(op) + "'");
+}
+
 template <class T>
 void scale_as(void* data, size_t count, double factor) {
   auto* p = static_cast<T*>(data);
@@ -115,11 +159,26 @@ void float_to_half(data_type dtype, const float* in, void* out, size_t count) {
       h[i] = f32_to_bf16(in[i]);
 }
 
+half_reduction half_reduction_of(data_type dtype, reduce_op op) {
+  if (!is_half(dtype))
+    throw backend_error(std::string("no 16-bit reduction for ") + to_string(dtype));
+  return dtype == data_type::bfloat16 ? half_reduction_for<true>(op)
+                                      : half_reduction_for<false>(op);
+}
+
 void scale(void* data, size_t count, data_type dtype, double factor) {
   if (factor == 1.0)
     return;
   if (dtype == data_type::boolean)
     throw backend_error("bool tensors cannot be scaled (prescale/postscale/average)");
+  if (is_half(dtype)) {
+    const bool bf16 = dtype == data_type::bfloat16;
+    auto* p = static_cast<uint16_t*>(data);
+    const auto f = static_cast<float>(factor);
+    for (size_t i = 0; i < count; ++i)
+      p[i] = to_half(bf16, from_half(bf16, p[i]) * f);
+    return;
+  }
   with_element_type(dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     if constexpr (std::is_same_v<T, float>) {

@@ -8,8 +8,9 @@
 
 namespace troupe::backends {
 
-/// float16 and bfloat16 travel and reduce as float32 on CPU, so sums keep
-/// float32 precision and round to 16 bits once at the end.
+/// float16 and bfloat16: they travel as 16 bits and every partial result
+/// is rounded to 16 bits (as NCCL and Horovod's MPI float16 op do), except
+/// for Adasum, which computes in float32.
 bool is_half(data_type dtype);
 
 /// Widens `count` 16-bit floats to float32, and narrows them back
@@ -17,9 +18,17 @@ bool is_half(data_type dtype);
 void half_to_float(data_type dtype, const void* in, float* out, size_t count);
 void float_to_half(data_type dtype, const float* in, void* out, size_t count);
 
-/// data[i] = data[i] * factor, for every numeric dtype except the 16-bit
-/// floats (scaled while widened). Integers round toward zero, as
-/// Horovod's scaling does.
+/// out[i] = a[i] op b[i] for 16-bit floats, computed in float32 and rounded
+/// to 16 bits (out may alias a or b): Gloo's reduce-function signature.
+using half_reduction = void (*)(void* out, const void* a, const void* b, size_t count);
+
+/// The reduction of `op` (sum for average: the caller divides) on 16-bit
+/// `dtype`; throws backend_error for Adasum.
+half_reduction half_reduction_of(data_type dtype, reduce_op op);
+
+/// data[i] = data[i] * factor, for every numeric dtype. Integers round
+/// toward zero, as Horovod's scaling does; 16-bit floats are scaled in
+/// float32 and rounded once.
 void scale(void* data, size_t count, data_type dtype, double factor);
 
 /// Calls f(T*) with the C++ element type of `dtype` (uint8_t for bool);

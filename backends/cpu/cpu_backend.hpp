@@ -13,7 +13,9 @@ namespace troupe::backends {
 /// communicator's blocking calls. A work has finished when start() returns.
 class cpu_backend : public backend {
 public:
-  cpu_backend(std::unique_ptr<communicator> comm, int set_rank, int set_size);
+  /// `fusion_chunk_bytes`: see run_context.
+  cpu_backend(std::unique_ptr<communicator> comm, int set_rank, int set_size,
+              size_t fusion_chunk_bytes);
 
   const char* name() const override {
     return comm_->name();
@@ -30,6 +32,7 @@ private:
   std::unique_ptr<communicator> comm_;
   int rank_;
   int size_;
+  size_t fusion_chunk_bytes_;
   scratch_buffers scratch_;
 };
 

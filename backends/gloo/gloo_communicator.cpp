@@ -76,19 +76,26 @@ void gloo_communicator::allreduce(const allreduce_options& opts) {
   if (opts.count == 0)
     return;
   guarded("allreduce", [&] {
-    with_element_type(opts.dtype, [&](auto* type_tag) {
-      using T = std::remove_pointer_t<decltype(type_tag)>;
-      gloo::AllreduceOptions o{gloo_};
-      // bool is uint8 here; its sum is a logical or (max), as in torch.
-      const auto op = opts.dtype == data_type::boolean && opts.op == reduce_op::sum
-                        ? reduce_op::max
-                        : opts.op;
-      o.setReduceFunction(reduction<T>(op));
-      auto* data = static_cast<T*>(opts.data);
+    gloo::AllreduceOptions o{gloo_};
+    if (is_half(opts.dtype)) {
+      o.setReduceFunction(half_reduction_of(opts.dtype, opts.op));
+      auto* data = static_cast<uint16_t*>(opts.data);
       o.setInput(data, opts.count);
       o.setOutput(data, opts.count);
-      gloo::allreduce(o);
-    });
+    } else {
+      with_element_type(opts.dtype, [&](auto* type_tag) {
+        using T = std::remove_pointer_t<decltype(type_tag)>;
+        // bool is uint8 here; its sum is a logical or (max), as in torch.
+        const auto op = opts.dtype == data_type::boolean && opts.op == reduce_op::sum
+                          ? reduce_op::max
+                          : opts.op;
+        o.setReduceFunction(reduction<T>(op));
+        auto* data = static_cast<T*>(opts.data);
+        o.setInput(data, opts.count);
+        o.setOutput(data, opts.count);
+      });
+    }
+    gloo::allreduce(o);
   });
 }
 

@@ -3,10 +3,12 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
 
+#include "backends/cpu/arith.hpp"
 #include "backends/mpi/mpi_environment.hpp"
 
 namespace troupe::backends {
@@ -29,12 +31,48 @@ MPI_Datatype mpi_type(data_type dtype) {
     case data_type::float32: return MPI_FLOAT;
     case data_type::float64: return MPI_DOUBLE;
     case data_type::float16:
-    case data_type::bfloat16: break;  // widened to float32 before reaching here
+    case data_type::bfloat16: return MPI_UINT16_T;  // reduced by half_ops()
   }
   throw backend_error(std::string("mpi: no MPI datatype for ") + to_string(dtype));
 }
 
+template <data_type D, reduce_op O>
+void reduce_halves(void* in, void* inout, int* len, MPI_Datatype*) {
+  half_reduction_of(D, O)(inout, in, inout, static_cast<size_t>(*len));
+}
+
+// MPI has no 16-bit float types: user ops over MPI_UINT16_T, created once
+// per process (MPI frees them at MPI_Finalize).
+struct half_ops {
+  static constexpr reduce_op ops[] = {reduce_op::sum, reduce_op::min, reduce_op::max,
+                                      reduce_op::product};
+  MPI_Op f16[4];
+  MPI_Op bf16[4];
+
+  half_ops() {
+    create<data_type::float16>(f16, std::make_index_sequence<4>{});
+    create<data_type::bfloat16>(bf16, std::make_index_sequence<4>{});
+  }
+
+  template <data_type D, size_t... I>
+  static void create(MPI_Op* out, std::index_sequence<I...>) {
+    (check_mpi(MPI_Op_create(&reduce_halves<D, ops[I]>, 1, &out[I]), "MPI_Op_create"), ...);
+  }
+
+  MPI_Op of(data_type dtype, reduce_op op) const {
+    const auto* table = dtype == data_type::bfloat16 ? bf16 : f16;
+    for (size_t i = 0; i < 4; ++i)
+      if (ops[i] == op || (op == reduce_op::average && ops[i] == reduce_op::sum))
+        return table[i];
+    throw backend_error(std::string("mpi: no 16-bit reduction '") + to_string(op) + "'");
+  }
+};
+
 MPI_Op mpi_op(data_type dtype, reduce_op op) {
+  if (is_half(dtype)) {
+    static const half_ops table;
+    return table.of(dtype, op);
+  }
   switch (op) {
     case reduce_op::sum:
     case reduce_op::average:  // summed here, divided by the caller

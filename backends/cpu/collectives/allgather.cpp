@@ -48,7 +48,7 @@ void run_fused_allgather(const run_context& ctx, const v1::Response& resp,
   // Own block first, then room for everyone's: one persistent buffer.
   char* buffer = scratch_buffers::at_least(ctx.scratch.fusion, mine + total + 1);
   ctx.span("MEMCPY_IN_FUSION_BUFFER", 'B');
-  pack_inputs(entries, buffer);
+  pack_inputs(entries.begin(), entries.end(), buffer);
   ctx.span("MEMCPY_IN_FUSION_BUFFER", 'E');
   o.input = buffer;
   o.output = buffer + mine;

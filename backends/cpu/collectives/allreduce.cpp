@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/collectives/reduce.hpp"
@@ -11,34 +12,88 @@ void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::ten
                   e.input.dtype);
 }
 
-void pack_inputs(const std::vector<actors::tensor_entry_ptr>& entries, char* buffer) {
-  for (const auto& e : entries) {
-    std::memcpy(buffer, e->input.data, e->input.size_bytes());
-    buffer += e->input.size_bytes();
+void pack_inputs(entry_iterator first, entry_iterator last, char* buffer) {
+  for (; first != last; ++first) {
+    std::memcpy(buffer, (*first)->input.data, (*first)->input.size_bytes());
+    buffer += (*first)->input.size_bytes();
   }
 }
+
+namespace {
+
+// Packs entries [first, last) (`bytes` in all) into the fusion buffer,
+// reduces it as one vector and unpacks it.
+void reduce_through_buffer(const run_context& ctx, const v1::Response& resp,
+                           entry_iterator first, entry_iterator last, size_t bytes) {
+  char* buffer = scratch_buffers::at_least(ctx.scratch.fusion, bytes);
+  ctx.span("MEMCPY_IN_FUSION_BUFFER", 'B');
+  pack_inputs(first, last, buffer);
+  ctx.span("MEMCPY_IN_FUSION_BUFFER", 'E');
+  const auto dtype = (*first)->input.dtype;
+  const auto activity = backend_activity(ctx, resp.op());
+  ctx.span(activity, 'B');
+  reduce_in_place(ctx, resp, buffer, bytes / element_size(dtype), dtype);
+  ctx.span(activity, 'E');
+  ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'B');
+  for (; first != last; ++first) {
+    std::memcpy((*first)->output.data, buffer, (*first)->output.size_bytes());
+    buffer += (*first)->output.size_bytes();
+  }
+  ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'E');
+}
+
+// Reduces one entry in its output, `chunk` bytes at a time.
+void reduce_in_output(const run_context& ctx, const v1::Response& resp,
+                      actors::tensor_entry& e, size_t chunk) {
+  const size_t size = e.input.size_bytes();
+  const size_t esize = element_size(e.input.dtype);
+  if (e.output.data != e.input.data)
+    std::memcpy(e.output.data, e.input.data, size);
+  auto* out = static_cast<char*>(e.output.data);
+  const auto activity = backend_activity(ctx, resp.op());
+  ctx.span(activity, 'B');
+  for (size_t at = 0; at < size; at += chunk)
+    reduce_in_place(ctx, resp, out + at, std::min(chunk, size - at) / esize, e.input.dtype);
+  ctx.span(activity, 'E');
+}
+
+} // namespace
 
 void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
                          const std::vector<actors::tensor_entry_ptr>& entries) {
   size_t bytes = 0;
   for (const auto& e : entries)
     bytes += e->input.size_bytes();
-  char* buffer = scratch_buffers::at_least(ctx.scratch.fusion, bytes);
-  ctx.span("MEMCPY_IN_FUSION_BUFFER", 'B');
-  pack_inputs(entries, buffer);
-  ctx.span("MEMCPY_IN_FUSION_BUFFER", 'E');
-  const auto dtype = entries.front()->input.dtype;
-  const auto activity = backend_activity(ctx, resp.op());
-  ctx.span(activity, 'B');
-  reduce_in_place(ctx, resp, buffer, bytes / element_size(dtype), dtype);
-  ctx.span(activity, 'E');
-  ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'B');
-  size_t at = 0;
-  for (const auto& e : entries) {
-    std::memcpy(e->output.data, buffer + at, e->output.size_bytes());
-    at += e->output.size_bytes();
+  const size_t esize = element_size(entries.front()->input.dtype);
+  // Whole elements per chunk. Every rank cuts the same chunks: the response
+  // fixes the entries, their order and their sizes.
+  const size_t chunk = ctx.fusion_chunk_bytes / esize * esize;
+  if (chunk == 0 || chunk >= bytes ||
+      static_cast<reduce_op>(resp.reduce_op()) == reduce_op::adasum) {
+    reduce_through_buffer(ctx, resp, entries.begin(), entries.end(), bytes);
+    return;
   }
-  ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'E');
+  // Consecutive small entries share a chunk of the fusion buffer; an entry
+  // of a chunk or more is reduced where it is, with no copy.
+  auto first = entries.begin();
+  size_t filled = 0;
+  for (auto it = entries.begin(); it != entries.end(); ++it) {
+    const size_t size = (*it)->input.size_bytes();
+    if (filled > 0 && (size >= chunk || filled + size > chunk)) {
+      reduce_through_buffer(ctx, resp, first, it, filled);
+      filled = 0;
+    }
+    if (size >= chunk) {
+      reduce_in_output(ctx, resp, **it, chunk);
+      first = it + 1;
+      continue;
+    }
+    if (filled == 0)
+      first = it;
+    filled += size;
+  }
+  if (filled > 0)
+    reduce_through_buffer(ctx, resp, first, entries.end(), filled);
 }
 
 } // namespace troupe::backends

@@ -29,9 +29,11 @@ struct scratch_buffers {
   }
 };
 
-/// Copies every entry's input back to back into `buffer` (the fusion
-/// buffer).
-void pack_inputs(const std::vector<actors::tensor_entry_ptr>& entries, char* buffer);
+using entry_iterator = std::vector<actors::tensor_entry_ptr>::const_iterator;
+
+/// Copies the inputs of entries [first, last) back to back into `buffer`
+/// (the fusion buffer).
+void pack_inputs(entry_iterator first, entry_iterator last, char* buffer);
 
 /// Where the result of `e` goes once negotiation has sized it to `shape`
 /// (the input's dtype): memory from the caller's output_allocator, else the
@@ -47,6 +49,9 @@ struct run_context {
   int size;
   scratch_buffers& scratch;
   const actors::activity_trace& trace;  // may be empty
+  /// Bytes a fused allreduce reduces at a time (0 = all at once), so the
+  /// copies in and out and the reduction stay in cache.
+  size_t fusion_chunk_bytes = 0;
 
   /// Begin ('B') / end ('E') of an activity on the timeline, if one is written.
   void span(const std::string& activity, char phase) const {
@@ -56,8 +61,11 @@ struct run_context {
 };
 
 void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
-/// Several allreduces fused by the coordinator: packed into the persistent
-/// fusion buffer, reduced as one, unpacked.
+/// Several allreduces fused by the coordinator, reduced a chunk at a time
+/// (run_context::fusion_chunk_bytes): small tensors packed into the
+/// persistent fusion buffer and unpacked, a tensor of a chunk or more
+/// reduced in place in its output. Adasum reduces the fused tensors as one
+/// vector.
 void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
                          const std::vector<actors::tensor_entry_ptr>& entries);
 /// Several allgathers of one dtype fused by the coordinator: each rank's

@@ -50,10 +50,11 @@ void reduce_native(const run_context& ctx, const v1::Response& resp, void* data,
 
 void reduce_in_place(const run_context& ctx, const v1::Response& resp, void* data,
                      size_t count, data_type dtype) {
-  if (!is_half(dtype)) {
+  if (!is_half(dtype) || static_cast<reduce_op>(resp.reduce_op()) != reduce_op::adasum) {
     reduce_native(ctx, resp, data, count, dtype);
     return;
   }
+  // Adasum's dot products and norms need float32.
   float* wide = scratch_buffers::at_least(ctx.scratch.wide, count);
   half_to_float(dtype, data, wide, count);
   reduce_native(ctx, resp, wide, count, data_type::float32);
