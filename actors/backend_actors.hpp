@@ -15,9 +15,9 @@ struct backend_ref {
   /// Runs the works, one after the other, on a thread of its own.
   backend_actor actor;
   /// Interrupts the work that thread is blocked in (backend::abort(), run on
-  /// another thread; returns at once). A blocking library keeps the actor
-  /// from reading its mailbox, so an (abort) message alone would wait for
-  /// the library's own timeout.
+  /// another thread; returns at once), for a lost peer. A blocking library
+  /// keeps the actor from reading its mailbox, so an (abort) message alone
+  /// would wait for the library's own timeout.
   std::function<void()> interrupt;
 };
 

@@ -116,9 +116,9 @@ void list_done(negotiator_state& st, negotiator_self self, list_stats moved) {
 // Fails every entry the backend is not running. Running ones complete when
 // the backend returns them (with `s` unless they succeeded): until then it
 // may still read or write the caller's memory, whatever happened to the
-// peers. A dead peer's sockets fail the backend's call at once; a frozen
-// one's is ended by the backend's interrupt (Gloo: at once; MPI cannot be
-// interrupted and waits for its own error handling).
+// peers. A dead peer's sockets fail the backend's call at once; for a
+// frozen one the abort interrupts the backend (Gloo: at once; MPI cannot
+// be interrupted and waits for its own error handling).
 void fail_pending(negotiator_state& st, const status& s) {
   std::unordered_map<std::string, tensor_entry_ptr> running;
   for (const auto& [id, work] : st.in_flight)
@@ -404,11 +404,15 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
       if (st.broken && !abort_escalates(*st.broken, why))
         return;
       st.broken = why;
-      // The message makes queued works answer without running; the
-      // interrupt ends the one a blocked library holds.
+      // The message makes queued works answer without running. Only a lost
+      // peer (frozen, unreachable) can hold the running one in a library
+      // call until the library's timeout: that one is interrupted. A peer
+      // that resets or shuts down ends the call by closing its side, and a
+      // call that can still complete is left to, here and on the peers.
       for (const auto& [kind, backend] : st.backends) {
         self->send<caf::message_priority::high>(backend.actor, abort_atom::value, why);
-        backend.interrupt();
+        if (why.code() == status_code::peer_lost)
+          backend.interrupt();
       }
       fail_pending(st, why);
       finish_if_stopping(self);

@@ -85,7 +85,7 @@ void gloo_communicator::guarded(const char* what, F&& f) {
     // What Gloo says of an abort is its timeout's text: not the cause.
     if (aborted)
       throw backend_error(std::string("gloo ") + what +
-                          " was aborted: a peer of the process set was lost, or the set stops");
+                          " was aborted: a peer of the process set was lost");
     if (dynamic_cast<const backend_error*>(&e))
       throw;
     throw backend_error(std::string("gloo ") + what + " failed: " + e.what());

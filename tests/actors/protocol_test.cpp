@@ -410,12 +410,18 @@ TEST_F(actor_protocol, device_kind_travels_to_the_coordinator_and_picks_the_back
   ASSERT_EQ(cpu.works.size(), 1u);
   EXPECT_EQ(cpu.works[0]->entries.front(), on_cpu);
   EXPECT_TRUE(on_gpu->handle->result().ok() && on_cpu->handle->result().ok());
-  // An abort reaches every backend of the set, as a message for the works
-  // queued and as an interrupt for the one a blocking library may hold.
+  // An abort reaches every backend of the set as a message, for the works
+  // queued; a reset leaves the running one to complete.
   caf::anon_send(neg, abort_atom::value, status{status_code::reset, "resetting"});
   sched_.run();
   EXPECT_EQ(cpu.aborts, 1);
   EXPECT_EQ(cuda.aborts, 1);
+  EXPECT_EQ(cpu.interrupts + cuda.interrupts, 0);
+  // A lost peer may hold it in the library until its timeout: interrupted.
+  caf::anon_send(neg, abort_atom::value, status{status_code::peer_lost, "rank 1 was lost"});
+  sched_.run();
+  EXPECT_EQ(cpu.aborts, 2);
+  EXPECT_EQ(cuda.aborts, 2);
   EXPECT_EQ(cpu.interrupts, 1);
   EXPECT_EQ(cuda.interrupts, 1);
 }
