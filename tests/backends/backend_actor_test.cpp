@@ -124,6 +124,17 @@ protected:
     self->send(backend_.actor, execute_atom::value, w);
   }
 
+  // After an abort for a lost peer (work 1 having been the only one
+  // started), work 2 answers with the abort's status and is not started.
+  void expect_not_started_after_abort(caf::scoped_actor& self) {
+    execute(self, work(2));
+    auto queued = next(self, 5000ms);
+    ASSERT_TRUE(queued);
+    EXPECT_EQ(queued->id, 2u);
+    EXPECT_EQ(queued->result.code(), status_code::peer_lost);
+    EXPECT_EQ(script_->starts.load(), 1);
+  }
+
   // As the negotiator aborts a backend.
   void abort(const status& why) {
     caf::anon_send<caf::message_priority::high>(backend_.actor, abort_atom::value, why);
@@ -190,13 +201,7 @@ TEST_F(backend_actor_test, abort_finishes_running_works_through_the_backend_and_
   EXPECT_EQ(running->id, 1u);
   EXPECT_EQ(running->result.code(), status_code::backend);
   EXPECT_EQ(running->moved.bytes, 0u);
-  // A work sent after the abort answers with the abort's status, not started.
-  execute(self, work(2));
-  auto queued = next(self, 5000ms);
-  ASSERT_TRUE(queued);
-  EXPECT_EQ(queued->id, 2u);
-  EXPECT_EQ(queued->result.code(), status_code::peer_lost);
-  EXPECT_EQ(script_->starts.load(), 1);
+  expect_not_started_after_abort(self);
 }
 
 // A blocking library holds the actor's thread, so the (abort) message waits
@@ -214,13 +219,7 @@ TEST_F(backend_actor_test, interrupt_ends_a_work_blocked_in_the_library) {
   EXPECT_LT(std::chrono::steady_clock::now() - aborted, 2s);
   EXPECT_EQ(blocked->id, 1u);
   EXPECT_EQ(blocked->result.code(), status_code::backend);
-  // Then the (abort) message is read: a later work is not started.
-  execute(self, work(2));
-  auto queued = next(self, 5000ms);
-  ASSERT_TRUE(queued);
-  EXPECT_EQ(queued->id, 2u);
-  EXPECT_EQ(queued->result.code(), status_code::peer_lost);
-  EXPECT_EQ(script_->starts.load(), 1);
+  expect_not_started_after_abort(self);
 }
 
 } // namespace
