@@ -116,8 +116,9 @@ void list_done(negotiator_state& st, negotiator_self self, list_stats moved) {
 // Fails every entry the backend is not running. Running ones complete when
 // the backend returns them (with `s` unless they succeeded): until then it
 // may still read or write the caller's memory, whatever happened to the
-// peers. A dead peer's sockets fail the backend's call at once; a frozen
-// one holds it until the backend's own timeout (TROUPE_GLOO_TIMEOUT_SECONDS).
+// peers. A dead peer's sockets fail the backend's call at once; for a
+// frozen one the abort interrupts the backend (Gloo: at once; MPI cannot
+// be interrupted and waits for its own error handling).
 void fail_pending(negotiator_state& st, const status& s) {
   std::unordered_map<std::string, tensor_entry_ptr> running;
   for (const auto& [id, work] : st.in_flight)
@@ -295,7 +296,7 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
     if (st.tracing)
       work->trace = activity_tracer(st.timeline, *work);
     st.in_flight.emplace(work->id, work);
-    self->send(backend->second, execute_atom::value, work);
+    self->send(backend->second.actor, execute_atom::value, work);
     ++launched;
   }
   if (launched == 0)
@@ -310,7 +311,7 @@ void finish_if_stopping(negotiator_self self) {
   if (!st.stopping || !st.in_flight.empty())
     return;
   for (const auto& [kind, backend] : st.backends)
-    self->send_exit(backend, caf::exit_reason::user_shutdown);
+    self->send_exit(backend.actor, caf::exit_reason::user_shutdown);
   self->quit();
 }
 
@@ -403,8 +404,16 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
       if (st.broken && !abort_escalates(*st.broken, why))
         return;
       st.broken = why;
-      for (const auto& [kind, backend] : st.backends)
-        self->send<caf::message_priority::high>(backend, abort_atom::value, why);
+      // The message makes queued works answer without running. Only a lost
+      // peer (frozen, unreachable) can hold the running one in a library
+      // call until the library's timeout: that one is interrupted. A peer
+      // that resets or shuts down ends the call by closing its side, and a
+      // call that can still complete is left to, here and on the peers.
+      for (const auto& [kind, backend] : st.backends) {
+        self->send<caf::message_priority::high>(backend.actor, abort_atom::value, why);
+        if (why.code() == status_code::peer_lost)
+          backend.interrupt();
+      }
       fail_pending(st, why);
       finish_if_stopping(self);
     },

@@ -82,8 +82,10 @@ public:
   /// throws: a failure is a finished completion holding the error.
   virtual std::unique_ptr<completion> start(actors::collective_work& work) = 0;
 
-  /// A peer is lost: makes the works still running finish, with an error,
-  /// as soon as the library can let go of their buffers.
+  /// A peer is lost (frozen, unreachable): makes the works still running
+  /// finish, with an error, as soon as the library can let go of their
+  /// buffers. Called from a thread of its own, also while start() blocks
+  /// in a library on the backend's thread, and possibly more than once.
   virtual void abort() = 0;
 };
 

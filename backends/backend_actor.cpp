@@ -29,7 +29,8 @@ struct running_work {
 };
 
 struct backend_state {
-  std::unique_ptr<backend> impl;
+  // Shared only with the interrupt, which holds it while it aborts.
+  std::shared_ptr<backend> impl;
   std::shared_ptr<metrics::collective_metrics> metrics;
   // Set by (abort): works still queued are not run.
   std::optional<status> aborted;
@@ -78,10 +79,9 @@ void poll_running(self_pointer self) {
                                              : std::min(st.poll_delay * 2, slowest_poll);
 }
 
-actors::backend_actor::behavior_type
-serve_backend(self_pointer self, std::shared_ptr<std::unique_ptr<backend>> impl,
-              std::shared_ptr<metrics::collective_metrics> metrics) {
-  self->state.impl = std::move(*impl);
+actors::backend_actor::behavior_type serve_backend(self_pointer self, std::shared_ptr<backend> impl,
+                                                   std::shared_ptr<metrics::collective_metrics> metrics) {
+  self->state.impl = std::move(impl);
   self->state.metrics = std::move(metrics);
   return {
     [=](connect_atom) -> status {
@@ -95,11 +95,9 @@ serve_backend(self_pointer self, std::shared_ptr<std::unique_ptr<backend>> impl,
     // Sent with high priority, so it overtakes the works queued behind the
     // one running: after an abort they answer at once instead of running
     // against peers that are gone or have stopped. Works already started
-    // answer once the backend has let go of their buffers.
-    [=](abort_atom, const status& why) {
-      self->state.aborted = why;
-      self->state.impl->abort();
-    },
+    // answer once the backend has let go of their buffers (the interrupt
+    // that comes with the abort makes it let go).
+    [=](abort_atom, const status& why) { self->state.aborted = why; },
     [=](poll_atom) {
       self->state.poll_scheduled = false;
       poll_running(self);
@@ -128,11 +126,21 @@ serve_backend(self_pointer self, std::shared_ptr<std::unique_ptr<backend>> impl,
 
 } // namespace
 
-actors::backend_actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                                          std::shared_ptr<metrics::collective_metrics> metrics) {
-  // CAF copies spawn arguments: the backend travels in a shared box.
-  return sys.spawn<caf::detached>(
-    serve_backend, std::make_shared<std::unique_ptr<backend>>(std::move(b)), std::move(metrics));
+actors::backend_ref spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
+                                        std::shared_ptr<metrics::collective_metrics> metrics) {
+  std::shared_ptr<backend> impl = std::move(b);
+  std::weak_ptr<backend> weak = impl;
+  actors::backend_ref ref;
+  ref.actor = sys.spawn<caf::detached>(serve_backend, std::move(impl), std::move(metrics));
+  // Aborting may block for a while (Gloo waits for its network thread
+  // once per pair), so it runs on a thread of its own, not the caller's.
+  ref.interrupt = [&sys, weak] {
+    sys.spawn<caf::detached>([weak] {
+      if (auto impl = weak.lock())
+        impl->abort();
+    });
+  };
+  return ref;
 }
 
 } // namespace troupe::backends

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "actors/protocols.hpp"
+#include "actors/backend_actors.hpp"
 #include "backends/backend.hpp"
 
 namespace troupe::metrics {
@@ -19,10 +19,11 @@ namespace troupe::backends {
 /// (executed, work id, status, list_stats of this work) once the work's
 /// completion has finished: at once for a blocking library, else when a
 /// poll with back-off sees it finished, while the actor goes on starting
-/// works. After (abort, status) the backend is told to abort, and queued
-/// works answer with that status without running. `metrics` (required)
-/// counts what ran.
-actors::backend_actor spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                                          std::shared_ptr<metrics::collective_metrics> metrics);
+/// works. After (abort, status) queued works answer with that status
+/// without running. The returned interrupt calls `b->abort()` on a
+/// detached thread of the actor system (the system waits for it at its
+/// end), while `b` lives. `metrics` (required) counts what ran.
+actors::backend_ref spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
+                                        std::shared_ptr<metrics::collective_metrics> metrics);
 
 } // namespace troupe::backends

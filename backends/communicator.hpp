@@ -63,6 +63,12 @@ public:
   /// (pairwise exchange, the building block of Adasum).
   virtual void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                         int peer) = 0;
+
+  /// Makes a call waiting for peers on the backend's thread throw
+  /// backend_error, once the library has let go of its buffers. Called from
+  /// another thread (backend::abort()), any number of times; the
+  /// communicator is unusable afterwards.
+  virtual void abort() = 0;
 };
 
 } // namespace troupe::backends

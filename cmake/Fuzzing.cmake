@@ -3,7 +3,7 @@
 # and each runs as a bounded ctest, fuzz.<target>: the committed corpus
 # (regression inputs included) is replayed, then the target fuzzes for 20 s.
 # Without such a clang the tests report themselves skipped.
-set(troupe_fuzz_targets store_protocol control_messages host_plan)
+set(troupe_fuzz_targets store_protocol control_messages host_plan discovery_output)
 set(troupe_fuzz_seconds 20)
 
 find_program(TROUPE_FUZZ_CXX NAMES clang++ clang++-14)

@@ -19,7 +19,7 @@ std::vector<caf::actor> process_set_group::children() const {
   if (coordinator)
     all.push_back(caf::actor_cast<caf::actor>(coordinator));
   for (const auto& [kind, backend] : backends)
-    all.push_back(caf::actor_cast<caf::actor>(backend));
+    all.push_back(caf::actor_cast<caf::actor>(backend.actor));
   return all;
 }
 

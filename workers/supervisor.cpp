@@ -228,7 +228,7 @@ caf::result<status, negotiator_actor> start_group(supervisor_self self, uint32_t
   };
   const auto deadline = std::chrono::milliseconds(
     static_cast<int64_t>(st.args.cfg.start_timeout_seconds * 1000));
-  self->request(g.backends.at(device_kind::cpu), deadline, connect_atom::value)
+  self->request(g.backends.at(device_kind::cpu).actor, deadline, connect_atom::value)
     .then(
       [=](status& connected) {
         if (connected.ok() && g.coordinator)
@@ -296,8 +296,9 @@ void on_bye(supervisor_self self, int32_t rank, status_code cause,
 
 // Stops every group and tells the peers why (`why`; for a shutdown, the
 // first cause that broke the set). A shutdown waits for the peers'
-// acknowledgements, since the process may exit next; a reset does not: the
-// connections stay, and the peers are resetting too. `done` answers the
+// acknowledgements, since the process may exit next, except from peers
+// already lost; a reset does not: the connections stay, and the peers are
+// resetting too. `done` answers the
 // caller; then the supervisor stops.
 void leave(supervisor_self self, const status& why, std::function<void()> done) {
   auto& st = self->state;
@@ -332,7 +333,9 @@ void leave(supervisor_self self, const status& why, std::function<void()> done) 
     if (static_cast<int>(r) == st.args.id.rank || !st.peers[r] || st.left[r])
       continue;
     self->demonitor(st.peers[r].address());
-    if (resetting) {
+    // A lost peer (frozen, or its connection broke) is told without waiting
+    // for an answer that would only come from a false alarm.
+    if (resetting || st.gone[r]) {
       caf::anon_send(st.peers[r], bye_atom::value, st.args.id.rank, cause, cause_text);
       continue;
     }

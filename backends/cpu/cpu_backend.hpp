@@ -24,8 +24,10 @@ public:
     comm_->connect();
   }
   std::unique_ptr<completion> start(actors::collective_work& work) override;
-  /// Nothing is running once start() has returned.
+  /// Interrupts the communicator call start() is blocked in, if any: start()
+  /// then returns a failed completion (nothing is running once it has).
   void abort() override {
+    comm_->abort();
   }
 
 private:

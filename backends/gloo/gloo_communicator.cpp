@@ -10,6 +10,7 @@
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
 #include "backends/cpu/arith.hpp"
@@ -40,16 +41,20 @@ reduce_fn reduction(reduce_op op) {
                       "' is not supported");
 }
 
-// Gloo reports failures with several exception types; all mean the same to
-// us: this communicator is done.
-template <class F>
-void guarded(const char* what, F&& f) {
+// Fails every pair of `context` through Gloo's own path for a timed-out
+// wait (its tcp headers, which would give the pairs' methods, need a file
+// Debian's libgloo-dev lacks): a receive nobody sends, waited for 1 ms,
+// makes Gloo fail every pair of the context, each under the pair's lock,
+// which wakes the sends and receives pending on it and takes it off Gloo's
+// network thread. Once this returns no pair writes a buffer any more. Pairs
+// failed before (by another caller, or by their socket's error) stay so.
+void fail_pairs(gloo::Context& context) {
+  char unused = 0;
+  auto probe = context.createUnboundBuffer(&unused, sizeof unused);
   try {
-    f();
-  } catch (const backend_error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw backend_error(std::string("gloo ") + what + " failed: " + e.what());
+    probe->waitRecv(std::chrono::milliseconds(1));
+  } catch (const std::exception&) {
+    // the timeout asked for
   }
 }
 
@@ -60,6 +65,33 @@ gloo_communicator::gloo_communicator(backend_context ctx) : ctx_(std::move(ctx))
 
 gloo_communicator::~gloo_communicator() = default;
 
+// Gloo reports failures with several exception types; all mean the same to
+// us: this communicator is done.
+template <class F>
+void gloo_communicator::guarded(const char* what, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    // One pair's error (or the abort reaching the pair this thread waits
+    // on) leaves the others running: they may still receive into the
+    // caller's buffer, which is free to go once this returns.
+    if (gloo_)
+      fail_pairs(*gloo_);
+    bool aborted = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      aborted = aborted_;
+    }
+    // What Gloo says of an abort is its timeout's text: not the cause.
+    if (aborted)
+      throw backend_error(std::string("gloo ") + what +
+                          " was aborted: a peer of the process set was lost");
+    if (dynamic_cast<const backend_error*>(&e))
+      throw;
+    throw backend_error(std::string("gloo ") + what + " failed: " + e.what());
+  }
+}
+
 void gloo_communicator::connect() {
   guarded("rendezvous", [&] {
     gloo::transport::tcp::attr attr{ctx_.advertise_host.c_str()};
@@ -68,8 +100,22 @@ void gloo_communicator::connect() {
     context->setTimeout(ctx_.timeout);
     gloo_store store{ctx_.store, ctx_.store_prefix, ctx_.timeout};
     context->connectFullMesh(store, device);
+    std::lock_guard<std::mutex> lock(mutex_);
     gloo_ = std::move(context);
+    if (aborted_)
+      fail_pairs(*gloo_);
   });
+}
+
+void gloo_communicator::abort() {
+  std::shared_ptr<gloo::Context> context;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    aborted_ = true;
+    context = gloo_;
+  }
+  if (context)
+    fail_pairs(*context);
 }
 
 void gloo_communicator::allreduce(const allreduce_options& opts) {

@@ -29,6 +29,11 @@ public:
   void barrier() override;
   void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                 int peer) override;
+  /// Does nothing: MPI offers no way to interrupt a blocked call short of
+  /// MPI_Abort, which ends the process. A call waiting for a frozen peer
+  /// ends with MPI's own error handling.
+  void abort() override {
+  }
 
 private:
   // Holds the MPI_Comm, so mpi.h stays out of this header.

@@ -27,6 +27,30 @@ std::string trim(const std::string& s) {
   return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
 }
 
+// `line` in quotes for an error message, its control bytes as \xNN: a
+// carriage return would otherwise rewrite the terminal's line.
+std::string quoted(const std::string& line) {
+  std::string out = "'";
+  for (unsigned char c : line) {
+    if (c < 0x20 || c == 0x7f) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "'";
+}
+
+// Blanks and control bytes: no host name has them, and a name goes into
+// command lines (--spawn-command) and log lines.
+bool valid_host_name(const std::string& name) {
+  return !name.empty() && std::none_of(name.begin(), name.end(), [](unsigned char c) {
+    return c <= 0x20 || c == 0x7f;
+  });
+}
+
 int parse_slots(const std::string& text, const std::string& line) {
   try {
     size_t used = 0;
@@ -36,8 +60,8 @@ int parse_slots(const std::string& text, const std::string& line) {
   } catch (const std::exception&) {
     // reported below
   }
-  throw plan_error("host discovery line '" + line + "': slots '" + text +
-                   "' is not a positive integer");
+  throw plan_error("host discovery line " + quoted(line) + ": slots " + quoted(text) +
+                   " is not a positive integer");
 }
 
 host_spec parse_line(const std::string& line, std::optional<int> default_slots) {
@@ -46,12 +70,12 @@ host_spec parse_line(const std::string& line, std::optional<int> default_slots) 
   if (line.front() == '[') {
     auto close = line.find(']');
     if (close == std::string::npos || close == 1)
-      throw plan_error("host discovery line '" + line + "': unterminated '[' address");
+      throw plan_error("host discovery line " + quoted(line) + ": unterminated '[' address");
     h.name = line.substr(1, close - 1);
     auto rest = line.substr(close + 1);
     if (!rest.empty()) {
       if (rest.front() != ':')
-        throw plan_error("host discovery line '" + line + "': expected ':slots' after ']'");
+        throw plan_error("host discovery line " + quoted(line) + ": expected ':slots' after ']'");
       slots = rest.substr(1);
     }
   } else {
@@ -60,10 +84,10 @@ host_spec parse_line(const std::string& line, std::optional<int> default_slots) 
     if (colon != std::string::npos)
       slots = line.substr(colon + 1);
   }
-  if (h.name.empty() || h.name.find_first_of(" \t") != std::string::npos)
-    throw plan_error("host discovery line '" + line + "': not a host name");
+  if (!valid_host_name(h.name))
+    throw plan_error("host discovery line " + quoted(line) + ": not a host name");
   if (slots.empty() && line.back() == ':')
-    throw plan_error("host discovery line '" + line + "': empty slots");
+    throw plan_error("host discovery line " + quoted(line) + ": empty slots");
   h.slots = !slots.empty() ? parse_slots(slots, line) : default_slots.value_or(1);
   return h;
 }

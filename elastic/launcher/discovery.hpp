@@ -18,7 +18,9 @@ namespace troupe::elastic::launcher {
 /// (Horovod's format), `[v6 address]` or `[v6 address]:slots` for IPv6
 /// literals; blank lines and repeated hosts are ignored (the first line of
 /// a host counts). A line without slots gets `default_slots`
-/// (--slots-per-host), else 1. Throws plan_error naming the bad line.
+/// (--slots-per-host), else 1. A host name with a blank or a control byte
+/// is malformed. Throws plan_error naming the bad line (control bytes as
+/// \xNN).
 std::vector<host_spec> parse_discovery_output(const std::string& text,
                                               std::optional<int> default_slots);
 

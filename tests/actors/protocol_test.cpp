@@ -32,6 +32,7 @@ struct inbox {
   std::vector<collective_work_ptr> works;
   std::vector<executed_promise> running;  // works a fake backend holds
   int aborts = 0;
+  int interrupts = 0;  // of a fake backend, from outside its mailbox
 };
 
 // Stands in for a coordinator or a member's negotiator: records what the
@@ -96,10 +97,10 @@ protected:
     return caf::actor_cast<Handle>(spawned_.back());
   }
 
-  backend_actor backend(inbox& box, uint64_t moved = 0, bool answer = true) {
+  backend_ref backend(inbox& box, uint64_t moved = 0, bool answer = true) {
     auto b = sys_.spawn(fake_backend, &box, moved, answer);
     spawned_.push_back(caf::actor_cast<caf::actor>(b));
-    return b;
+    return {b, [&box] { ++box.interrupts; }};
   }
 
   // A coordinator whose members have introduced themselves.
@@ -126,7 +127,7 @@ protected:
   // A negotiator told `coordinator`, as its supervisor would.
   negotiator_actor negotiator(const coordinator_actor& coordinator,
                               const coordinator_actor& local_coordinator,
-                              const backend_actor& cpu_backend) {
+                              const backend_ref& cpu_backend) {
     auto n = negotiator(local_coordinator, {{device_kind::cpu, cpu_backend}});
     caf::anon_send(n, coordinator_atom::value, coordinator);
     return n;
@@ -409,11 +410,20 @@ TEST_F(actor_protocol, device_kind_travels_to_the_coordinator_and_picks_the_back
   ASSERT_EQ(cpu.works.size(), 1u);
   EXPECT_EQ(cpu.works[0]->entries.front(), on_cpu);
   EXPECT_TRUE(on_gpu->handle->result().ok() && on_cpu->handle->result().ok());
-  // An abort reaches every backend of the set.
+  // An abort reaches every backend of the set as a message, for the works
+  // queued; a reset leaves the running one to complete.
   caf::anon_send(neg, abort_atom::value, status{status_code::reset, "resetting"});
   sched_.run();
   EXPECT_EQ(cpu.aborts, 1);
   EXPECT_EQ(cuda.aborts, 1);
+  EXPECT_EQ(cpu.interrupts + cuda.interrupts, 0);
+  // A lost peer may hold it in the library until its timeout: interrupted.
+  caf::anon_send(neg, abort_atom::value, status{status_code::peer_lost, "rank 1 was lost"});
+  sched_.run();
+  EXPECT_EQ(cpu.aborts, 2);
+  EXPECT_EQ(cuda.aborts, 2);
+  EXPECT_EQ(cpu.interrupts, 1);
+  EXPECT_EQ(cuda.interrupts, 1);
 }
 
 TEST_F(actor_protocol, a_work_for_a_device_without_backend_fails) {

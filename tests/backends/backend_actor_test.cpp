@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <map>
+#include <set>
+#include <thread>
 
 #include <caf/all.hpp>
 
@@ -24,6 +26,9 @@ struct script {
   std::atomic<bool> aborted{false};
   // Works (by id) that run until their gate opens; the others finish at once.
   std::map<uint64_t, std::shared_ptr<std::atomic<bool>>> gates;
+  // Works (by id) whose start() blocks until abort(), as a blocking library
+  // waiting for a frozen peer does (10 s at most, so a test cannot hang).
+  std::set<uint64_t> blocking;
 };
 
 class gated_completion : public completion {
@@ -56,6 +61,12 @@ public:
   }
   std::unique_ptr<completion> start(collective_work& work) override {
     ++script_->starts;
+    if (script_->blocking.count(work.id)) {
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (!script_->aborted && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(1ms);
+      return std::make_unique<finished>(status{status_code::backend, "library call aborted"});
+    }
     const auto gate = script_->gates.find(work.id);
     if (gate == script_->gates.end())
       return std::make_unique<finished>(status{});
@@ -87,7 +98,7 @@ protected:
   }
 
   ~backend_actor_test() override {
-    caf::anon_send_exit(backend_, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(backend_.actor, caf::exit_reason::user_shutdown);
   }
 
   void spawn() {
@@ -110,7 +121,24 @@ protected:
 
   // Sends (execute) for `w` from `self`; the answer comes back as a message.
   void execute(caf::scoped_actor& self, const collective_work_ptr& w) {
-    self->send(backend_, execute_atom::value, w);
+    self->send(backend_.actor, execute_atom::value, w);
+  }
+
+  // After an abort for a lost peer (work 1 having been the only one
+  // started), work 2 answers with the abort's status and is not started.
+  void expect_not_started_after_abort(caf::scoped_actor& self) {
+    execute(self, work(2));
+    auto queued = next(self, 5000ms);
+    ASSERT_TRUE(queued);
+    EXPECT_EQ(queued->id, 2u);
+    EXPECT_EQ(queued->result.code(), status_code::peer_lost);
+    EXPECT_EQ(script_->starts.load(), 1);
+  }
+
+  // As the negotiator aborts a backend.
+  void abort(const status& why) {
+    caf::anon_send<caf::message_priority::high>(backend_.actor, abort_atom::value, why);
+    backend_.interrupt();
   }
 
   // The next answer, or nothing after `within`.
@@ -130,7 +158,7 @@ protected:
   std::shared_ptr<metrics::set_metrics> set_;
   std::shared_ptr<script> script_;
   std::vector<float> data_;
-  backend_actor backend_;
+  backend_ref backend_;
 };
 
 TEST_F(backend_actor_test, answers_when_the_completion_finishes_and_serves_meanwhile) {
@@ -166,21 +194,32 @@ TEST_F(backend_actor_test, abort_finishes_running_works_through_the_backend_and_
   caf::scoped_actor self{sys_};
   execute(self, work(1));
   EXPECT_FALSE(next(self, 100ms));
-  caf::anon_send<caf::message_priority::high>(backend_, abort_atom::value,
-                                              status{status_code::peer_lost, "peer 1 lost"});
+  abort(status{status_code::peer_lost, "peer 1 lost"});
   // The running work answers with what the backend says once it let go.
   auto running = next(self, 5000ms);
   ASSERT_TRUE(running);
   EXPECT_EQ(running->id, 1u);
   EXPECT_EQ(running->result.code(), status_code::backend);
   EXPECT_EQ(running->moved.bytes, 0u);
-  // A work sent after the abort answers with the abort's status, not started.
-  execute(self, work(2));
-  auto queued = next(self, 5000ms);
-  ASSERT_TRUE(queued);
-  EXPECT_EQ(queued->id, 2u);
-  EXPECT_EQ(queued->result.code(), status_code::peer_lost);
-  EXPECT_EQ(script_->starts.load(), 1);
+  expect_not_started_after_abort(self);
+}
+
+// A blocking library holds the actor's thread, so the (abort) message waits
+// behind the work; the interrupt reaches the backend from another thread.
+TEST_F(backend_actor_test, interrupt_ends_a_work_blocked_in_the_library) {
+  script_->blocking.insert(1);
+  spawn();
+  caf::scoped_actor self{sys_};
+  execute(self, work(1));
+  EXPECT_FALSE(next(self, 100ms));
+  const auto aborted = std::chrono::steady_clock::now();
+  abort(status{status_code::peer_lost, "peer 1 lost"});
+  auto blocked = next(self, 5000ms);
+  ASSERT_TRUE(blocked);
+  EXPECT_LT(std::chrono::steady_clock::now() - aborted, 2s);
+  EXPECT_EQ(blocked->id, 1u);
+  EXPECT_EQ(blocked->result.code(), status_code::backend);
+  expect_not_started_after_abort(self);
 }
 
 } // namespace

@@ -33,6 +33,32 @@ TEST(discovery, rejects_malformed_lines_naming_them) {
   }
 }
 
+namespace {
+
+// The error parse_discovery_output gives for `text`, or "" when it accepts it.
+std::string discovery_error(const std::string& text) {
+  try {
+    parse_discovery_output(text, std::nullopt);
+  } catch (const plan_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+// Found by fuzz.discovery_output (its corpus keeps the input as
+// regression-carriage-return-in-name): a carriage return inside a line was
+// taken as part of the host name.
+TEST(discovery, rejects_control_bytes_in_host_names_and_shows_them_escaped) {
+  EXPECT_EQ(discovery_error("ced\r:1\n"), "host discovery line 'ced\\x0d:1': not a host name");
+  EXPECT_EQ(discovery_error("a\x01" "b\n"), "host discovery line 'a\\x01b': not a host name");
+  EXPECT_EQ(discovery_error("h\x7f:2\n"), "host discovery line 'h\\x7f:2': not a host name");
+  EXPECT_EQ(discovery_error("[::1\x02]\n"), "host discovery line '[::1\\x02]': not a host name");
+  // Windows line ends around a line are still trimmed, not refused.
+  EXPECT_EQ(parse_discovery_output("h:2\r\n", std::nullopt).front().slots, 2);
+}
+
 TEST(discovery, runs_the_script_and_reports_failures) {
   std::atomic<bool> cancel{false};
   auto ok = run_discovery("printf 'h1:2\\nh2\\n'", std::nullopt, {}, 5s, cancel);

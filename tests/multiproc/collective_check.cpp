@@ -51,7 +51,8 @@
 //                               while the others wait on a collective (at the
 //                               coordinator, or inside the backend for
 //                               stop-busy); they report how fast and with
-//                               what error they failed
+//                               what error they failed, and when their
+//                               shutdown() returned
 // Prints "rank R: PASS ..." per rank; exit 0 on success.
 #include <algorithm>
 #include <chrono>
@@ -115,7 +116,7 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
   auto s = warm.wait();
   if (s.ok())
     s = troupe::allreduce(t, t, busy ? "big" : "never-completes")
-          .wait_for(std::chrono::seconds(30));
+          .wait_for(std::chrono::seconds(60));
   const double detected = now_seconds();
   double stamped = 0;
   std::ifstream(stamp_file) >> stamped;
@@ -128,6 +129,8 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
   std::fflush(stdout);
   // A training script would now end; the job's launcher reaps the rest.
   troupe::shutdown();
+  std::printf("rank %d: SHUT-DOWN after %.3f s\n", rank, now_seconds() - stamped);
+  std::fflush(stdout);
   return 3;
 }
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # lose_peer.sh TROUPE_RUN CHECK kill|stop|stop-busy VICTIM NP MAX_SECONDS MAX_JOB_SECONDS
+#              [MAX_SHUTDOWN_SECONDS]
 # The victim rank dies or freezes while the others wait on a collective.
 # Every survivor must fail that collective with an error naming the victim
 # within MAX_SECONDS, and troupe-run must exit non-zero (no hang) within
-# MAX_JOB_SECONDS.
+# MAX_JOB_SECONDS. With MAX_SHUTDOWN_SECONDS, every survivor's shutdown()
+# must also have returned within that many seconds of the victim's end.
 set -u
-run=$1 check=$2 how=$3 victim=$4 np=$5 max=$6 max_job=$7
+run=$1 check=$2 how=$3 victim=$4 np=$5 max=$6 max_job=$7 max_shutdown=${8:-}
 stamp=$(mktemp)
 out=$(mktemp)
 trap 'rm -f "$stamp" "$out"' EXIT
@@ -34,5 +36,18 @@ slow=$(grep -o "DETECTED after [0-9.]* s" "$out" | awk -v max="$max" '$3 > max' 
 if [ "$slow" -ne 0 ]; then
   echo "FAIL: a survivor needed more than $max s to notice"
   exit 1
+fi
+if [ -n "$max_shutdown" ]; then
+  # Sorted, so the slowest survivor comes last.
+  times=$(grep -o "SHUT-DOWN after [0-9.]* s" "$out" | awk '{print $3}' | sort -n)
+  echo "survivors shut down after (s):" $times
+  if [ "$(echo "$times" | grep -c .)" -ne "$survivors" ]; then
+    echo "FAIL: not every survivor's shutdown() returned"
+    exit 1
+  fi
+  if [ "$(echo "$times" | awk -v max="$max_shutdown" '$1 > max' | wc -l)" -ne 0 ]; then
+    echo "FAIL: a survivor's shutdown() took more than $max_shutdown s after the loss"
+    exit 1
+  fi
 fi
 echo "PASS: $survivors survivors failed their pending collective naming rank $victim"
