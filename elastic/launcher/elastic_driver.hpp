@@ -4,6 +4,7 @@
 #include "elastic/launcher/discovery.hpp"
 #include "elastic/launcher/host_registry.hpp"
 #include "elastic/launcher/job_supervisor.hpp"
+#include "elastic/launcher/machine_slots.hpp"
 #include "elastic/launcher/options.hpp"
 #include "elastic/launcher/worker_env.hpp"
 
@@ -120,6 +121,7 @@ private:
   int64_t epoch_ = -1;            // the newest published epoch; -1: not started
   membership_plan plan_;          // its members, rank order
   std::map<int64_t, member> members_;
+  machine_slots machine_slots_;   // of workers whose process runs
   int64_t next_worker_id_ = 0;
   int resets_ = 0;
   std::optional<int> failure_code_;  // first failure among the current members
