@@ -16,6 +16,7 @@
 #include "metrics/elastic_metrics.hpp"
 #include "metrics/endpoint.hpp"
 #include "metrics/launcher_metrics.hpp"
+#include "workers/listen_address.hpp"
 #include "workers/config.hpp"
 
 #include <cerrno>
@@ -110,14 +111,22 @@ std::chrono::steady_clock::duration seconds(double s) {
     std::chrono::duration<double>(s));
 }
 
+// Where the rendezvous store listens: on --network-interface's address, the
+// one workers on other hosts use to reach this machine; else on loopback.
+std::string store_address(const troupe::workers::config& cfg) {
+  return cfg.network_interface.empty() ? "127.0.0.1"
+                                       : troupe::workers::interface_address(cfg.network_interface);
+}
+
 // Elastic mode: the driver plans every membership epoch (elastic_driver.hpp).
 int run_elastic(const launcher::launch_options& opts, const troupe::workers::config& cfg,
                 launcher::job_supervisor& supervisor, troupe::metrics::launcher_metrics& counts,
                 launcher::line_forwarder::sink out, launcher::line_forwarder::sink err,
                 std::vector<std::string> parent, const std::string& secret, int secret_fd) {
   const auto& el = opts.elastic;
-  troupe::elastic::store_server store{"127.0.0.1", 0, secret};
-  troupe::elastic::store_client client{"127.0.0.1", store.port(), secret,
+  const auto store_host = store_address(cfg);
+  troupe::elastic::store_server store{store_host, 0, secret};
+  troupe::elastic::store_client client{store_host, store.port(), secret,
                                        std::chrono::seconds(10)};
   launcher::elastic_driver::settings s;
   s.np = opts.np;
@@ -130,7 +139,7 @@ int run_elastic(const launcher::launch_options& opts, const troupe::workers::con
     s.fixed_hosts = read_hosts(opts);
   s.spawn_command = el.spawn_command;
   s.command = opts.command;
-  s.job.store_addr = "127.0.0.1";
+  s.job.store_addr = store_host;
   s.job.store_port = store.port();
   s.job.job_id = launcher::random_job_id();
   s.job.knobs = opts.knobs;
@@ -241,10 +250,11 @@ int main(int argc, char** argv) {
       counts.workers_started(opts.np);
       return supervisor.run();
     }
-    troupe::elastic::store_server store{"127.0.0.1", 0, secret};
+    const auto store_host = store_address(cfg);
+    troupe::elastic::store_server store{store_host, 0, secret};
     launcher::job_env job;
     job.size = opts.np;
-    job.store_addr = "127.0.0.1";
+    job.store_addr = store_host;
     job.store_port = store.port();
     job.job_id = launcher::random_job_id();
     job.knobs = opts.knobs;

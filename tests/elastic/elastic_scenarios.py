@@ -10,6 +10,7 @@ status. Every wait is bounded. Prints PASS or the failed checks; with
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import statistics
@@ -35,12 +36,12 @@ def expect(ok, what):
 class Job:
     """One troupe-run with a discovery script reading a hosts file."""
 
-    def __init__(self, hosts, np, flags=(), train=(), script=None, limit=90):
+    def __init__(self, hosts, np, flags=(), train=(), script=None, limit=90, prefix=()):
         self.dir = tempfile.mkdtemp(prefix='troupe-elastic-')
         self.hosts_file = os.path.join(self.dir, 'hosts')
         self.set_hosts(hosts)
         script = script or 'cat ' + self.hosts_file
-        cmd = [sys.argv[1], '-np', str(np), '--host-discovery-script', script,
+        cmd = [*prefix, sys.argv[1], '-np', str(np), '--host-discovery-script', script,
                '--timeout', str(limit), *flags, '/usr/bin/python3', TRAIN, *train]
         self.events, self.lines, self.notes = [], [], []
         self.cond = threading.Condition()
@@ -381,6 +382,109 @@ def metrics():
     return {}
 
 
+class Skip(Exception):
+    """The scenario cannot run here (exit status 77)."""
+
+
+class TwoHosts:
+    """Two simulated hosts: network namespaces A (troupe-run and its side's
+    workers) and B, joined by a veth pair whose ends are named tp0 in both,
+    10.231.7.1/30 in A and 10.231.7.2/30 in B. The addresses live only in
+    these namespaces, which this object creates and, with every process in
+    them, removes."""
+
+    A, B = '10.231.7.1', '10.231.7.2'
+
+    def __init__(self):
+        tag = os.getpid() % 10000000
+        self.a, self.b = 'troupe-%d-a' % tag, 'troupe-%d-b' % tag
+        self.veth = ('tpa%d' % tag, 'tpb%d' % tag)
+        self.made = []
+
+    @staticmethod
+    def ip(*args):
+        done = subprocess.run(['ip', *args], capture_output=True, text=True, timeout=10)
+        if done.returncode != 0:
+            raise RuntimeError('ip %s: %s' % (' '.join(args), done.stderr.strip()))
+
+    def __enter__(self):
+        if os.geteuid() != 0:
+            raise Skip('network namespaces need root')
+        if not shutil.which('ip'):
+            raise Skip('no ip(8) (iproute2)')
+        try:
+            self.ip('netns', 'add', self.a)
+        except RuntimeError as e:
+            raise Skip('ip netns unavailable: %s' % e)
+        self.made.append(self.a)
+        try:
+            self.ip('netns', 'add', self.b)
+            self.made.append(self.b)
+            self.ip('link', 'add', self.veth[0], 'type', 'veth', 'peer', 'name', self.veth[1])
+            for ns, end, addr in ((self.a, self.veth[0], self.A), (self.b, self.veth[1], self.B)):
+                self.ip('link', 'set', end, 'netns', ns)
+                self.ip('-n', ns, 'link', 'set', end, 'name', 'tp0')
+                self.ip('-n', ns, 'addr', 'add', addr + '/30', 'dev', 'tp0')
+                self.ip('-n', ns, 'link', 'set', 'tp0', 'up')
+                self.ip('-n', ns, 'link', 'set', 'lo', 'up')
+        except Exception:
+            self.__exit__()
+            raise
+        return self
+
+    def cut(self):
+        """The link goes down on A's side: no RST, B's packets are lost."""
+        self.ip('-n', self.a, 'link', 'set', 'tp0', 'down')
+
+    def __exit__(self, *exc):
+        # The namespace's veth end and its peer go with it.
+        for ns in reversed(self.made):
+            pids = subprocess.run(['ip', 'netns', 'pids', ns], capture_output=True, text=True,
+                                  timeout=10).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            subprocess.run(['ip', 'netns', 'del', ns], timeout=10)
+        self.made = []
+
+
+def partition(heartbeat=2):
+    """Host B is cut off (its link down, no RST): troupe-run and the two
+    workers on host A lose it after the heartbeat timeout, reset and train
+    on at size 2 with equal parameters; B's worker is failed and its host
+    blacklisted. Workers start in their host's namespace through
+    --spawn-command; ranks and the store listen on tp0's address."""
+    with TwoHosts() as net:
+        spawn = ('case $TROUPE_SPAWN_HOST in %s) ns=%s;; *) ns=%s;; esac; ip netns exec $ns'
+                 % (net.A, net.a, net.b))
+        job = Job([net.A + ':2', net.B + ':1'], np=3, prefix=['ip', 'netns', 'exec', net.a],
+                  flags=['--min-np', '2', '--spawn-command', spawn, '--network-interface', 'tp0',
+                         '--heartbeat-timeout-seconds', str(heartbeat),
+                         '--gloo-timeout-seconds', '4'],
+                  train=['--dataset-size', '1500', '--step-sleep', '0.02'])
+        job.wait_for(lambda e: e['event'] == 'step' and e['worker'] == 2 and e['batch'] >= 3,
+                     'worker 2 trains on host B')
+        t0 = time.time()
+        net.cut()
+        again = {w: first_step_after(job, t0, lambda e, w=w: e['worker'] == w and e['size'] == 2,
+                                     'worker %d trains at size 2' % w)
+                 for w in (0, 1)}
+        rc = job.finish()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    late = max(e['time'] for e in again.values()) - t0
+    expect(late <= heartbeat + 4, 'survivors trained again %.1f s after the cut (heartbeat '
+           'timeout %d s + 4 s allowed)' % (late, heartbeat))
+    expect('host %s is blacklisted' % net.B in job.output(), 'host B blacklisted')
+    after = [e for e in job.steps() if e['time'] > t0 + late]
+    expect(after and all(e['size'] == 2 and e['worker'] in (0, 1) for e in after),
+           'only host A trains after the cut')
+    check_checksums(job)
+    check_ranks(job)
+    return {'partition_to_training': late}
+
+
 def below_min_np():
     job = Job(hosts(2, 3), np=2, flags=['--min-np', '2'],
               train=['--dataset-size', '600', '--step-sleep', '0.02'])
@@ -507,6 +611,7 @@ SCENARIOS = {
     'discovery_hangs_first': discovery_hangs_first,
     'discovery_later': discovery_later,
     'metrics': metrics,
+    'partition': partition,
     'cycles': cycles,
 }
 
@@ -529,6 +634,9 @@ def main():
                 print('%s: %.3f s' % (k, v))
         except TimeoutError:
             pass
+        except Skip as e:
+            print('SKIP: %s' % e)
+            sys.exit(77)
     if failures:
         print('FAILED: %d check(s)' % len(failures))
         sys.exit(1)
