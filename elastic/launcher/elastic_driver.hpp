@@ -6,6 +6,7 @@
 #include "elastic/launcher/job_supervisor.hpp"
 #include "elastic/launcher/machine_slots.hpp"
 #include "elastic/launcher/options.hpp"
+#include "elastic/launcher/ssh_command.hpp"
 #include "elastic/launcher/worker_env.hpp"
 
 #include <chrono>
@@ -55,6 +56,11 @@ public:
     /// Fixed hosts (-H / --hostfile) when there is no discovery script.
     std::vector<host_spec> fixed_hosts;
     std::string spawn_command;
+    /// Without a spawn command, workers on other hosts start over ssh, in
+    /// `cwd`, reading the job's `secret` from their stdin.
+    ssh_options ssh;
+    std::string cwd;
+    std::string secret;
     std::vector<std::string> command;
     std::vector<std::string> parent_env;
     job_env job;

@@ -20,6 +20,7 @@
 #include "workers/config.hpp"
 
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -73,17 +74,19 @@ read_hosts(const launcher::launch_options& opts) {
 }
 
 std::vector<launcher::rank_slot>
-plan_local_job(const launcher::launch_options& opts) {
+plan_static_job(const launcher::launch_options& opts) {
   auto ranks = launcher::plan_ranks(read_hosts(opts), opts.np);
-  auto self = own_hostname();
-  for (const auto& slot : ranks)
-    if (!launcher::is_local_host(slot.host, self))
-      throw launcher::plan_error(
-        "host '" + slot.host + "' is not this machine ('" + self
-        + "'); launching on remote hosts is not supported yet, so every "
-          "host must be local (localhost, 127.x.x.x or the hostname)");
-  launcher::number_local_ranks_on_this_machine(ranks, self);
+  launcher::number_local_ranks_on_this_machine(ranks, own_hostname());
   return ranks;
+}
+
+std::string current_directory() {
+  std::string dir(4096, '\0');
+  if (::getcwd(dir.data(), dir.size()) == nullptr)
+    throw std::runtime_error("cannot read the current directory: " +
+                             std::string(std::strerror(errno)));
+  dir.resize(std::strlen(dir.c_str()));
+  return dir;
 }
 
 // The launcher reads the same knobs as its workers: flags first, then the
@@ -138,6 +141,9 @@ int run_elastic(const launcher::launch_options& opts, const troupe::workers::con
   if (el.discovery_script.empty())
     s.fixed_hosts = read_hosts(opts);
   s.spawn_command = el.spawn_command;
+  s.ssh = opts.ssh;
+  s.cwd = current_directory();
+  s.secret = secret;
   s.command = opts.command;
   s.job.store_addr = store_host;
   s.job.store_port = store.port();
@@ -200,7 +206,7 @@ int main(int argc, char** argv) {
     // mpirun places the ranks itself, on whichever hosts it is given; an
     // elastic job's driver, on whichever hosts are usable.
     if (!opts.use_mpirun && !opts.is_elastic())
-      ranks = plan_local_job(opts);
+      ranks = plan_static_job(opts);
   } catch (const std::exception& e) {  // plan_error, config_error
     std::cerr << "troupe-run: error: " << e.what() << "\n";
     return usage_error;
@@ -260,12 +266,20 @@ int main(int argc, char** argv) {
     job.knobs = opts.knobs;
     job.secret_fd = secret_fd.get();
     supervisor.observe_exits([&counts](bool failed) { counts.workers_exited(failed); });
+    const auto self = own_hostname();
+    const auto cwd = current_directory();
     for (const auto& slot : ranks) {
       auto env = launcher::merge_environment(
         parent, launcher::rank_variables(slot, job));
       try {
-        supervisor.add(launcher::spawn_worker(slot.rank, opts.command, env,
-                                              to_stdout, to_stderr));
+        // Another host: over ssh, which gets troupe-run's environment; the
+        // worker's goes on its command line, the secret through its stdin.
+        supervisor.add(
+          launcher::is_local_host(slot.host, self)
+            ? launcher::spawn_worker(slot.rank, opts.command, env, to_stdout, to_stderr)
+            : launcher::spawn_worker(
+                slot.rank, launcher::ssh_command(slot.host, opts.ssh, cwd, env, opts.command),
+                parent, to_stdout, to_stderr, secret));
         counts.workers_started();
       } catch (const launcher::spawn_error& e) {
         to_stderr(std::string("troupe-run: ") + e.what() + "\n");

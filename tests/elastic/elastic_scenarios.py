@@ -485,6 +485,88 @@ def partition(heartbeat=2):
     return {'partition_to_training': late}
 
 
+FAKE_SSH = """#!/usr/bin/python3
+# Stands in for ssh: records its arguments (a JSON line) and runs the remote
+# command here, as the remote host's shell would.
+import json, os, sys
+with open(os.environ['FAKE_SSH_LOG'], 'a') as log:
+    log.write(json.dumps(sys.argv[1:]) + '\\n')
+os.execv('/bin/sh', ['sh', '-c', sys.argv[-1]])
+"""
+
+
+def fake_ssh():
+    """Puts a fake `ssh` first on PATH (for this process and the jobs it
+    starts); returns the identity file to pass and the log of its calls."""
+    d = tempfile.mkdtemp(prefix='troupe-ssh-')
+    with open(os.path.join(d, 'ssh'), 'w') as f:
+        f.write(FAKE_SSH)
+    os.chmod(os.path.join(d, 'ssh'), 0o755)
+    os.environ['PATH'] = d + ':' + os.environ['PATH']
+    os.environ['FAKE_SSH_LOG'] = os.path.join(d, 'calls')
+    return os.path.join(d, 'id_test'), os.path.join(d, 'calls')
+
+
+def check_ssh_calls(log, identity, hosts, needed):
+    """Every worker was started over ssh with Horovod's options, the port and
+    identity given, on its host, and a remote command that carries the
+    `needed` variables but no secret."""
+    with open(log) as f:
+        calls = [json.loads(line) for line in f]
+    expect(sorted(c[-2] for c in calls) == sorted(hosts),
+           'ssh called for hosts %s, expected %s' % ([c[-2] for c in calls], hosts))
+    for c in calls:
+        expect(c[:-2] == ['-o', 'PasswordAuthentication=no', '-o', 'StrictHostKeyChecking=no',
+                          '-o', 'BatchMode=yes', '-p', '2222', '-i', identity],
+               'ssh options: %s' % c[:-2])
+        remote = c[-1]
+        expect(remote.startswith("cd '%s' >/dev/null 2>&1; exec 3<&0 </dev/null; exec env "
+                                 % os.getcwd()), 'remote command prefix: %s' % remote[:120])
+        expect(all(("'%s=" % v) in remote for v in needed) and ' TROUPE_SECRET_FD=3 ' in remote,
+               'remote command carries %s and TROUPE_SECRET_FD=3' % needed)
+        expect('SECRET_KEY' not in remote, 'no secret on the command line')
+
+
+def ssh_static():
+    """Static mode, two hosts that are not this machine: troupe-run starts
+    both ranks over (fake) ssh and they reduce together."""
+    identity, log = fake_ssh()
+    script = ('import torch, troupe.torch as hvd; hvd.init(); '
+              's = hvd.allreduce(torch.tensor([hvd.rank() + 1.0]), op=hvd.Sum); '
+              'print("rank %d of %d on %s: sum %d" % (hvd.rank(), hvd.size(), '
+              '__import__("os").environ["HOROVOD_HOSTNAME"], s.item()))')
+    done = subprocess.run([sys.argv[1], '-np', '2', '-H', 'node-a:1,node-b:1',
+                           '--network-interface', 'lo', '--ssh-port', '2222',
+                           '--ssh-identity-file', identity, '--timeout', '60',
+                           '/usr/bin/python3', '-c', script],
+                          capture_output=True, text=True, timeout=90)
+    expect(done.returncode == 0, 'exit status %d: %s' % (done.returncode, done.stderr[-2000:]))
+    for line in ('[0]<stdout>:rank 0 of 2 on node-a: sum 3', '[1]<stdout>:rank 1 of 2 on node-b: sum 3'):
+        expect(line in done.stdout.splitlines(), 'output has %r: %s' % (line, done.stdout))
+    check_ssh_calls(log, identity, ['node-a', 'node-b'],
+                    ['HOROVOD_RANK', 'TROUPE_STORE_ADDR', 'TROUPE_NETWORK_INTERFACE'])
+    return {}
+
+
+def ssh_elastic():
+    """Elastic mode on two discovered hosts that are not this machine: both
+    workers start over (fake) ssh and train to the end."""
+    identity, log = fake_ssh()
+    job = Job(['node-a', 'node-b'], np=2,
+              flags=['--min-np', '2', '--network-interface', 'lo', '--ssh-port', '2222',
+                     '--ssh-identity-file', identity],
+              train=['--dataset-size', '120', '--step-sleep', '0.01'])
+    rc = job.finish()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    done = [e for e in job.events if e['event'] == 'done']
+    expect(len(done) == 2 and {e['size'] for e in done} == {2},
+           'both workers finish at size 2: %s' % done)
+    check_checksums(job)
+    check_ssh_calls(log, identity, ['node-a', 'node-b'],
+                    ['TROUPE_ELASTIC', 'TROUPE_WORKER_ID', 'TROUPE_STORE_ADDR'])
+    return {}
+
+
 def below_min_np():
     job = Job(hosts(2, 3), np=2, flags=['--min-np', '2'],
               train=['--dataset-size', '600', '--step-sleep', '0.02'])
@@ -612,6 +694,8 @@ SCENARIOS = {
     'discovery_later': discovery_later,
     'metrics': metrics,
     'partition': partition,
+    'ssh_static': ssh_static,
+    'ssh_elastic': ssh_elastic,
     'cycles': cycles,
 }
 
