@@ -7,6 +7,7 @@ what the workers logged (one JSON line per step) and troupe-run's exit
 status. Every wait is bounded. Prints PASS or the failed checks; with
 `bench`, the median recovery times of RUNS runs."""
 
+import atexit
 import json
 import os
 import re
@@ -333,6 +334,7 @@ def metrics():
     span and the new epoch's marker; troupe-run counts a failure reset."""
     base = free_base(4)
     trace = tempfile.mkdtemp(prefix='troupe-elastic-trace-')
+    atexit.register(shutil.rmtree, trace, True)
     job = Job(hosts(2, 3, 4), np=3,
               flags=['--min-np', '2', '--metrics-port', str(base),
                      '--timeline-filename', os.path.join(trace, 'trace.json')],
@@ -499,6 +501,7 @@ def fake_ssh():
     """Puts a fake `ssh` first on PATH (for this process and the jobs it
     starts); returns the identity file to pass and the log of its calls."""
     d = tempfile.mkdtemp(prefix='troupe-ssh-')
+    atexit.register(shutil.rmtree, d, True)
     with open(os.path.join(d, 'ssh'), 'w') as f:
         f.write(FAKE_SSH)
     os.chmod(os.path.join(d, 'ssh'), 0o755)
