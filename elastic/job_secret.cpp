@@ -71,6 +71,35 @@ int secret_descriptor(const std::string& secret) {
   return fd;
 }
 
+namespace {
+
+// A worker started over ssh reads its secret from a pipe (ssh's stdin):
+// read to EOF, then put a sealed copy in its place, so that a later init()
+// can pread it like troupe-run's own descriptor.
+ssize_t read_stream(int fd, std::string& buffer) {
+  size_t got = 0;
+  while (got < buffer.size()) {
+    const auto n = ::read(fd, buffer.data() + got, buffer.size() - got);
+    if (n == 0)
+      break;
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return -1;
+    got += static_cast<size_t>(n);
+  }
+  if (got < min_secret_size || got > max_secret_size)
+    return static_cast<ssize_t>(got);
+  const int copy = secret_descriptor(buffer.substr(0, got));
+  const int moved = ::dup2(copy, fd);
+  const int err = errno;
+  ::close(copy);
+  errno = err;
+  return moved < 0 ? -1 : static_cast<ssize_t>(got);
+}
+
+} // namespace
+
 std::optional<std::string> read_secret_descriptor(const std::string& fd_text) {
   if (fd_text.empty())
     return std::nullopt;
@@ -87,7 +116,9 @@ std::optional<std::string> read_secret_descriptor(const std::string& fd_text) {
     throw fd_error(fd_text, "not a file descriptor number");
   // pread from offset 0: a later init() in the same process reads it again.
   std::string secret(max_secret_size + 1, '\0');
-  const auto n = ::pread(fd, secret.data(), secret.size(), 0);
+  auto n = ::pread(fd, secret.data(), secret.size(), 0);
+  if (n < 0 && errno == ESPIPE)
+    n = read_stream(fd, secret);
   if (n < 0)
     throw fd_error(fd_text, std::strerror(errno) +
                               std::string(" (troupe-run hands it to the ranks it starts)"));

@@ -34,7 +34,9 @@ bool equal_digests(std::string_view a, std::string_view b);
 int secret_descriptor(const std::string& secret);
 
 /// The secret behind the descriptor named by `fd_text` (the value of
-/// TROUPE_SECRET_FD), or nothing when `fd_text` is empty. Throws
+/// TROUPE_SECRET_FD), or nothing when `fd_text` is empty. A pipe (a worker
+/// started over ssh reads ssh's stdin) is read to EOF and replaced by a
+/// sealed in-memory copy, so it can be read again. Throws
 /// std::runtime_error naming the variable when it cannot be read.
 std::optional<std::string> read_secret_descriptor(const std::string& fd_text);
 

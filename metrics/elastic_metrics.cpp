@@ -1,5 +1,7 @@
 #include "metrics/elastic_metrics.hpp"
 
+#include "metrics/reset_metrics.hpp"
+
 namespace troupe::metrics {
 
 namespace {
@@ -33,8 +35,7 @@ elastic_metrics::elastic_metrics(prometheus::Registry& r)
                .Name("troupe_elastic_reset_barrier_seconds")
                .Help("From a reset barrier's opening until every member arrived, exited or was failed.")
                .Register(r)
-               .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.25, 0.5, 1,
-                                                                 2.5, 5, 10, 30, 60, 300})),
+               .Add({}, membership_change_buckets())),
     active_(hosts_family(r).Add({{"state", "active"}})),
     blacklisted_(hosts_family(r).Add({{"state", "blacklisted"}})),
     cooling_down_(hosts_family(r).Add({{"state", "cooling_down"}})) {

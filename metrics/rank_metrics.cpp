@@ -99,8 +99,9 @@ rank_metrics::rank_metrics(const rank_position& pos, const std::string& built_ba
     world_size_(gauge(*registry_, "troupe_world_size", "Ranks in the job.")),
     local_rank_(gauge(*registry_, "troupe_local_rank", "This process' rank on its host.")),
     epoch_(gauge(*registry_, "troupe_membership_epoch",
-                 "Membership epoch of the job this process is in: 0 after init, one more per "
-                 "reset.")) {
+                 "Membership epoch this process serves in: 0 after init (in an elastic job, "
+                 "the epoch of troupe-run's plan it joined), the next one after each reset.")),
+    resets_(*registry_) {
   register_build_info(*registry_, built_backends);
   position(pos, 0);
 }

@@ -12,6 +12,7 @@
 #include <prometheus/histogram.h>
 
 #include "metrics/collective_metrics.hpp"
+#include "metrics/reset_metrics.hpp"
 
 namespace prometheus {
 class Registry;
@@ -133,6 +134,11 @@ public:
   /// job renumbers its ranks).
   void position(const rank_position& pos, int64_t epoch);
 
+  /// The runtime's resets and rendezvous.
+  reset_metrics& resets() {
+    return resets_;
+  }
+
   /// Supervisor: messages waiting in its mailbox (one per rank, no set).
   void supervisor_mailbox_depth(size_t messages) {
     supervisor_mailbox_.Set(static_cast<double>(messages));
@@ -146,6 +152,7 @@ private:
   prometheus::Gauge& world_size_;
   prometheus::Gauge& local_rank_;
   prometheus::Gauge& epoch_;
+  reset_metrics resets_;
 };
 
 } // namespace troupe::metrics

@@ -21,23 +21,6 @@ bool is_loopback(const sockaddr* addr) {
   return (ntohl(reinterpret_cast<const sockaddr_in*>(addr)->sin_addr.s_addr) >> 24) == 127;
 }
 
-std::string interface_address(const std::string& name) {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0)
-    throw config_error("TROUPE_NETWORK_INTERFACE='" + name + "': cannot list interfaces");
-  std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owner{list, ::freeifaddrs};
-  std::string seen;
-  for (auto* it = list; it; it = it->ifa_next) {
-    if (!it->ifa_addr || it->ifa_addr->sa_family != AF_INET)
-      continue;
-    if (name == it->ifa_name)
-      return dotted(it->ifa_addr);
-    seen += (seen.empty() ? "" : ", ") + std::string(it->ifa_name);
-  }
-  throw config_error("TROUPE_NETWORK_INTERFACE='" + name +
-                     "' is not an interface with an IPv4 address here (there are: " + seen + ")");
-}
-
 std::string host_address(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_INET;
@@ -54,6 +37,23 @@ std::string host_address(const std::string& host) {
 }
 
 } // namespace
+
+std::string interface_address(const std::string& name) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0)
+    throw config_error("TROUPE_NETWORK_INTERFACE='" + name + "': cannot list interfaces");
+  std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owner{list, ::freeifaddrs};
+  std::string seen;
+  for (auto* it = list; it; it = it->ifa_next) {
+    if (!it->ifa_addr || it->ifa_addr->sa_family != AF_INET)
+      continue;
+    if (name == it->ifa_name)
+      return dotted(it->ifa_addr);
+    seen += (seen.empty() ? "" : ", ") + std::string(it->ifa_name);
+  }
+  throw config_error("TROUPE_NETWORK_INTERFACE='" + name +
+                     "' is not an interface with an IPv4 address here (there are: " + seen + ")");
+}
 
 std::string listen_address(const identity& id, const config& cfg) {
   if (!cfg.network_interface.empty())

@@ -18,4 +18,8 @@ namespace troupe::workers {
 /// Throws config_error naming the interface or host when there is none.
 std::string listen_address(const identity& id, const config& cfg);
 
+/// The IPv4 address of interface `name` here; throws config_error listing
+/// the interfaces there are.
+std::string interface_address(const std::string& name);
+
 } // namespace troupe::workers

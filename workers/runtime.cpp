@@ -1,6 +1,7 @@
 #include "workers/runtime.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <mutex>
 #include <numeric>
@@ -15,6 +16,7 @@
 #include <caf/io/all.hpp>
 
 #include "actors/protocols.hpp"
+#include "actors/timeline.hpp"
 #include "backends/registry.hpp"
 #include "elastic/elastic_plan.hpp"
 #include "elastic/membership_epoch.hpp"
@@ -92,6 +94,23 @@ void adopt(identity& id, const backends::external_launch& launch) {
     id.hostname = host;
 }
 
+// "trace.json" -> "trace.<n>.json": every process writes its own view.
+std::string timeline_path(const std::string& path, int64_t n) {
+  const std::string ext = ".json";
+  if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
+    return path.substr(0, path.size() - ext.size()) + "." + std::to_string(n) + ext;
+  return path + "." + std::to_string(n);
+}
+
+// The timeline row of membership changes (RESET_<REASON> spans).
+const std::string membership_row = "membership";
+
+std::string upper(std::string s) {
+  for (auto& c : s)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names)
@@ -131,6 +150,9 @@ struct runtime::impl {
   caf::io::middleman_actor connections;
   // Published once: peers find each epoch's supervisor through it.
   caf::actor directory;
+  // The trace writer, one per runtime so that a reset neither truncates
+  // the file nor hands it to another process; null without TROUPE_TIMELINE.
+  caf::actor timeline;
   uint16_t directory_port = 0;
   // The current epoch. The mutex is held only to read or swap it, never
   // across a wait; `change_mtx` serialises reset() and stop().
@@ -143,6 +165,8 @@ struct runtime::impl {
   // state a newcomer needs), and whether the current epoch has newcomers.
   bool veteran = false;
   bool newcomers = false;
+  // Whether the epoch left last had lost a peer, or a peer had left it.
+  bool peer_gone = false;
   // Last member: stops (and frees its port) first.
   std::unique_ptr<metrics::endpoint> metrics_server;
 
@@ -158,6 +182,43 @@ struct runtime::impl {
   epoch_run current() const {
     std::lock_guard<std::mutex> guard{run_mtx};
     return run;
+  }
+
+  // `path` for this process: by rank as started, or in an elastic job by
+  // worker id (ranks are reused by other processes after a reset).
+  std::string own_timeline_path(const std::string& path) const {
+    return timeline_path(path, base.elastic ? base.worker_id : base.rank);
+  }
+
+  // DYNAMIC: the writer exists but writes only between start_timeline()
+  // and stop_timeline().
+  void start_timeline_writer() {
+    if (!cfg.timeline.empty())
+      timeline = spawn_timeline(system, cfg.timeline == dynamic_timeline
+                                          ? std::string()
+                                          : own_timeline_path(cfg.timeline));
+  }
+
+  void mark(const std::string& name) {
+    if (timeline)
+      caf::anon_send(timeline, timeline_atom::value, name, timeline_now_us());
+  }
+
+  // What troupe-run announced for `epoch` (elastic jobs), none otherwise.
+  host_update announced(int64_t epoch) const {
+    if (!base.elastic || !store)
+      return host_update::none;
+    std::optional<std::string> text;
+    try {
+      text = store->get(elastic::notice_key(base.job_id));
+    } catch (const elastic::store_error& e) {
+      // The launcher is gone: the job is ending, which the next collective reports.
+      spdlog::warn("troupe: cannot read host updates: {}", e.what());
+    }
+    const auto notice = text ? elastic::decode_notice(*text) : std::nullopt;
+    if (!notice || notice->epoch != epoch)
+      return host_update::none;
+    return static_cast<host_update>(notice->change);
   }
 
   // Off unless TROUPE_METRICS_PORT is set; this rank serves on
@@ -295,11 +356,13 @@ struct runtime::impl {
   // the process-set registry. What started is kept even on failure, so
   // stop() and reset() can take it down.
   status bootstrap(int64_t epoch, const identity& id, clock::time_point deadline) {
+    const auto began = clock::now();
     epoch_run next;
     next.epoch = epoch;
     next.id = std::make_shared<const identity>(id);
     next.supervisor =
-      spawn_supervisor(system, supervisor_args{id, cfg, rendezvous_store, metrics, epoch});
+      spawn_supervisor(system,
+                       supervisor_args{id, cfg, rendezvous_store, metrics, epoch, timeline});
     status result;
     try {
       result = connect_peers(next, id, deadline);
@@ -313,6 +376,8 @@ struct runtime::impl {
         sets->store(std::move(first));
         next.registry = spawn_process_set_registry(system, next.supervisor, id, cfg, sets);
         metrics->position({id.rank, id.size, id.local_rank}, epoch);
+        metrics->resets().rendezvous(std::chrono::duration<double>(clock::now() - began).count());
+        mark("MEMBERSHIP_EPOCH_" + std::to_string(epoch));
       }
     } catch (const std::exception& e) {
       result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
@@ -366,11 +431,12 @@ struct runtime::impl {
     if (!old.supervisor)
       return alive;
     caf::scoped_actor self{system};
-    if (next_epoch)
+    if (next_epoch) {
       self->request(old.supervisor, std::chrono::seconds(5), reset_atom::value, *next_epoch)
         .receive([&](std::vector<int>& ranks) { alive = std::move(ranks); },
                  [](caf::error&) {});
-    else
+      peer_gone = old.id && static_cast<int>(alive.size()) < old.id->size;
+    } else
       self->request(old.supervisor, std::chrono::seconds(5), shutdown_atom::value)
         .receive([](bool) {}, [](caf::error&) {});
     self->send_exit(old.supervisor, caf::exit_reason::user_shutdown);
@@ -399,8 +465,42 @@ struct runtime::impl {
       return {status_code::invalid_argument,
               "reset() needs troupe-run's rendezvous store; under mpirun the membership "
               "belongs to MPI."};
-    if (base.elastic)
-      return reset_elastic(old.epoch);
+    const auto began = clock::now();
+    const auto began_us = timeline_now_us();
+    const bool hosts_changed = announced(old.epoch) != host_update::none;
+    auto result = base.elastic ? reset_elastic(old.epoch) : reset_numbered(old);
+    record_reset(hosts_changed, result, began, began_us);
+    return result;
+  }
+
+  // Counts the reset that began at `began` and returned `result`, and puts
+  // it on the timeline's membership row.
+  void record_reset(bool hosts_changed, const status& result, clock::time_point began,
+                    int64_t began_us) {
+    using metrics::reset_reason;
+    using metrics::reset_outcome;
+    const auto why = peer_gone       ? reset_reason::peer_lost
+                     : hosts_changed ? reset_reason::hosts_updated
+                                     : reset_reason::requested;
+    const auto how = result.ok()                              ? reset_outcome::ok
+                     : result.code() == status_code::removed ? reset_outcome::removed
+                                                             : reset_outcome::failed;
+    metrics->resets().reset(why, how,
+                            std::chrono::duration<double>(clock::now() - began).count());
+    if (!timeline)
+      return;
+    const auto span = "RESET_" + upper(metrics::reset_reason_name(why));
+    caf::anon_send(timeline, timeline_atom::value, membership_row, std::string("B"), span,
+                   began_us);
+    caf::anon_send(timeline, timeline_atom::value, membership_row, std::string("E"), span,
+                   timeline_now_us());
+    if (how != reset_outcome::ok)
+      mark(how == reset_outcome::removed ? "REMOVED" : "RESET_FAILED");
+  }
+
+  // A job without troupe-run's elastic driver: the next epoch is this one's
+  // successor, its members the ranks still alive.
+  status reset_numbered(const epoch_run& old) {
     const auto deadline = start_deadline(cfg);
     try {
       elastic::epoch_advance next{true, old.epoch + 1};
@@ -491,6 +591,8 @@ struct runtime::impl {
         system.middleman().unpublish(directory, directory_port);
       caf::anon_send_exit(directory, caf::exit_reason::user_shutdown);
     }
+    if (timeline)
+      caf::anon_send_exit(timeline, caf::exit_reason::user_shutdown);
     plane.stop(system, connections);
   }
 };
@@ -562,6 +664,7 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   std::unique_ptr<runtime> rt{new runtime(std::move(p))};
   auto& m = *rt->impl_;
   m.launch = std::move(launch);
+  m.start_timeline_writer();
   if (result = m.serve_metrics(); !result.ok())
     return nullptr;
   try {
@@ -604,20 +707,7 @@ status runtime::reset() {
 }
 
 host_update runtime::hosts_updated() const {
-  auto& m = *impl_;
-  if (!m.base.elastic || !m.store)
-    return host_update::none;
-  std::optional<std::string> text;
-  try {
-    text = m.store->get(elastic::notice_key(m.base.job_id));
-  } catch (const elastic::store_error& e) {
-    // The launcher is gone: the job is ending, which the next collective reports.
-    spdlog::warn("troupe: cannot read host updates: {}", e.what());
-  }
-  const auto notice = text ? elastic::decode_notice(*text) : std::nullopt;
-  if (!notice || notice->epoch != epoch())
-    return host_update::none;
-  return static_cast<host_update>(notice->change);
+  return impl_->announced(epoch());
 }
 
 bool runtime::epoch_has_newcomers() const {
@@ -760,8 +850,8 @@ status ask_supervisor(caf::actor_system& system, const supervisor_actor& supervi
 } // namespace
 
 status runtime::start_timeline(const std::string& path, bool mark_cycles) {
-  return ask_supervisor(impl_->system, impl_->current().supervisor, tl_start_atom::value, path,
-                        mark_cycles);
+  return ask_supervisor(impl_->system, impl_->current().supervisor, tl_start_atom::value,
+                        impl_->own_timeline_path(path), mark_cycles);
 }
 
 status runtime::stop_timeline() {

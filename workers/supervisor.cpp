@@ -10,7 +10,6 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/protocols.hpp"
-#include "actors/timeline.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "workers/process_set_group.hpp"
 
@@ -38,20 +37,11 @@ struct supervisor_state {
   // Starts waiting for their backend's rendezvous, answered when this
   // supervisor leaves first (the registry would wait out its deadline).
   std::map<uint32_t, caf::typed_response_promise<status, negotiator_actor>> starting;
-  caf::actor timeline;  // this rank's trace writer; null without TROUPE_TIMELINE
   std::optional<status> broken;
   static constexpr const char* name = "troupe.supervisor";
 };
 
 using supervisor_self = supervisor_actor::stateful_pointer<supervisor_state>;
-
-// "trace.json" -> "trace.<rank>.json": every rank writes its own view.
-std::string timeline_path(const std::string& path, int rank) {
-  const std::string ext = ".json";
-  if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
-    return path.substr(0, path.size() - ext.size()) + "." + std::to_string(rank) + ext;
-  return path + "." + std::to_string(rank);
-}
 
 // start_timeline() / stop_timeline() need the timeline machinery.
 const status no_dynamic_timeline{
@@ -61,11 +51,10 @@ const status no_dynamic_timeline{
 caf::result<status> start_timeline(supervisor_self self, const std::string& path,
                                    bool mark_cycles) {
   auto& st = self->state;
-  if (!st.timeline)
+  if (!st.args.timeline)
     return no_dynamic_timeline;
   auto rp = self->make_response_promise<status>();
-  self->request(st.timeline, std::chrono::seconds(10), tl_start_atom::value,
-                timeline_path(path, st.args.id.rank))
+  self->request(st.args.timeline, std::chrono::seconds(10), tl_start_atom::value, path)
     .then(
       [=](status& opened) mutable {
         if (opened.ok())
@@ -82,11 +71,11 @@ caf::result<status> start_timeline(supervisor_self self, const std::string& path
 
 status stop_timeline(supervisor_self self) {
   auto& st = self->state;
-  if (!st.timeline)
+  if (!st.args.timeline)
     return no_dynamic_timeline;
   for (const auto& [id, g] : st.groups)
     self->send(g.negotiator, tracing_atom::value, false, false);
-  caf::anon_send(st.timeline, tl_stop_atom::value);
+  caf::anon_send(st.args.timeline, tl_stop_atom::value);
   return {};
 }
 
@@ -206,7 +195,7 @@ caf::result<status, negotiator_actor> start_group(supervisor_self self, uint32_t
   spec.cfg = &st.args.cfg;
   spec.store = st.args.store;
   spec.metrics = st.args.metrics;
-  spec.timeline = st.timeline;
+  spec.timeline = st.args.timeline;
   process_set_group g;
   try {
     g = spawn_group(self->system(), spec);
@@ -319,8 +308,6 @@ void leave(supervisor_self self, const status& why, std::function<void()> done) 
     ids.push_back(id);
   for (auto id : ids)
     stop_group(self, id);
-  if (st.timeline)
-    self->send_exit(st.timeline, caf::exit_reason::user_shutdown);
   auto outstanding = std::make_shared<int>(0);
   auto finish = [=]() mutable {
     if (--*outstanding == 0) {
@@ -356,13 +343,6 @@ supervisor_actor::behavior_type supervise(supervisor_self self, supervisor_args 
   st.gone.resize(n, false);
   st.peers[static_cast<size_t>(args.id.rank)] = caf::actor_cast<supervisor_actor>(self);
   st.args = std::move(args);
-  // DYNAMIC: the timeline exists but writes only between start_timeline()
-  // and stop_timeline().
-  const auto& timeline = st.args.cfg.timeline;
-  if (!timeline.empty())
-    st.timeline = spawn_timeline(self->system(), timeline == dynamic_timeline
-                                                   ? std::string()
-                                                   : timeline_path(timeline, st.args.id.rank));
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   return {
     [=](hello_atom, int32_t rank, const peer_actor& endpoint, const std::string& address) {

@@ -25,6 +25,9 @@ struct supervisor_args {
   std::shared_ptr<elastic::store_client> store;  // null for a job of one
   std::shared_ptr<metrics::rank_metrics> metrics;  // the runtime's; each set gets its series
   int64_t epoch = 0;  // the membership epoch this supervisor serves
+  // The runtime's trace writer (it outlives epochs, so one file holds a
+  // rank's whole run); null without TROUPE_TIMELINE.
+  caf::actor timeline;
 };
 
 /// Spawns the per-rank supervisor (protocol: actors::supervisor_actor). It is

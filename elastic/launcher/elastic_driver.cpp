@@ -290,37 +290,44 @@ void elastic_driver::publish(membership_plan plan, clock::time_point now) {
 
 void elastic_driver::spawn(const plan_member& seat, const rank_slot& slot, int size,
                            clock::time_point now) {
+  const bool here = is_local_host(seat.host, s_.own_hostname);
   auto job = s_.job;
   job.size = size;
-  auto vars = rank_variables(slot, job);
+  auto placed = slot;
+  placed.machine_local_rank = machine_slots_.claim(seat.worker_id, here ? "" : seat.host);
+  auto vars = rank_variables(placed, job);
   vars.insert(vars.end(), {{"TROUPE_ELASTIC", "1"},
                            {"HOROVOD_ELASTIC", "1"},
                            {"TROUPE_WORKER_ID", std::to_string(seat.worker_id)},
                            {"TROUPE_SPAWN_HOST", seat.host}});
+  auto env = merge_environment(s_.parent_env, vars);
   std::vector<std::string> argv = s_.command;
+  std::string input;
   if (!s_.spawn_command.empty()) {
     // The hook gets the worker's command as its arguments ("$@").
     argv = {"/bin/sh", "-c", s_.spawn_command + " \"$@\"", "troupe-spawn"};
     argv.insert(argv.end(), s_.command.begin(), s_.command.end());
-  } else if (!is_local_host(seat.host, s_.own_hostname)) {
-    fail_worker(seat.worker_id,
-                "cannot start: host '" + seat.host + "' is not this machine and no "
-                "--spawn-command was given",
-                127, now);
-    return;
+  } else if (!here) {
+    // ssh gets troupe-run's environment; the worker's goes on its command
+    // line, the secret through its stdin.
+    argv = ssh_command(seat.host, s_.ssh, s_.cwd, env, s_.command);
+    env = s_.parent_env;
+    input = s_.secret;
   }
   try {
-    supervisor_.add(spawn_worker(static_cast<int>(seat.worker_id), argv,
-                                 merge_environment(s_.parent_env, vars), out_, err_));
+    supervisor_.add(
+      spawn_worker(static_cast<int>(seat.worker_id), argv, env, out_, err_, input));
     if (observe_.spawned)
       observe_.spawned();
   } catch (const spawn_error& e) {
+    machine_slots_.release(seat.worker_id);
     fail_worker(seat.worker_id, e.what(), 127, now);
   }
 }
 
 void elastic_driver::on_exit(const worker_process& w, int status) {
   const auto now = clock::now();
+  machine_slots_.release(w.rank);
   auto it = members_.find(w.rank);
   if (it == members_.end() || it->second.departed)
     return;  // removed from the plan, or already counted

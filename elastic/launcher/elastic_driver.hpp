@@ -4,7 +4,9 @@
 #include "elastic/launcher/discovery.hpp"
 #include "elastic/launcher/host_registry.hpp"
 #include "elastic/launcher/job_supervisor.hpp"
+#include "elastic/launcher/machine_slots.hpp"
 #include "elastic/launcher/options.hpp"
+#include "elastic/launcher/ssh_command.hpp"
 #include "elastic/launcher/worker_env.hpp"
 
 #include <chrono>
@@ -54,6 +56,11 @@ public:
     /// Fixed hosts (-H / --hostfile) when there is no discovery script.
     std::vector<host_spec> fixed_hosts;
     std::string spawn_command;
+    /// Without a spawn command, workers on other hosts start over ssh, in
+    /// `cwd`, reading the job's `secret` from their stdin.
+    ssh_options ssh;
+    std::string cwd;
+    std::string secret;
     std::vector<std::string> command;
     std::vector<std::string> parent_env;
     job_env job;
@@ -120,6 +127,7 @@ private:
   int64_t epoch_ = -1;            // the newest published epoch; -1: not started
   membership_plan plan_;          // its members, rank order
   std::map<int64_t, member> members_;
+  machine_slots machine_slots_;   // of workers whose process runs
   int64_t next_worker_id_ = 0;
   int resets_ = 0;
   std::optional<int> failure_code_;  // first failure among the current members

@@ -16,9 +16,11 @@
 #include "metrics/elastic_metrics.hpp"
 #include "metrics/endpoint.hpp"
 #include "metrics/launcher_metrics.hpp"
+#include "workers/listen_address.hpp"
 #include "workers/config.hpp"
 
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -72,17 +74,19 @@ read_hosts(const launcher::launch_options& opts) {
 }
 
 std::vector<launcher::rank_slot>
-plan_local_job(const launcher::launch_options& opts) {
+plan_static_job(const launcher::launch_options& opts) {
   auto ranks = launcher::plan_ranks(read_hosts(opts), opts.np);
-  auto self = own_hostname();
-  for (const auto& slot : ranks)
-    if (!launcher::is_local_host(slot.host, self))
-      throw launcher::plan_error(
-        "host '" + slot.host + "' is not this machine ('" + self
-        + "'); launching on remote hosts is not supported yet, so every "
-          "host must be local (localhost, 127.x.x.x or the hostname)");
-  launcher::number_local_ranks_on_this_machine(ranks, self);
+  launcher::number_local_ranks_on_this_machine(ranks, own_hostname());
   return ranks;
+}
+
+std::string current_directory() {
+  std::string dir(4096, '\0');
+  if (::getcwd(dir.data(), dir.size()) == nullptr)
+    throw std::runtime_error("cannot read the current directory: " +
+                             std::string(std::strerror(errno)));
+  dir.resize(std::strlen(dir.c_str()));
+  return dir;
 }
 
 // The launcher reads the same knobs as its workers: flags first, then the
@@ -110,14 +114,22 @@ std::chrono::steady_clock::duration seconds(double s) {
     std::chrono::duration<double>(s));
 }
 
+// Where the rendezvous store listens: on --network-interface's address, the
+// one workers on other hosts use to reach this machine; else on loopback.
+std::string store_address(const troupe::workers::config& cfg) {
+  return cfg.network_interface.empty() ? "127.0.0.1"
+                                       : troupe::workers::interface_address(cfg.network_interface);
+}
+
 // Elastic mode: the driver plans every membership epoch (elastic_driver.hpp).
 int run_elastic(const launcher::launch_options& opts, const troupe::workers::config& cfg,
                 launcher::job_supervisor& supervisor, troupe::metrics::launcher_metrics& counts,
                 launcher::line_forwarder::sink out, launcher::line_forwarder::sink err,
                 std::vector<std::string> parent, const std::string& secret, int secret_fd) {
   const auto& el = opts.elastic;
-  troupe::elastic::store_server store{"127.0.0.1", 0, secret};
-  troupe::elastic::store_client client{"127.0.0.1", store.port(), secret,
+  const auto store_host = store_address(cfg);
+  troupe::elastic::store_server store{store_host, 0, secret};
+  troupe::elastic::store_client client{store_host, store.port(), secret,
                                        std::chrono::seconds(10)};
   launcher::elastic_driver::settings s;
   s.np = opts.np;
@@ -129,8 +141,11 @@ int run_elastic(const launcher::launch_options& opts, const troupe::workers::con
   if (el.discovery_script.empty())
     s.fixed_hosts = read_hosts(opts);
   s.spawn_command = el.spawn_command;
+  s.ssh = opts.ssh;
+  s.cwd = current_directory();
+  s.secret = secret;
   s.command = opts.command;
-  s.job.store_addr = "127.0.0.1";
+  s.job.store_addr = store_host;
   s.job.store_port = store.port();
   s.job.job_id = launcher::random_job_id();
   s.job.knobs = opts.knobs;
@@ -191,7 +206,7 @@ int main(int argc, char** argv) {
     // mpirun places the ranks itself, on whichever hosts it is given; an
     // elastic job's driver, on whichever hosts are usable.
     if (!opts.use_mpirun && !opts.is_elastic())
-      ranks = plan_local_job(opts);
+      ranks = plan_static_job(opts);
   } catch (const std::exception& e) {  // plan_error, config_error
     std::cerr << "troupe-run: error: " << e.what() << "\n";
     return usage_error;
@@ -241,21 +256,30 @@ int main(int argc, char** argv) {
       counts.workers_started(opts.np);
       return supervisor.run();
     }
-    troupe::elastic::store_server store{"127.0.0.1", 0, secret};
+    const auto store_host = store_address(cfg);
+    troupe::elastic::store_server store{store_host, 0, secret};
     launcher::job_env job;
     job.size = opts.np;
-    job.store_addr = "127.0.0.1";
+    job.store_addr = store_host;
     job.store_port = store.port();
     job.job_id = launcher::random_job_id();
     job.knobs = opts.knobs;
     job.secret_fd = secret_fd.get();
     supervisor.observe_exits([&counts](bool failed) { counts.workers_exited(failed); });
+    const auto self = own_hostname();
+    const auto cwd = current_directory();
     for (const auto& slot : ranks) {
       auto env = launcher::merge_environment(
         parent, launcher::rank_variables(slot, job));
       try {
-        supervisor.add(launcher::spawn_worker(slot.rank, opts.command, env,
-                                              to_stdout, to_stderr));
+        // Another host: over ssh, which gets troupe-run's environment; the
+        // worker's goes on its command line, the secret through its stdin.
+        supervisor.add(
+          launcher::is_local_host(slot.host, self)
+            ? launcher::spawn_worker(slot.rank, opts.command, env, to_stdout, to_stderr)
+            : launcher::spawn_worker(
+                slot.rank, launcher::ssh_command(slot.host, opts.ssh, cwd, env, opts.command),
+                parent, to_stdout, to_stderr, secret));
         counts.workers_started();
       } catch (const launcher::spawn_error& e) {
         to_stderr(std::string("troupe-run: ") + e.what() + "\n");

@@ -102,6 +102,11 @@ parse_result parse_options(int argc, char** argv) {
   app.add_option("--spawn-command", el.spawn_command,
                  "elastic: shell prefix that starts a worker on host $TROUPE_SPAWN_HOST "
                  "(default: start it here; the host must be this machine)");
+  app.add_option("--ssh-port", opts.ssh.port,
+                 "ssh port of the other hosts, which workers are started on over ssh")
+    ->check(CLI::Range(1, 65535));
+  app.add_option("--ssh-identity-file", opts.ssh.identity_file,
+                 "ssh identity (private key) for the other hosts");
   const auto& table = workers::knobs();
   std::vector<std::string> knob_values(table.size());
   std::vector<CLI::Option*> knob_opts;
@@ -178,6 +183,9 @@ parse_result parse_options(int argc, char** argv) {
     return fail("--max-np, --slots-per-host, --reset-limit, --blacklist-cooldown-range and "
                 "--spawn-command need elastic mode (--min-np or --host-discovery-script)");
   }
+  if (opts.use_mpirun && (opts.ssh.port || !opts.ssh.identity_file.empty()))
+    return fail("--ssh-port and --ssh-identity-file are for troupe-run's own launch; with "
+                "--mpi, mpirun starts the ranks with its own ssh settings");
   if (gloo || opts.use_mpirun)
     opts.knobs.emplace_back("TROUPE_CPU_OPERATIONS", gloo ? "gloo" : "mpi");
   return {std::move(opts), 0};

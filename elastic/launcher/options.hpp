@@ -1,5 +1,7 @@
 #pragma once
 
+#include "elastic/launcher/ssh_command.hpp"
+
 #include <optional>
 #include <string>
 #include <utility>
@@ -29,6 +31,8 @@ struct launch_options {
   std::optional<double> timeout_seconds;
   /// --mpi: hand the launch to mpirun (ranks bootstrap through MPI).
   bool use_mpirun = false;
+  /// How workers on other hosts are started (without --spawn-command).
+  ssh_options ssh;
   /// Worker knobs set by flags: (environment variable, value).
   std::vector<std::pair<std::string, std::string>> knobs;
   std::vector<std::string> command;

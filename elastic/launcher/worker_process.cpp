@@ -85,7 +85,7 @@ std::string find_executable(const std::string& name) {
 
 // The child between fork and exec: async-signal-safe calls only (the
 // launcher has other threads). Reports a failure as its errno on `status`.
-[[noreturn]] void become_worker(pid_t launcher, int out, int err, int status,
+[[noreturn]] void become_worker(pid_t launcher, int in, int out, int err, int status,
                                 const char* file, char* const* argv, char* const* envp) {
   auto fail = [status] {
     int e = errno;
@@ -110,7 +110,8 @@ std::string find_executable(const std::string& name) {
   sigemptyset(&none);
   if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0)
     fail();
-  int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (in < 0)
+    in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (in < 0 || ::dup2(in, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0
       || ::dup2(err, STDERR_FILENO) < 0)
     fail();
@@ -134,10 +135,21 @@ void worker_process::drain() {
 }
 
 piped_child spawn_piped(const std::vector<std::string>& argv,
-                        const std::vector<std::string>& env) {
+                        const std::vector<std::string>& env, const std::string& input) {
   const auto file = find_executable(argv[0]);
   if (file.empty())
     throw spawn_error(net::error_text(ENOENT));
+  // The whole input waits in the pipe (it is far below the pipe's
+  // capacity), followed by EOF.
+  pipe_pair in_pipe;
+  if (!input.empty()) {
+    in_pipe = make_pipe(true);
+    if (input.size() > 4096 ||
+        ::write(in_pipe.write.get(), input.data(), input.size()) !=
+          static_cast<ssize_t>(input.size()))
+      throw spawn_error("cannot write the child's input: " + net::error_text(errno));
+    in_pipe.write.reset();
+  }
   auto out_pipe = make_pipe();
   auto err_pipe = make_pipe();
   // The child's exec closes the write end (CLOEXEC); a failure writes errno
@@ -150,7 +162,8 @@ piped_child spawn_piped(const std::vector<std::string>& argv,
   if (pid < 0)
     throw spawn_error(net::error_text(errno));
   if (pid == 0)
-    become_worker(launcher, out_pipe.write.get(), err_pipe.write.get(),
+    become_worker(launcher, in_pipe.read ? in_pipe.read.get() : -1, out_pipe.write.get(),
+                  err_pipe.write.get(),
                   status_pipe.write.get(), file.c_str(), args.data(), envp.data());
   status_pipe.write.reset();
   int error = 0;
@@ -169,10 +182,10 @@ piped_child spawn_piped(const std::vector<std::string>& argv,
 worker_process spawn_worker(int rank, const std::vector<std::string>& argv,
                             const std::vector<std::string>& env,
                             line_forwarder::sink out,
-                            line_forwarder::sink err) {
+                            line_forwarder::sink err, const std::string& input) {
   piped_child child;
   try {
-    child = spawn_piped(argv, env);
+    child = spawn_piped(argv, env, input);
   } catch (const spawn_error& e) {
     throw spawn_error("cannot start '" + argv[0] + "'"
                       + (rank == mpirun_rank ? "" : " for " + worker_name(rank)) + ": "

@@ -35,8 +35,9 @@ struct worker_process {
   void drain();
 };
 
-/// A started child: leader of its own process group, stdin from /dev/null,
-/// stdout and stderr on the (non-blocking) read ends of pipes.
+/// A started child: leader of its own process group, stdin from /dev/null
+/// (or the given input), stdout and stderr on the (non-blocking) read ends
+/// of pipes.
 struct piped_child {
   pid_t pid = -1;
   net::unique_fd out;
@@ -47,20 +48,22 @@ struct piped_child {
 /// signals troupe-run changes back at their defaults. Throws spawn_error
 /// with errno's text. The child gets SIGKILL when the calling thread ends
 /// (PR_SET_PDEATHSIG): a discovery script started from the discovery
-/// thread ends with it.
+/// thread ends with it. A non-empty `input` (at most 4 KiB) is the child's
+/// stdin, then EOF.
 piped_child spawn_piped(const std::vector<std::string>& argv,
-                        const std::vector<std::string>& env);
+                        const std::vector<std::string>& env, const std::string& input = {});
 
 /// "rank 3", or "mpirun" for mpirun_rank: how troupe-run names a worker.
 std::string worker_name(int rank);
 
 /// Starts `argv` (searched in PATH) with environment `env`, stdin from
-/// /dev/null, and stdout/stderr piped back through forwarders that emit to
+/// /dev/null or `input` (see spawn_piped), and stdout/stderr piped back through forwarders that emit to
 /// `out` and `err`. Throws spawn_error. The worker gets SIGKILL when the
 /// calling thread ends (PR_SET_PDEATHSIG), so call it from the thread that
 /// lives as long as troupe-run: its main thread.
 worker_process spawn_worker(int rank, const std::vector<std::string>& argv,
                             const std::vector<std::string>& env,
-                            line_forwarder::sink out, line_forwarder::sink err);
+                            line_forwarder::sink out, line_forwarder::sink err,
+                            const std::string& input = {});
 
 } // namespace troupe::elastic::launcher

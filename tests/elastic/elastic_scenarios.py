@@ -7,16 +7,20 @@ what the workers logged (one JSON line per step) and troupe-run's exit
 status. Every wait is bounded. Prints PASS or the failed checks; with
 `bench`, the median recovery times of RUNS runs."""
 
+import atexit
 import json
 import os
 import re
+import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, 'elastic_train.py')
@@ -33,12 +37,12 @@ def expect(ok, what):
 class Job:
     """One troupe-run with a discovery script reading a hosts file."""
 
-    def __init__(self, hosts, np, flags=(), train=(), script=None, limit=90):
+    def __init__(self, hosts, np, flags=(), train=(), script=None, limit=90, prefix=()):
         self.dir = tempfile.mkdtemp(prefix='troupe-elastic-')
         self.hosts_file = os.path.join(self.dir, 'hosts')
         self.set_hosts(hosts)
         script = script or 'cat ' + self.hosts_file
-        cmd = [sys.argv[1], '-np', str(np), '--host-discovery-script', script,
+        cmd = [*prefix, sys.argv[1], '-np', str(np), '--host-discovery-script', script,
                '--timeout', str(limit), *flags, '/usr/bin/python3', TRAIN, *train]
         self.events, self.lines, self.notes = [], [], []
         self.cond = threading.Condition()
@@ -295,6 +299,277 @@ def process_sets():
     return {}
 
 
+def free_base(count):
+    """A base port whose `count` consecutive loopback ports are free now."""
+    for base in range(22000 + os.getpid() % 4000, 30000, 7):
+        socks = [socket.socket() for _ in range(count)]
+        try:
+            for i, sock in enumerate(socks):
+                sock.bind(('127.0.0.1', base + i))
+            return base
+        except OSError:
+            pass
+        finally:
+            for sock in socks:
+                sock.close()
+    raise RuntimeError('no %d free ports in a row' % count)
+
+
+def scrape(port):
+    """Samples of GET /metrics: {'name{labels}': value}."""
+    with urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port, timeout=5) as reply:
+        text = reply.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith('#'):
+            name, value = line.rsplit(' ', 1)
+            samples[name] = float(value)
+    return samples
+
+
+def metrics():
+    """A worker is killed: each survivor's /metrics counts one reset, by the
+    reason it saw (peer_lost) and outcome ok, two rendezvous (init and the
+    reset), and shows the epoch it trains in; its timeline holds the reset's
+    span and the new epoch's marker; troupe-run counts a failure reset."""
+    base = free_base(4)
+    trace = tempfile.mkdtemp(prefix='troupe-elastic-trace-')
+    atexit.register(shutil.rmtree, trace, True)
+    job = Job(hosts(2, 3, 4), np=3,
+              flags=['--min-np', '2', '--metrics-port', str(base),
+                     '--timeline-filename', os.path.join(trace, 'trace.json')],
+              train=['--dataset-size', '1500', '--step-sleep', '0.02'])
+    victim = job.wait_for(lambda e: e['event'] == 'step' and e['worker'] == 2 and e['batch'] >= 3,
+                          'worker 2 trains')
+    before = scrape(base + 1)
+    expect(before.get('troupe_resets_total{reason="peer_lost"}') == 0 and
+           before.get('troupe_membership_epoch') == 0, 'no reset before the kill')
+    os.kill(victim['pid'], signal.SIGKILL)
+    t0 = time.time()
+    again = {w: first_step_after(job, t0, lambda e, w=w: e['worker'] == w and e['size'] == 2,
+                                 'worker %d trains at size 2' % w)
+             for w in (0, 1)}
+    for w, step in again.items():
+        now = scrape(base + 1 + w)   # first membership: worker id = machine-local rank
+        print('worker %d after the reset: %s' % (
+            w, {k: v for k, v in now.items() if 'reset' in k and 'bucket' not in k}))
+        expect(now.get('troupe_resets_total{reason="peer_lost"}') == 1 and
+               now.get('troupe_resets_total{reason="hosts_updated"}') == 0 and
+               now.get('troupe_resets_total{reason="requested"}') == 0,
+               'worker %d: one peer_lost reset counted' % w)
+        expect(now.get('troupe_reset_duration_seconds_count{outcome="ok"}') == 1,
+               'worker %d: one reset timed as ok' % w)
+        expect(now.get('troupe_rendezvous_duration_seconds_count') == 2,
+               'worker %d: two rendezvous (init, reset)' % w)
+        expect(now.get('troupe_membership_epoch') == step['membership'] >= 1,
+               'worker %d: epoch gauge %s, trains in epoch %d' % (
+                   w, now.get('troupe_membership_epoch'), step['membership']))
+        expect(now.get('troupe_world_size') == 2, 'worker %d: world size 2' % w)
+    launcher = scrape(base)
+    expect(launcher.get('troupe_elastic_resets_total{reason="failure"}') == 1,
+           'troupe-run counts one failure reset')
+    rc = job.finish()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    for w, step in again.items():
+        path = os.path.join(trace, 'trace.%d.json' % w)
+        with open(path) as f:
+            events = json.load(f)
+        rows = {e['pid']: e['args']['name'] for e in events if e['name'] == 'process_name'}
+        spans = [e['ph'] for e in events
+                 if e['name'] == 'RESET_PEER_LOST' and rows.get(e['pid']) == 'membership']
+        marks = [e['name'] for e in events if e['name'].startswith('MEMBERSHIP_EPOCH_')]
+        expect(spans == ['B', 'E'], '%s: one RESET_PEER_LOST span, got %s' % (path, spans))
+        expect(marks == ['MEMBERSHIP_EPOCH_0', 'MEMBERSHIP_EPOCH_%d' % step['membership']],
+               '%s: epoch markers %s' % (path, marks))
+    return {}
+
+
+class Skip(Exception):
+    """The scenario cannot run here (exit status 77)."""
+
+
+class TwoHosts:
+    """Two simulated hosts: network namespaces A (troupe-run and its side's
+    workers) and B, joined by a veth pair whose ends are named tp0 in both,
+    10.231.7.1/30 in A and 10.231.7.2/30 in B. The addresses live only in
+    these namespaces, which this object creates and, with every process in
+    them, removes."""
+
+    A, B = '10.231.7.1', '10.231.7.2'
+
+    def __init__(self):
+        tag = os.getpid() % 10000000
+        self.a, self.b = 'troupe-%d-a' % tag, 'troupe-%d-b' % tag
+        self.veth = ('tpa%d' % tag, 'tpb%d' % tag)
+        self.made = []
+
+    @staticmethod
+    def ip(*args):
+        done = subprocess.run(['ip', *args], capture_output=True, text=True, timeout=10)
+        if done.returncode != 0:
+            raise RuntimeError('ip %s: %s' % (' '.join(args), done.stderr.strip()))
+
+    def __enter__(self):
+        if os.geteuid() != 0:
+            raise Skip('network namespaces need root')
+        if not shutil.which('ip'):
+            raise Skip('no ip(8) (iproute2)')
+        try:
+            self.ip('netns', 'add', self.a)
+        except RuntimeError as e:
+            raise Skip('ip netns unavailable: %s' % e)
+        self.made.append(self.a)
+        try:
+            self.ip('netns', 'add', self.b)
+            self.made.append(self.b)
+            self.ip('link', 'add', self.veth[0], 'type', 'veth', 'peer', 'name', self.veth[1])
+            for ns, end, addr in ((self.a, self.veth[0], self.A), (self.b, self.veth[1], self.B)):
+                self.ip('link', 'set', end, 'netns', ns)
+                self.ip('-n', ns, 'link', 'set', end, 'name', 'tp0')
+                self.ip('-n', ns, 'addr', 'add', addr + '/30', 'dev', 'tp0')
+                self.ip('-n', ns, 'link', 'set', 'tp0', 'up')
+                self.ip('-n', ns, 'link', 'set', 'lo', 'up')
+        except Exception:
+            self.__exit__()
+            raise
+        return self
+
+    def cut(self):
+        """The link goes down on A's side: no RST, B's packets are lost."""
+        self.ip('-n', self.a, 'link', 'set', 'tp0', 'down')
+
+    def __exit__(self, *exc):
+        # The namespace's veth end and its peer go with it.
+        for ns in reversed(self.made):
+            pids = subprocess.run(['ip', 'netns', 'pids', ns], capture_output=True, text=True,
+                                  timeout=10).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            subprocess.run(['ip', 'netns', 'del', ns], timeout=10)
+        self.made = []
+
+
+def partition(heartbeat=2):
+    """Host B is cut off (its link down, no RST): troupe-run and the two
+    workers on host A lose it after the heartbeat timeout, reset and train
+    on at size 2 with equal parameters; B's worker is failed and its host
+    blacklisted. Workers start in their host's namespace through
+    --spawn-command; ranks and the store listen on tp0's address."""
+    with TwoHosts() as net:
+        spawn = ('case $TROUPE_SPAWN_HOST in %s) ns=%s;; *) ns=%s;; esac; ip netns exec $ns'
+                 % (net.A, net.a, net.b))
+        job = Job([net.A + ':2', net.B + ':1'], np=3, prefix=['ip', 'netns', 'exec', net.a],
+                  flags=['--min-np', '2', '--spawn-command', spawn, '--network-interface', 'tp0',
+                         '--heartbeat-timeout-seconds', str(heartbeat),
+                         '--gloo-timeout-seconds', '4'],
+                  train=['--dataset-size', '1500', '--step-sleep', '0.02'])
+        job.wait_for(lambda e: e['event'] == 'step' and e['worker'] == 2 and e['batch'] >= 3,
+                     'worker 2 trains on host B')
+        t0 = time.time()
+        net.cut()
+        again = {w: first_step_after(job, t0, lambda e, w=w: e['worker'] == w and e['size'] == 2,
+                                     'worker %d trains at size 2' % w)
+                 for w in (0, 1)}
+        rc = job.finish()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    late = max(e['time'] for e in again.values()) - t0
+    expect(late <= heartbeat + 4, 'survivors trained again %.1f s after the cut (heartbeat '
+           'timeout %d s + 4 s allowed)' % (late, heartbeat))
+    expect('host %s is blacklisted' % net.B in job.output(), 'host B blacklisted')
+    after = [e for e in job.steps() if e['time'] > t0 + late]
+    expect(after and all(e['size'] == 2 and e['worker'] in (0, 1) for e in after),
+           'only host A trains after the cut')
+    check_checksums(job)
+    check_ranks(job)
+    return {'partition_to_training': late}
+
+
+FAKE_SSH = """#!/usr/bin/python3
+# Stands in for ssh: records its arguments (a JSON line) and runs the remote
+# command here, as the remote host's shell would.
+import json, os, sys
+with open(os.environ['FAKE_SSH_LOG'], 'a') as log:
+    log.write(json.dumps(sys.argv[1:]) + '\\n')
+os.execv('/bin/sh', ['sh', '-c', sys.argv[-1]])
+"""
+
+
+def fake_ssh():
+    """Puts a fake `ssh` first on PATH (for this process and the jobs it
+    starts); returns the identity file to pass and the log of its calls."""
+    d = tempfile.mkdtemp(prefix='troupe-ssh-')
+    atexit.register(shutil.rmtree, d, True)
+    with open(os.path.join(d, 'ssh'), 'w') as f:
+        f.write(FAKE_SSH)
+    os.chmod(os.path.join(d, 'ssh'), 0o755)
+    os.environ['PATH'] = d + ':' + os.environ['PATH']
+    os.environ['FAKE_SSH_LOG'] = os.path.join(d, 'calls')
+    return os.path.join(d, 'id_test'), os.path.join(d, 'calls')
+
+
+def check_ssh_calls(log, identity, hosts, needed):
+    """Every worker was started over ssh with Horovod's options, the port and
+    identity given, on its host, and a remote command that carries the
+    `needed` variables but no secret."""
+    with open(log) as f:
+        calls = [json.loads(line) for line in f]
+    expect(sorted(c[-2] for c in calls) == sorted(hosts),
+           'ssh called for hosts %s, expected %s' % ([c[-2] for c in calls], hosts))
+    for c in calls:
+        expect(c[:-2] == ['-o', 'PasswordAuthentication=no', '-o', 'StrictHostKeyChecking=no',
+                          '-o', 'BatchMode=yes', '-p', '2222', '-i', identity],
+               'ssh options: %s' % c[:-2])
+        remote = c[-1]
+        expect(remote.startswith("cd '%s' >/dev/null 2>&1; exec 3<&0 </dev/null; exec env "
+                                 % os.getcwd()), 'remote command prefix: %s' % remote[:120])
+        expect(all(("'%s=" % v) in remote for v in needed) and ' TROUPE_SECRET_FD=3 ' in remote,
+               'remote command carries %s and TROUPE_SECRET_FD=3' % needed)
+        expect('SECRET_KEY' not in remote, 'no secret on the command line')
+
+
+def ssh_static():
+    """Static mode, two hosts that are not this machine: troupe-run starts
+    both ranks over (fake) ssh and they reduce together."""
+    identity, log = fake_ssh()
+    script = ('import torch, troupe.torch as hvd; hvd.init(); '
+              's = hvd.allreduce(torch.tensor([hvd.rank() + 1.0]), op=hvd.Sum); '
+              'print("rank %d of %d on %s: sum %d" % (hvd.rank(), hvd.size(), '
+              '__import__("os").environ["HOROVOD_HOSTNAME"], s.item()))')
+    done = subprocess.run([sys.argv[1], '-np', '2', '-H', 'node-a:1,node-b:1',
+                           '--network-interface', 'lo', '--ssh-port', '2222',
+                           '--ssh-identity-file', identity, '--timeout', '60',
+                           '/usr/bin/python3', '-c', script],
+                          capture_output=True, text=True, timeout=90)
+    expect(done.returncode == 0, 'exit status %d: %s' % (done.returncode, done.stderr[-2000:]))
+    for line in ('[0]<stdout>:rank 0 of 2 on node-a: sum 3', '[1]<stdout>:rank 1 of 2 on node-b: sum 3'):
+        expect(line in done.stdout.splitlines(), 'output has %r: %s' % (line, done.stdout))
+    check_ssh_calls(log, identity, ['node-a', 'node-b'],
+                    ['HOROVOD_RANK', 'TROUPE_STORE_ADDR', 'TROUPE_NETWORK_INTERFACE'])
+    return {}
+
+
+def ssh_elastic():
+    """Elastic mode on two discovered hosts that are not this machine: both
+    workers start over (fake) ssh and train to the end."""
+    identity, log = fake_ssh()
+    job = Job(['node-a', 'node-b'], np=2,
+              flags=['--min-np', '2', '--network-interface', 'lo', '--ssh-port', '2222',
+                     '--ssh-identity-file', identity],
+              train=['--dataset-size', '120', '--step-sleep', '0.01'])
+    rc = job.finish()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    done = [e for e in job.events if e['event'] == 'done']
+    expect(len(done) == 2 and {e['size'] for e in done} == {2},
+           'both workers finish at size 2: %s' % done)
+    check_checksums(job)
+    check_ssh_calls(log, identity, ['node-a', 'node-b'],
+                    ['TROUPE_ELASTIC', 'TROUPE_WORKER_ID', 'TROUPE_STORE_ADDR'])
+    return {}
+
+
 def below_min_np():
     job = Job(hosts(2, 3), np=2, flags=['--min-np', '2'],
               train=['--dataset-size', '600', '--step-sleep', '0.02'])
@@ -420,6 +695,10 @@ SCENARIOS = {
     'discovery_fails_first': discovery_fails_first,
     'discovery_hangs_first': discovery_hangs_first,
     'discovery_later': discovery_later,
+    'metrics': metrics,
+    'partition': partition,
+    'ssh_static': ssh_static,
+    'ssh_elastic': ssh_elastic,
     'cycles': cycles,
 }
 
@@ -442,6 +721,9 @@ def main():
                 print('%s: %.3f s' % (k, v))
         except TimeoutError:
             pass
+        except Skip as e:
+            print('SKIP: %s' % e)
+            sys.exit(77)
     if failures:
         print('FAILED: %d check(s)' % len(failures))
         sys.exit(1)

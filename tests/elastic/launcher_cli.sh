@@ -17,8 +17,14 @@ expect() {
 expect 0 --help
 grep -q -- '--log-level' "$dir/out" || fail "help lacks the knob flags"
 
-expect 2 -np 2 -H remote-node:2 true
-grep -q 'not supported yet' "$dir/err" || fail "remote host: $(cat "$dir/err")"
+# Another host is started over ssh: without one on PATH, that is the error.
+mkdir "$dir/bin" && ln -s "$(command -v timeout)" "$dir/bin/timeout"
+PATH="$dir/bin" expect 127 -np 1 -H remote-node:1 true
+grep -q "cannot start 'ssh' for rank 0" "$dir/err" || fail "remote host: $(cat "$dir/err")"
+expect 2 -np 1 --mpi --ssh-port 2222 true
+grep -q -- '--ssh-port and --ssh-identity-file are for troupe-run' "$dir/err" \
+  || fail "ssh flags with --mpi: $(cat "$dir/err")"
+expect 2 -np 1 --ssh-port 0 true
 expect 2 -np 5 -H localhost:2,127.0.0.2:2 true
 grep -q '5 ranks' "$dir/err" || fail "too many ranks: $(cat "$dir/err")"
 expect 2 -np 2 --bogus-flag true

@@ -129,6 +129,29 @@ TEST(rank_metrics, a_reset_moves_the_position_gauges) {
                            "troupe_membership_epoch 4\n"});
 }
 
+// Every reason and outcome is there from the start (absent-series alerts
+// work), and a reset counts under its reason and its outcome apart.
+TEST(rank_metrics, resets_count_by_reason_and_time_by_outcome) {
+  rank_metrics m{{0, 2, 0}, "gloo"};
+  expect_lines(expose(m), {"troupe_resets_total{reason=\"peer_lost\"} 0\n",
+                           "troupe_resets_total{reason=\"hosts_updated\"} 0\n",
+                           "troupe_resets_total{reason=\"requested\"} 0\n",
+                           "troupe_reset_duration_seconds_count{outcome=\"removed\"} 0\n",
+                           "troupe_rendezvous_duration_seconds_count 0\n"});
+  m.resets().rendezvous(0.2);
+  m.resets().reset(reset_reason::peer_lost, reset_outcome::ok, 0.07);
+  m.resets().reset(reset_reason::peer_lost, reset_outcome::failed, 3);
+  m.resets().reset(reset_reason::hosts_updated, reset_outcome::ok, 0.3);
+  expect_lines(expose(m), {"troupe_resets_total{reason=\"peer_lost\"} 2\n",
+                           "troupe_resets_total{reason=\"hosts_updated\"} 1\n",
+                           "troupe_resets_total{reason=\"requested\"} 0\n",
+                           "troupe_reset_duration_seconds_count{outcome=\"ok\"} 2\n",
+                           "troupe_reset_duration_seconds_bucket{outcome=\"ok\",le=\"0.1\"} 1\n",
+                           "troupe_reset_duration_seconds_sum{outcome=\"failed\"} 3\n",
+                           "troupe_rendezvous_duration_seconds_bucket{le=\"0.25\"} 1\n",
+                           "troupe_rendezvous_duration_seconds_bucket{le=\"0.1\"} 0\n"});
+}
+
 // Bus bytes use the set's size, and two sets on one rank keep their own
 // gauges instead of overwriting each other.
 TEST(rank_metrics, sets_count_apart_with_their_own_bus_factor) {
