@@ -90,7 +90,7 @@ int run_reset_checks(int rank, int size, int rounds) {
     const auto removed = remove_process_set(set);
     expect(removed.ok(), rank, "remove_process_set after reset: " + removed.message());
   }
-  const auto after = settled_resources();
+  const auto after = back_within(before, std::chrono::seconds(15));
   const auto text = "threads " + std::to_string(before.threads) + " -> " +
                     std::to_string(after.threads) + ", fds " + std::to_string(before.fds) +
                     " -> " + std::to_string(after.fds) + ", sockets " +

@@ -33,4 +33,14 @@ resource_counts settled_resources() {
   return last;
 }
 
+resource_counts back_within(const resource_counts& before, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  auto now = settled_resources();
+  while (!now.within(before) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    now = count_resources();
+  }
+  return now;
+}
+
 } // namespace troupe::test

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <chrono>
+
 namespace troupe::test {
 
 /// What a process holds that a reset or a removed set must give back.
@@ -22,5 +24,10 @@ resource_counts count_resources();
 /// The counts once they stop changing (5 equal readings 100 ms apart, 5 s
 /// at most): threads and sockets of stopped actors go away asynchronously.
 resource_counts settled_resources();
+
+/// The counts once they are back within `before`, or after `limit` if they
+/// never come back: under load a peer may close its side of the last
+/// connections seconds later, while a leak stays.
+resource_counts back_within(const resource_counts& before, std::chrono::seconds limit);
 
 } // namespace troupe::test
