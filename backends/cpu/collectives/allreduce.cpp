@@ -1,15 +1,34 @@
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "backends/cpu/collectives/reduce.hpp"
 
 namespace troupe::backends {
 
-void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e) {
+namespace {
+
+// Copies the input to the output if they differ, then reduces the output in
+// place, `chunk` bytes at a time (0 = at once).
+void reduce_in_output(const run_context& ctx, const v1::Response& resp,
+                      actors::tensor_entry& e, size_t chunk) {
+  const size_t size = e.input.size_bytes();
+  const size_t esize = element_size(e.input.dtype);
   if (e.output.data != e.input.data)
-    std::memcpy(e.output.data, e.input.data, e.input.size_bytes());
-  reduce_in_place(ctx, resp, e.output.data, static_cast<size_t>(num_elements(e.input.shape)),
-                  e.input.dtype);
+    std::memcpy(e.output.data, e.input.data, size);
+  auto* out = static_cast<char*>(e.output.data);
+  if (chunk == 0 || chunk >= size) {
+    reduce_in_place(ctx, resp, out, size / esize, e.input.dtype);
+    return;
+  }
+  for (size_t at = 0; at < size; at += chunk)
+    reduce_in_place(ctx, resp, out + at, std::min(chunk, size - at) / esize, e.input.dtype);
+}
+
+} // namespace
+
+void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e) {
+  reduce_in_output(ctx, resp, e, 0);
 }
 
 void pack_inputs(entry_iterator first, entry_iterator last, char* buffer) {
@@ -24,13 +43,13 @@ namespace {
 // Packs entries [first, last) (`bytes` in all) into the fusion buffer,
 // reduces it as one vector and unpacks it.
 void reduce_through_buffer(const run_context& ctx, const v1::Response& resp,
-                           entry_iterator first, entry_iterator last, size_t bytes) {
+                           const std::string& activity, entry_iterator first,
+                           entry_iterator last, size_t bytes) {
   char* buffer = scratch_buffers::at_least(ctx.scratch.fusion, bytes);
   ctx.span("MEMCPY_IN_FUSION_BUFFER", 'B');
   pack_inputs(first, last, buffer);
   ctx.span("MEMCPY_IN_FUSION_BUFFER", 'E');
   const auto dtype = (*first)->input.dtype;
-  const auto activity = backend_activity(ctx, resp.op());
   ctx.span(activity, 'B');
   reduce_in_place(ctx, resp, buffer, bytes / element_size(dtype), dtype);
   ctx.span(activity, 'E');
@@ -40,21 +59,6 @@ void reduce_through_buffer(const run_context& ctx, const v1::Response& resp,
     buffer += (*first)->output.size_bytes();
   }
   ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'E');
-}
-
-// Reduces one entry in its output, `chunk` bytes at a time.
-void reduce_in_output(const run_context& ctx, const v1::Response& resp,
-                      actors::tensor_entry& e, size_t chunk) {
-  const size_t size = e.input.size_bytes();
-  const size_t esize = element_size(e.input.dtype);
-  if (e.output.data != e.input.data)
-    std::memcpy(e.output.data, e.input.data, size);
-  auto* out = static_cast<char*>(e.output.data);
-  const auto activity = backend_activity(ctx, resp.op());
-  ctx.span(activity, 'B');
-  for (size_t at = 0; at < size; at += chunk)
-    reduce_in_place(ctx, resp, out + at, std::min(chunk, size - at) / esize, e.input.dtype);
-  ctx.span(activity, 'E');
 }
 
 } // namespace
@@ -68,9 +72,10 @@ void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
   // Whole elements per chunk. Every rank cuts the same chunks: the response
   // fixes the entries, their order and their sizes.
   const size_t chunk = ctx.fusion_chunk_bytes / esize * esize;
+  const std::string activity = ctx.trace ? backend_activity(ctx, resp.op()) : std::string();
   if (chunk == 0 || chunk >= bytes ||
       static_cast<reduce_op>(resp.reduce_op()) == reduce_op::adasum) {
-    reduce_through_buffer(ctx, resp, entries.begin(), entries.end(), bytes);
+    reduce_through_buffer(ctx, resp, activity, entries.begin(), entries.end(), bytes);
     return;
   }
   // Consecutive small entries share a chunk of the fusion buffer; an entry
@@ -80,12 +85,13 @@ void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
   for (auto it = entries.begin(); it != entries.end(); ++it) {
     const size_t size = (*it)->input.size_bytes();
     if (filled > 0 && (size >= chunk || filled + size > chunk)) {
-      reduce_through_buffer(ctx, resp, first, it, filled);
+      reduce_through_buffer(ctx, resp, activity, first, it, filled);
       filled = 0;
     }
     if (size >= chunk) {
+      ctx.span(activity, 'B');
       reduce_in_output(ctx, resp, **it, chunk);
-      first = it + 1;
+      ctx.span(activity, 'E');
       continue;
     }
     if (filled == 0)
@@ -93,7 +99,7 @@ void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
     filled += size;
   }
   if (filled > 0)
-    reduce_through_buffer(ctx, resp, first, entries.end(), filled);
+    reduce_through_buffer(ctx, resp, activity, first, entries.end(), filled);
 }
 
 } // namespace troupe::backends
