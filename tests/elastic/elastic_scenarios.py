@@ -172,23 +172,36 @@ def first_step_after(job, t, pred=lambda e: True, what='step'):
     return job.wait_for(lambda e: e['event'] == 'step' and e['time'] > t and pred(e), what)
 
 
+def training_step(job, worker):
+    """A step of `worker` past its first few: it trains with the others."""
+    return job.wait_for(
+        lambda e: e['event'] == 'step' and e['worker'] == worker and e['batch'] >= 3,
+        'worker %d trains' % worker)
+
+
+def survivors_resume(job, sig):
+    """Sends `sig` to worker 2 once it trains; returns the seconds until
+    the survivors train at size 2."""
+    victim = training_step(job, 2)
+    t0 = time.time()
+    os.kill(victim['pid'], sig)
+    again = first_step_after(job, t0, lambda e: e['membership'] >= 1 and e['size'] == 2,
+                             'survivors train at size 2')
+    return again['time'] - t0
+
+
 # Scenarios. Each returns measured times (seconds) by name.
 
 def kill():
     job = Job(hosts(2, 3, 4), np=3, flags=['--min-np', '2'],
               train=['--dataset-size', '900', '--step-sleep', '0.02'])
-    victim = job.wait_for(lambda e: e['event'] == 'step' and e['worker'] == 2 and e['batch'] >= 3,
-                          'worker 2 trains')
-    t0 = time.time()
-    os.kill(victim['pid'], signal.SIGKILL)
-    again = first_step_after(job, t0, lambda e: e['membership'] >= 1 and e['size'] == 2,
-                             'survivors train at size 2')
+    took = survivors_resume(job, signal.SIGKILL)
     rc = job.finish()
     expect(rc == 0, 'exit status %d, expected 0' % rc)
     expect('host 127.0.0.4 is blacklisted' in job.output(), 'host of the killed worker blacklisted')
     check_checksums(job)
     check_ranks(job)
-    return {'kill_to_training': again['time'] - t0}
+    return {'kill_to_training': took}
 
 
 def leave():
@@ -217,17 +230,12 @@ def stop():
               flags=['--min-np', '2', '--heartbeat-timeout-seconds', '2',
                      '--gloo-timeout-seconds', '4'],
               train=['--dataset-size', '900', '--step-sleep', '0.02'])
-    victim = job.wait_for(lambda e: e['event'] == 'step' and e['worker'] == 2 and e['batch'] >= 3,
-                          'worker 2 trains')
-    t0 = time.time()
-    os.kill(victim['pid'], signal.SIGSTOP)
-    again = first_step_after(job, t0, lambda e: e['membership'] >= 1 and e['size'] == 2,
-                             'survivors train at size 2')
+    took = survivors_resume(job, signal.SIGSTOP)
     rc = job.finish()
     expect(rc == 0, 'exit status %d, expected 0' % rc)
     expect('was lost by its peers and did not arrive' in job.output(), 'frozen worker failed early')
     check_checksums(job)
-    return {'stop_to_training': again['time'] - t0}
+    return {'stop_to_training': took}
 
 
 def add_remove(spawn_hook=False):
@@ -339,8 +347,7 @@ def metrics():
               flags=['--min-np', '2', '--metrics-port', str(base),
                      '--timeline-filename', os.path.join(trace, 'trace.json')],
               train=['--dataset-size', '1500', '--step-sleep', '0.02'])
-    victim = job.wait_for(lambda e: e['event'] == 'step' and e['worker'] == 2 and e['batch'] >= 3,
-                          'worker 2 trains')
+    victim = training_step(job, 2)
     before = scrape(base + 1)
     expect(before.get('troupe_resets_total{reason="peer_lost"}') == 0 and
            before.get('troupe_membership_epoch') == 0, 'no reset before the kill')
@@ -573,9 +580,7 @@ def ssh_elastic():
 def below_min_np():
     job = Job(hosts(2, 3), np=2, flags=['--min-np', '2'],
               train=['--dataset-size', '600', '--step-sleep', '0.02'])
-    victim = job.wait_for(lambda e: e['event'] == 'step' and e['worker'] == 1 and e['batch'] >= 3,
-                          'worker 1 trains')
-    os.kill(victim['pid'], signal.SIGKILL)
+    os.kill(training_step(job, 1)['pid'], signal.SIGKILL)
     deadline = time.time() + 20
     while 'below --min-np 2' not in job.output() and time.time() < deadline:
         time.sleep(0.1)
@@ -593,10 +598,7 @@ def reset_limit(limit):
     job = Job(hosts(2, 3, 4), np=3, flags=['--min-np', '1', '--reset-limit', str(limit)],
               train=['--dataset-size', '900', '--step-sleep', '0.02'])
     for worker in (2, 1):
-        victim = job.wait_for(
-            lambda e: e['event'] == 'step' and e['worker'] == worker and e['batch'] >= 3,
-            'worker %d trains' % worker)
-        os.kill(victim['pid'], signal.SIGKILL)
+        os.kill(training_step(job, worker)['pid'], signal.SIGKILL)
         if worker == 2:
             first_step_after(job, time.time(), lambda e: e['size'] == 2, 'training at size 2')
     rc = job.finish()
