@@ -42,6 +42,12 @@ std::string check_request(const v1::Request& r) {
   if (r.group_size() < 0 || (r.group_size() > 1 && r.group_name().empty()))
     return "tensor '" + name + "': a group of " + std::to_string(r.group_size()) +
            " tensors needs a group name";
+  // Deadlines are added to steady_clock's int64 nanoseconds: a wire value of
+  // centuries would overflow (found by fuzz/control_messages_fuzzer).
+  constexpr int64_t max_deadline_ms = int64_t{10} * 366 * 24 * 3600 * 1000;
+  if (r.deadline_ms() > max_deadline_ms)
+    return "tensor '" + name + "': deadline of " + std::to_string(r.deadline_ms()) +
+           " ms is beyond 10 years";
   if (r.device_ordinal() < 0)
     return "tensor '" + name + "': negative device ordinal " + std::to_string(r.device_ordinal());
   // Built only for an error: a request that passes allocates nothing.

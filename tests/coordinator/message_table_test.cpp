@@ -458,6 +458,18 @@ TEST(message_table, a_group_needs_a_name) {
   EXPECT_NE(err->find("a group of 2 tensors needs a group name"), std::string::npos) << *err;
 }
 
+// Found by fuzz/control_messages_fuzzer (input kept in its corpus).
+TEST(message_table, a_deadline_beyond_10_years_is_refused) {
+  message_table t{1};
+  auto r = request(0, "late");
+  r.set_deadline_ms(int64_t{18577348462903295});
+  auto err = t.add(r);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("deadline of 18577348462903295 ms is beyond 10 years"), std::string::npos)
+    << *err;
+  EXPECT_FALSE(t.has_ready());
+}
+
 TEST(message_table, a_shape_beyond_2_pow_63_bytes_is_refused) {
   message_table t{1};
   auto err = t.add(request(0, "huge", v1::OP_TYPE_ALLREDUCE, v1::DATA_TYPE_FLOAT32,
