@@ -6,11 +6,11 @@
 
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
+#include <gloo/context.h>
 #include <gloo/transport/tcp/device.h>
 #include <mpi.h>
 
-#include "backends/gloo/gloo_store.hpp"
+#include "backends/gloo/mesh_context.hpp"
 #include "elastic/job_secret.hpp"
 #include "elastic/store.hpp"
 
@@ -50,16 +50,13 @@ std::string env(const char* name) {
 }
 
 std::shared_ptr<gloo::Context> connect(int rank, int size) {
-  auto client = std::make_shared<elastic::store_client>(
+  elastic::store_client store{
     env("TROUPE_STORE_ADDR"), static_cast<uint16_t>(std::stoi(env("TROUPE_STORE_PORT"))),
     *elastic::read_secret_descriptor(env(elastic::secret_fd_variable)),
-    std::chrono::seconds(30));
-  backends::gloo_store store{client, env("TROUPE_JOB_ID") + "/bench/raw-gloo/",
-                             std::chrono::seconds(30)};
-  auto device = gloo::transport::tcp::CreateDevice("127.0.0.1");
-  auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
-  context->connectFullMesh(store, device);
-  return context;
+    std::chrono::seconds(30)};
+  return backends::connect_full_mesh(store, env("TROUPE_JOB_ID") + "/bench/raw-gloo/", rank,
+                                     size, gloo::transport::tcp::CreateDevice("127.0.0.1"),
+                                     std::chrono::seconds(30));
 }
 
 class raw_gloo : public contender {

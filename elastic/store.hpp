@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace troupe::elastic {
@@ -47,6 +48,10 @@ public:
   store_client& operator=(const store_client&) = delete;
 
   void set(const std::string& key, const std::string& value);
+
+  /// set() of every entry, in one request: a rank publishing one value per
+  /// peer pays one round trip, not one per peer.
+  void set_many(const std::vector<std::pair<std::string, std::string>>& entries);
 
   /// Returns the value, or nothing when the key is absent. Never blocks on
   /// the key's presence.

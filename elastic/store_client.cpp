@@ -207,6 +207,13 @@ void store_client::set(const std::string& key, const std::string& value) {
        value);
 }
 
+void store_client::set_many(const std::vector<std::pair<std::string, std::string>>& entries) {
+  if (entries.empty())
+    return;
+  call("set of " + std::to_string(entries.size()) + " keys from '" + entries.front().first + "'",
+       call_deadline, ok_reply, proto::encode_set_many, entries);
+}
+
 std::optional<std::string> store_client::get(const std::string& key) {
   return call(
     "get '" + key + "'", call_deadline,

@@ -209,6 +209,14 @@ request decode_request(std::string_view body) {
       break;
     case op::hello:
       break;
+    case op::set_many: {
+      auto count = in.u32();
+      for (uint32_t i = 0; i < count; ++i) {
+        req.keys.push_back(in.bytes());
+        req.values.push_back(in.bytes());
+      }
+      break;
+    }
     default:
       throw protocol_error("unknown op " + std::to_string(kind));
   }
@@ -277,6 +285,14 @@ std::string encode_renew(std::string_view key, int64_t ttl_ms) {
 
 std::string encode_hello() {
   return begin(op::hello).finish();
+}
+
+std::string encode_set_many(const std::vector<std::pair<std::string, std::string>>& entries) {
+  auto out = begin(op::set_many);
+  out.u32(static_cast<uint32_t>(entries.size()));
+  for (const auto& [key, value] : entries)
+    out.bytes(key).bytes(value);
+  return out.finish();
 }
 
 } // namespace troupe::elastic::protocol

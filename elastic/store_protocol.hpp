@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 // Wire format of the rendezvous store. Every message is a frame: a 4-byte
@@ -39,6 +40,7 @@ enum class op : uint8_t {
   set_with_lease = 8, // key, value, ttl ms        -> ok
   renew = 9,          // key, ttl ms               -> ok | missing
   hello = 10,         // (nothing)                 -> ok; the first request
+  set_many = 11,      // count, (key, value) pairs -> ok
 };
 
 enum class status : uint8_t {
@@ -125,7 +127,8 @@ struct request {
   std::string value; // compare_set: the desired value
   int64_t delta = 0;
   std::optional<std::string> expected; // compare_set; nothing = key absent
-  std::vector<std::string> keys;
+  std::vector<std::string> keys;   // wait, set_many
+  std::vector<std::string> values; // set_many, parallel to keys
   int64_t timeout_ms = 0;
   int64_t ttl_ms = 0;
   bool with_values = false;
@@ -167,5 +170,6 @@ std::string encode_set_with_lease(std::string_view key, std::string_view value,
                                   int64_t ttl_ms);
 std::string encode_renew(std::string_view key, int64_t ttl_ms);
 std::string encode_hello();
+std::string encode_set_many(const std::vector<std::pair<std::string, std::string>>& entries);
 
 } // namespace troupe::elastic::protocol

@@ -339,6 +339,11 @@ void store_server::impl::handle(connection& c, proto::request& req) {
       set_lease(write(req.key, std::move(req.value)), std::nullopt);
       answer(c, reply(proto::status::ok));
       break;
+    case proto::op::set_many:
+      for (size_t i = 0; i < req.keys.size(); ++i)
+        set_lease(write(req.keys[i], std::move(req.values[i])), std::nullopt);
+      answer(c, reply(proto::status::ok));
+      break;
     case proto::op::get:
       if (auto it = data.find(req.key); it != data.end())
         answer(c, reply(proto::status::ok, it->second.value));

@@ -21,9 +21,11 @@
 #include "elastic/elastic_plan.hpp"
 #include "elastic/membership_epoch.hpp"
 #include "elastic/store.hpp"
+#include "elastic/store_exchange.hpp"
 #include "metrics/endpoint.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "workers/control_plane.hpp"
+#include "workers/descriptor_limit.hpp"
 #include "workers/directory.hpp"
 #include "workers/elastic_join.hpp"
 #include "workers/listen_address.hpp"
@@ -275,14 +277,24 @@ struct runtime::impl {
                 "rank " + std::to_string(id.rank) + "'s endpoint is already registered as " +
                   claim.current.value_or("?") + ": two processes started as rank " +
                   std::to_string(id.rank) + " of job " + id.job_id};
+      // Then one listing of every endpoint once all ranks published
+      // theirs, not one wait per peer (O(N^2) through the store's thread).
+      elastic::arrive_and_wait(
+        *store, id.job_id + "/endpoints-published/", id.size,
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
+      auto published = store->list_values(id.job_id + "/endpoint/");
+      for (int peer = 0; peer < id.rank; ++peer) {
+        auto it = published.find(key(peer));
+        if (it == published.end())
+          return {status_code::internal, "rank " + std::to_string(peer) +
+                                           " arrived without publishing its endpoint"};
+        all.push_back(std::move(it->second));
+      }
     } else {
       all = launch->allgather(address);
     }
     for (int peer = 0; peer < id.rank; ++peer) {
-      const auto peer_address =
-        store ? store->wait_get(key(peer), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             deadline - clock::now()))
-              : all.at(static_cast<size_t>(peer));
+      const auto& peer_address = all.at(static_cast<size_t>(peer));
       auto [host, peer_port] = split_address(peer_address);
       // A handshake can time out on a loaded host (seen with 6 ranks on 2
       // cores); the peer is listening, so try again until the deadline. After
@@ -629,6 +641,7 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   logger->set_level(log_level(cfg.log_level));
   spdlog::set_default_logger(std::move(logger));
   spdlog::info("troupe rank {}/{} starting: {}", id.rank, id.size, describe(cfg));
+  raise_descriptor_limit(id.size);
   const auto deadline = start_deadline(cfg);
   std::optional<backends::external_launch> launch;
   try {

@@ -8,13 +8,13 @@
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
+#include <gloo/context.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
 #include "backends/cpu/arith.hpp"
-#include "backends/gloo/gloo_store.hpp"
+#include "backends/gloo/mesh_context.hpp"
 
 namespace troupe::backends {
 
@@ -96,10 +96,8 @@ void gloo_communicator::connect() {
   guarded("rendezvous", [&] {
     gloo::transport::tcp::attr attr{ctx_.advertise_host.c_str()};
     auto device = gloo::transport::tcp::CreateDevice(attr);
-    auto context = std::make_shared<gloo::rendezvous::Context>(ctx_.rank, ctx_.size);
-    context->setTimeout(ctx_.timeout);
-    gloo_store store{ctx_.store, ctx_.store_prefix, ctx_.timeout};
-    context->connectFullMesh(store, device);
+    auto context = connect_full_mesh(*ctx_.store, ctx_.store_prefix, ctx_.rank, ctx_.size,
+                                     std::move(device), ctx_.timeout);
     std::lock_guard<std::mutex> lock(mutex_);
     gloo_ = std::move(context);
     if (aborted_)

@@ -18,7 +18,9 @@
 #include "metrics/launcher_metrics.hpp"
 #include "workers/listen_address.hpp"
 #include "workers/config.hpp"
+#include "workers/descriptor_limit.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -121,6 +123,16 @@ std::string store_address(const troupe::workers::config& cfg) {
                                        : troupe::workers::interface_address(cfg.network_interface);
 }
 
+// The store serves each rank's client and launcher watch: its default
+// bound on connections would refuse the ranks of a job past ~500.
+troupe::elastic::store_limits store_limits_for(int ranks) {
+  troupe::elastic::store_limits limits;
+  limits.max_connections =
+    std::max(limits.max_connections, 2 * static_cast<size_t>(ranks) + 64);
+  troupe::workers::raise_descriptor_limit(ranks);
+  return limits;
+}
+
 // Elastic mode: the driver plans every membership epoch (elastic_driver.hpp).
 int run_elastic(const launcher::launch_options& opts, const troupe::workers::config& cfg,
                 launcher::job_supervisor& supervisor, troupe::metrics::launcher_metrics& counts,
@@ -128,7 +140,8 @@ int run_elastic(const launcher::launch_options& opts, const troupe::workers::con
                 std::vector<std::string> parent, const std::string& secret, int secret_fd) {
   const auto& el = opts.elastic;
   const auto store_host = store_address(cfg);
-  troupe::elastic::store_server store{store_host, 0, secret};
+  troupe::elastic::store_server store{
+    store_host, 0, secret, store_limits_for(std::max(opts.np, el.max_np.value_or(opts.np)))};
   troupe::elastic::store_client client{store_host, store.port(), secret,
                                        std::chrono::seconds(10)};
   launcher::elastic_driver::settings s;
@@ -257,7 +270,7 @@ int main(int argc, char** argv) {
       return supervisor.run();
     }
     const auto store_host = store_address(cfg);
-    troupe::elastic::store_server store{store_host, 0, secret};
+    troupe::elastic::store_server store{store_host, 0, secret, store_limits_for(opts.np)};
     launcher::job_env job;
     job.size = opts.np;
     job.store_addr = store_host;

@@ -1,0 +1,64 @@
+#include "elastic/store_exchange.hpp"
+
+#include "elastic/store.hpp"
+
+#include <charconv>
+#include <stdexcept>
+#include <utility>
+
+namespace troupe::elastic {
+
+void arrive_and_wait(store_client& store, const std::string& prefix, int size,
+                     std::chrono::milliseconds timeout) {
+  const auto all = prefix + "all";
+  if (store.add(prefix + "arrived", 1) == size)
+    store.set(all, "");
+  if (!store.wait({all}, timeout))
+    throw store_error("only " + store.get(prefix + "arrived").value_or("0") + " of " +
+                      std::to_string(size) + " ranks arrived at '" + prefix + "' within " +
+                      std::to_string(timeout.count()) + " ms");
+}
+
+namespace {
+
+std::string mailbox(const std::string& prefix, int rank) {
+  return prefix + "to/" + std::to_string(rank) + "/";
+}
+
+} // namespace
+
+std::vector<std::string> all_to_all(store_client& store, const std::string& prefix, int rank,
+                                    int size, const std::vector<std::string>& to_peer,
+                                    std::chrono::milliseconds timeout) {
+  if (to_peer.size() != static_cast<size_t>(size))
+    throw std::invalid_argument("all_to_all: " + std::to_string(to_peer.size()) +
+                                " entries for " + std::to_string(size) + " ranks");
+  std::vector<std::pair<std::string, std::string>> sent;
+  sent.reserve(to_peer.size());
+  for (int peer = 0; peer < size; ++peer)
+    if (peer != rank)
+      sent.emplace_back(mailbox(prefix, peer) + std::to_string(rank), to_peer[peer]);
+  store.set_many(sent);
+  arrive_and_wait(store, prefix, size, timeout);
+  const auto box = mailbox(prefix, rank);
+  std::vector<std::string> received(to_peer.size());
+  std::vector<bool> seen(to_peer.size());
+  for (auto& [key, value] : store.list_values(box)) {
+    int from = -1;
+    const auto* begin = key.data() + box.size();
+    const auto* end = key.data() + key.size();
+    auto [stop, ec] = std::from_chars(begin, end, from);
+    if (ec != std::errc{} || stop != end || from < 0 || from >= size || from == rank ||
+        seen[from])
+      throw store_error("unexpected key '" + key + "' in the exchange under '" + prefix + "'");
+    seen[from] = true;
+    received[from] = std::move(value);
+  }
+  for (int peer = 0; peer < size; ++peer)
+    if (peer != rank && !seen[peer])
+      throw store_error("rank " + std::to_string(peer) + " arrived at '" + prefix +
+                        "' without sending rank " + std::to_string(rank) + " its entry");
+  return received;
+}
+
+} // namespace troupe::elastic

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace troupe::elastic {
+
+class store_client;
+
+// Collective exchanges of a job's ranks through the store, costing each rank
+// a constant number of store operations whatever the job's size: a
+// bootstrap that did one operation per peer and rank was O(N^2) operations
+// through the store's one thread (34 s at 512 ranks, issue 17). Every key
+// is under `prefix`, which must be fresh for each exchange (it holds a
+// count of the ranks that arrived).
+
+/// Counts this rank in under `prefix` and waits until all `size` ranks
+/// have: one add and one wait per rank (the last to arrive sets the key
+/// everyone waits for). Throws store_error naming how many arrived when
+/// `timeout` passes first.
+void arrive_and_wait(store_client& store, const std::string& prefix, int size,
+                     std::chrono::milliseconds timeout);
+
+/// Rank `rank` of `size` sends `to_peer[p]` to every peer p (its own entry
+/// is ignored) and returns what each peer sent it, indexed by rank (its own
+/// entry empty): one set of size-1 keys, the arrival count, one listing of
+/// the size-1 values addressed to it. O(N) bytes per rank, where each
+/// rank publishing one value that holds all its peers' entries (Gloo's
+/// full-mesh rendezvous) makes every rank read O(N^2).
+std::vector<std::string> all_to_all(store_client& store, const std::string& prefix, int rank,
+                                    int size, const std::vector<std::string>& to_peer,
+                                    std::chrono::milliseconds timeout);
+
+} // namespace troupe::elastic
