@@ -52,6 +52,11 @@ TEST(store_protocol, new_requests_round_trip) {
   auto renew = round_trip(encode_renew("k", -1));
   EXPECT_EQ(renew.kind, op::renew);
   EXPECT_EQ(renew.ttl_ms, -1);
+  auto many = round_trip(encode_set_many({{"a", "1"}, {"b", ""}}));
+  EXPECT_EQ(many.kind, op::set_many);
+  EXPECT_EQ(many.keys, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(many.values, (std::vector<std::string>{"1", ""}));
+  EXPECT_TRUE(round_trip(encode_set_many({})).keys.empty());
 }
 
 TEST(store_protocol, new_requests_reject_bad_fields) {
@@ -68,7 +73,7 @@ TEST(store_protocol, new_requests_reject_bad_fields) {
   for (const auto& frame :
        {encode_remove("k"), encode_compare_set("k", std::string("e"), "d"),
         encode_list("p", true), encode_set_with_lease("k", "v", 5),
-        encode_renew("k", 5)}) {
+        encode_renew("k", 5), encode_set_many({{"k", "v"}, {"l", "w"}})}) {
     auto whole = frame.substr(header_size);
     for (size_t n = 0; n < whole.size(); ++n)
       EXPECT_THROW(decode_request(whole.substr(0, n)), protocol_error)
