@@ -46,7 +46,8 @@ struct buffers {
   explicit buffers(const workload& w) {
     for (size_t i = 0; i < w.counts.size(); ++i) {
       storage.emplace_back(w.counts[i], 1.0f);
-      views.push_back({storage.back().data(), w.counts[i], w.name + "." + std::to_string(i)});
+      views.push_back(
+        {storage.back().data(), w.counts[i], false, w.name + "." + std::to_string(i)});
     }
   }
 };

@@ -6,10 +6,12 @@
 
 namespace troupe::bench {
 
-/// One float32 buffer of a step, reduced in place.
+/// One buffer of a step, reduced in place.
 struct buffer_view {
-  float* data;
+  void* data;
   size_t count;
+  /// float16 elements (IEEE half), else float32.
+  bool float16;
   /// Collective name (Troupe negotiates by name; raw libraries ignore it).
   std::string name;
 };
@@ -20,7 +22,7 @@ public:
   virtual ~contender() = default;
   /// Label in the tables and JSON, e.g. "troupe-mpi", "raw-gloo".
   virtual std::string label() const = 0;
-  /// In-place float32 sum of every buffer across all ranks; returns when all
+  /// In-place sum of every buffer across all ranks; returns when all
   /// are done. Each contender does what a straightforward user of it would:
   /// Troupe submits everything and then waits, raw libraries call one
   /// blocking allreduce after the other.

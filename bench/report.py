@@ -56,6 +56,8 @@ def row_label(workload, nbytes):
         return f"allreduce {human_bytes(nbytes)}"
     if workload == "small_tensors":
         return "200 x 4 KiB step"
+    if workload == "resnet50_fp16":
+        return f"ResNet-50 step, float16 ({nbytes / 2**20:.1f} MiB)"
     return f"ResNet-50 step ({human_bytes(nbytes) if nbytes % (1 << 20) == 0 else f'{nbytes / 2**20:.1f} MiB'})"
 
 
@@ -97,7 +99,7 @@ def build_rows(pooled, ranks):
                 "samples": 0, "reference": True,
                 "note": HOROVOD_NOTE.get((workload, nbytes),
                                          "issue 4: ~1.07 ms up to 1 MiB (1 ms cycle)")})
-    order = {"allreduce": 0, "small_tensors": 1, "resnet50": 2}
+    order = {"allreduce": 0, "small_tensors": 1, "resnet50": 2, "resnet50_fp16": 3}
     impls = TROUPE + PEERS + [HOROVOD]
     rows.sort(key=lambda r: (order.get(r["workload"], 9), r["bytes"],
                              impls.index(r["impl"]) if r["impl"] in impls else 99))

@@ -36,10 +36,12 @@ def read_counts(path):
 def workloads(quick):
     sizes = [4, 1 << 10, 64 << 10] if quick else [
         4, 1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20]
-    out = [("allreduce", [b // 4], 5 if quick else iterations_for(b)) for b in sizes]
-    out.append(("small_tensors", [1024] * 200, 3 if quick else 50))
-    out.append(("resnet50", read_counts(os.path.join(HERE, "data", "resnet50_gradients.txt")),
-                1 if quick else 3))
+    out = [("allreduce", [b // 4], 5 if quick else iterations_for(b), torch.float32)
+           for b in sizes]
+    out.append(("small_tensors", [1024] * 200, 3 if quick else 50, torch.float32))
+    resnet = read_counts(os.path.join(HERE, "data", "resnet50_gradients.txt"))
+    out.append(("resnet50", resnet, 1 if quick else 3, torch.float32))
+    out.append(("resnet50_fp16", resnet, 1 if quick else 3, torch.float16))
     return out
 
 
@@ -52,8 +54,8 @@ def allreduce_all(tensors):
         work.wait()
 
 
-def measure(counts, iterations, rounds):
-    tensors = [torch.full((n,), float(dist.get_rank() + 1)) for n in counts]
+def measure(counts, iterations, rounds, dtype):
+    tensors = [torch.full((n,), float(dist.get_rank() + 1), dtype=dtype) for n in counts]
     allreduce_all(tensors)  # also the warm-up step
     size = dist.get_world_size()
     expected = size * (size + 1) / 2
@@ -75,10 +77,11 @@ def main():
     args = parser.parse_args()
     dist.init_process_group("gloo", init_method="env://")
     series = []
-    for name, counts, iterations in workloads(args.quick):
-        series.append({"impl": "torch-gloo", "workload": name, "bytes": 4 * sum(counts),
-                       "tensors": len(counts),
-                       "seconds": measure(counts, iterations, args.rounds)})
+    for name, counts, iterations, dtype in workloads(args.quick):
+        element = torch.tensor([], dtype=dtype).element_size()
+        series.append({"impl": "torch-gloo", "workload": name,
+                       "bytes": element * sum(counts), "tensors": len(counts),
+                       "seconds": measure(counts, iterations, args.rounds, dtype)})
     if dist.get_rank() == 0:
         with open(args.json, "w") as f:
             json.dump({"ranks": dist.get_world_size(), "rounds": args.rounds,

@@ -20,7 +20,8 @@ public:
   void allreduce_all(const std::vector<buffer_view>& buffers) override {
     handles_.clear();
     for (const auto& b : buffers) {
-      const tensor t{b.data, data_type::float32, {static_cast<int64_t>(b.count)}};
+      const tensor t{b.data, b.float16 ? data_type::float16 : data_type::float32,
+                     {static_cast<int64_t>(b.count)}};
       handles_.push_back(allreduce(t, t, b.name));
     }
     for (const auto& h : handles_)

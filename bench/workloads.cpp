@@ -43,7 +43,8 @@ std::vector<size_t> read_counts(const std::string& path) {
 } // namespace
 
 size_t workload::bytes() const {
-  return std::accumulate(counts.begin(), counts.end(), size_t{0}) * sizeof(float);
+  return std::accumulate(counts.begin(), counts.end(), size_t{0}) *
+         (float16 ? size_t{2} : sizeof(float));
 }
 
 std::vector<workload> make_workloads(bool quick, const std::string& resnet_sizes_file) {
@@ -55,7 +56,9 @@ std::vector<workload> make_workloads(bool quick, const std::string& resnet_sizes
   for (size_t bytes : sizes)
     out.push_back({"allreduce", {bytes / sizeof(float)}, quick ? 5 : iterations_for(bytes)});
   out.push_back({"small_tensors", std::vector<size_t>(200, 1024), quick ? 3 : 50});
-  out.push_back({"resnet50", read_counts(resnet_sizes_file), quick ? 1 : 3});
+  const auto resnet = read_counts(resnet_sizes_file);
+  out.push_back({"resnet50", resnet, quick ? 1 : 3});
+  out.push_back({"resnet50_fp16", resnet, quick ? 1 : 3, true});
   return out;
 }
 
