@@ -1,5 +1,7 @@
 #include "backends/cpu/arith.hpp"
 
+#include "backends/cpu/half_simd.hpp"
+
 #include <cstring>
 #include <functional>
 #include <string>
@@ -141,7 +143,10 @@ bool is_half(data_type dtype) {
 
 void half_to_float(data_type dtype, const void* in, float* out, size_t count) {
   const auto* h = static_cast<const uint16_t*>(in);
-  if (dtype == data_type::float16)
+  static const auto simd = simd_f16_widen();
+  if (dtype == data_type::float16 && simd)
+    simd(h, out, count);
+  else if (dtype == data_type::float16)
     for (size_t i = 0; i < count; ++i)
       out[i] = f16_to_f32(h[i]);
   else
@@ -151,7 +156,10 @@ void half_to_float(data_type dtype, const void* in, float* out, size_t count) {
 
 void float_to_half(data_type dtype, const float* in, void* out, size_t count) {
   auto* h = static_cast<uint16_t*>(out);
-  if (dtype == data_type::float16)
+  static const auto simd = simd_f16_narrow();
+  if (dtype == data_type::float16 && simd)
+    simd(in, h, count);
+  else if (dtype == data_type::float16)
     for (size_t i = 0; i < count; ++i)
       h[i] = f32_to_f16(in[i]);
   else
@@ -162,8 +170,11 @@ void float_to_half(data_type dtype, const float* in, void* out, size_t count) {
 half_reduction half_reduction_of(data_type dtype, reduce_op op) {
   if (!is_half(dtype))
     throw backend_error(std::string("no 16-bit reduction for ") + to_string(dtype));
-  return dtype == data_type::bfloat16 ? half_reduction_for<true>(op)
-                                      : half_reduction_for<false>(op);
+  if (dtype == data_type::bfloat16)
+    return half_reduction_for<true>(op);
+  if (auto simd = simd_f16_reduction(op))
+    return simd;
+  return half_reduction_for<false>(op);
 }
 
 void scale(void* data, size_t count, data_type dtype, double factor) {
@@ -175,6 +186,9 @@ void scale(void* data, size_t count, data_type dtype, double factor) {
     const bool bf16 = dtype == data_type::bfloat16;
     auto* p = static_cast<uint16_t*>(data);
     const auto f = static_cast<float>(factor);
+    static const auto simd = simd_f16_scale();
+    if (!bf16 && simd)
+      return simd(p, count, f);
     for (size_t i = 0; i < count; ++i)
       p[i] = to_half(bf16, from_half(bf16, p[i]) * f);
     return;
