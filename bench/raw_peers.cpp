@@ -12,7 +12,7 @@
 
 #include "backends/gloo/gloo_store.hpp"
 #include "elastic/job_secret.hpp"
-#include "elastic/store.hpp"
+#include "elastic/embedded_store.hpp"
 
 namespace troupe::bench {
 
@@ -50,7 +50,7 @@ std::string env(const char* name) {
 }
 
 std::shared_ptr<gloo::Context> connect(int rank, int size) {
-  auto client = std::make_shared<elastic::store_client>(
+  auto client = std::make_shared<elastic::embedded_store_client>(
     env("TROUPE_STORE_ADDR"), static_cast<uint16_t>(std::stoi(env("TROUPE_STORE_PORT"))),
     *elastic::read_secret_descriptor(env(elastic::secret_fd_variable)),
     std::chrono::seconds(30));
