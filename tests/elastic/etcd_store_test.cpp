@@ -7,6 +7,7 @@
 #include "elastic/membership_epoch.hpp"
 #include "elastic/socket_util.hpp"
 #include "elastic/store_endpoint.hpp"
+#include "workers/launcher_watch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -290,6 +291,30 @@ TEST(etcd_store, launcher_beacon_holds_its_key_and_deletes_it) {
     EXPECT_EQ(c->get(launcher_key("job")), "");
   }
   EXPECT_EQ(c->get(launcher_key("job")), std::nullopt);
+}
+
+// A rank's launcher watch with the rendezvous in etcd: quiet while
+// troupe-run's key is there, ends the process once it is gone. Exits 0 only
+// if the watch never fired.
+void lose_the_launcher_key(const store_endpoint& where) {
+  auto c = std::make_unique<etcd_store_client>(where, test_secret, 20s);
+  c->set(launcher_key("job"), "");
+  troupe::workers::launcher_watch watch{where, "job", test_secret, 20s};
+  std::this_thread::sleep_for(2500ms);
+  c->remove(launcher_key("job"));
+  std::this_thread::sleep_for(5s);
+  std::exit(0);
+}
+
+TEST(etcd_store, the_launcher_watch_ends_the_rank_when_the_key_is_gone) {
+  // Forked without exec: the child uses this process's etcd.
+  GTEST_FLAG_SET(death_test_style, "fast");
+  const auto where = etcd_server::endpoint("troupe-test/watch/");
+  const auto t0 = clock_type::now();
+  EXPECT_EXIT(lose_the_launcher_key(where), ::testing::KilledBySignal(SIGTERM), "");
+  const auto took = clock_type::now() - t0;
+  EXPECT_GE(took, 2500ms) << "the watch fired while the key was there";
+  EXPECT_LT(took, 6s) << "the watch took far more than its 1 s poll to notice";
 }
 
 TEST(etcd_store, an_unreachable_etcd_fails_within_the_connect_timeout) {
