@@ -173,7 +173,8 @@ struct etcd_store_client::impl {
       curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
       curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply);
       curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-      curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max<int64_t>(1, timeout.count())));
+      curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+                       static_cast<long>(std::max<int64_t>(1, timeout.count())));
       // Several threads use libcurl: no SIGALRM for its timeouts.
       curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
       rc = curl_easy_perform(curl);
@@ -212,7 +213,8 @@ struct etcd_store_client::impl {
     for (size_t first = 0; first < full_keys.size(); first += max_txn_ops) {
       json ranges = json::array();
       for (size_t i = first; i < std::min(full_keys.size(), first + max_txn_ops); ++i)
-        ranges.push_back({{"request_range", {{"key", base64(full_keys[i])}, {"count_only", true}}}});
+        ranges.push_back(
+          {{"request_range", {{"key", base64(full_keys[i])}, {"count_only", true}}}});
       const auto reply = txn(json::array(), std::move(ranges), json::array(), what);
       for (const auto& r : reply.value("responses", json::array()))
         if (int_field(r.value("response_range", json::object()), "count") == 0)
@@ -328,7 +330,8 @@ compare_set_result etcd_store_client::compare_set(const std::string& key,
                                      {"value", impl_->sealed64(key, *expected)}}
                               : absent(key64);
   const auto reply = impl_->txn(
-    json::array({holds}), json::array({{{"request_put", impl_->put(key, desired, expected.has_value())}}}),
+    json::array({holds}),
+    json::array({{{"request_put", impl_->put(key, desired, expected.has_value())}}}),
     json::array({{{"request_range", {{"key", key64}}}}}), what);
   compare_set_result out;
   out.swapped = reply.value("succeeded", false);
@@ -339,7 +342,8 @@ compare_set_result etcd_store_client::compare_set(const std::string& key,
   const auto responses = reply.value("responses", json::array());
   if (responses.empty())
     throw impl_->failure(what, "the transaction's reply has no range");
-  const auto kvs = responses.front().value("response_range", json::object()).value("kvs", json::array());
+  const auto kvs =
+    responses.front().value("response_range", json::object()).value("kvs", json::array());
   if (!kvs.empty())
     out.current = impl_->unseal(kvs.front(), what);
   return out;
