@@ -1,5 +1,5 @@
 // Bootstrap through the embedded store at N simulated ranks (issue "Scale",
-// item 5): each rank is a thread with its own authenticated store_client
+// item 5): each rank is a thread with its own authenticated client
 // doing exactly the store traffic of a rank's start, so the store's one
 // thread sees a real job's load. No CAF or Gloo connections are made (N^2
 // sockets in one process); what is measured is the rendezvous.
@@ -14,7 +14,7 @@
 //   Gloo's connectFullMesh traffic (each rank sets one value holding all its
 //   pairs' addresses, then waits for and gets every peer's value).
 // Every rank checks that it received exactly what each peer addressed to it.
-#include "elastic/store.hpp"
+#include "elastic/embedded_store.hpp"
 #include "elastic/store_exchange.hpp"
 
 #include <algorithm>
@@ -138,10 +138,10 @@ outcome run(const std::string& protocol, int size, std::chrono::seconds timeout)
   outcome out;
   out.protocol = protocol;
   out.ranks = size;
-  std::vector<std::unique_ptr<elastic::store_client>> clients;
+  std::vector<std::unique_ptr<elastic::embedded_store_client>> clients;
   for (int r = 0; r < size; ++r)
-    clients.push_back(std::make_unique<elastic::store_client>("127.0.0.1", server.port(), secret,
-                                                              std::chrono::seconds(30)));
+    clients.push_back(std::make_unique<elastic::embedded_store_client>(
+      "127.0.0.1", server.port(), secret, std::chrono::seconds(30)));
   std::atomic<uint64_t> ops{0}, bytes{0};
   std::atomic<bool> failed{false};
   std::string first_error;

@@ -14,7 +14,7 @@
 #include "backends/cpu/arith.hpp"
 #include "backends/gloo/mesh_context.hpp"
 #include "elastic/job_secret.hpp"
-#include "elastic/store.hpp"
+#include "elastic/embedded_store.hpp"
 
 namespace troupe::bench {
 
@@ -63,7 +63,7 @@ std::string env(const char* name) {
 }
 
 std::shared_ptr<gloo::Context> connect(int rank, int size) {
-  elastic::store_client store{
+  elastic::embedded_store_client store{
     env("TROUPE_STORE_ADDR"), static_cast<uint16_t>(std::stoi(env("TROUPE_STORE_PORT"))),
     *elastic::read_secret_descriptor(env(elastic::secret_fd_variable)),
     std::chrono::seconds(30)};

@@ -27,6 +27,25 @@ std::string notice_key(const std::string& job) {
   return job + "/notice";
 }
 
+std::string host_states_key(const std::string& job) {
+  return job + "/hosts";
+}
+
+std::string encode_host_states(const host_states& h) {
+  return std::to_string(h.active) + " " + std::to_string(h.blacklisted) + " " +
+         std::to_string(h.cooling_down);
+}
+
+std::optional<host_states> decode_host_states(const std::string& text) {
+  std::istringstream in{text};
+  host_states h;
+  std::string rest;
+  if (!(in >> h.active >> h.blacklisted >> h.cooling_down) || (in >> rest) || h.active < 0 ||
+      h.blacklisted < 0 || h.cooling_down < 0)
+    return std::nullopt;
+  return h;
+}
+
 std::string encode_plan(const membership_plan& plan) {
   std::string out;
   for (const auto& m : plan)

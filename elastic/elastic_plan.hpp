@@ -18,6 +18,10 @@
 //                       an arrival (below)
 //   J/notice            "<E> <kind>": troupe-run found a change of hosts
 //                       while epoch E ran (kind: added, removed, mixed)
+//   J/hosts             "<active> <blacklisted> <cooling down>": the hosts
+//                       discovery lists, by state; rewritten when a count
+//                       changes and before each plan, read by the ranks for
+//                       their metrics
 namespace troupe::elastic {
 
 /// One member of an epoch: the launcher's id for the process (stable for
@@ -62,6 +66,22 @@ struct notice {
   int64_t epoch = -1;  // the epoch that ran when the change was found
   host_change change = host_change::none;
 };
+
+/// Hosts by state, as troupe-run's driver counts them.
+struct host_states {
+  int active = 0;
+  int blacklisted = 0;  // for good
+  int cooling_down = 0;
+
+  bool operator==(const host_states& o) const {
+    return active == o.active && blacklisted == o.blacklisted && cooling_down == o.cooling_down;
+  }
+};
+
+std::string host_states_key(const std::string& job);
+std::string encode_host_states(const host_states& h);
+/// Nothing for malformed text.
+std::optional<host_states> decode_host_states(const std::string& text);
 
 std::string encode_notice(const notice& n);
 /// Nothing for malformed text.

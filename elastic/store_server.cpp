@@ -1,4 +1,4 @@
-#include "elastic/store.hpp"
+#include "elastic/embedded_store.hpp"
 
 #include "elastic/job_secret.hpp"
 #include "elastic/socket_util.hpp"
@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <map>
+#include <thread>
 #include <openssl/rand.h>
 #include <poll.h>
 #include <sys/eventfd.h>

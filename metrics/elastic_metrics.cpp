@@ -4,17 +4,6 @@
 
 namespace troupe::metrics {
 
-namespace {
-
-prometheus::Family<prometheus::Gauge>& hosts_family(prometheus::Registry& r) {
-  return prometheus::BuildGauge()
-    .Name("troupe_elastic_hosts")
-    .Help("Hosts the discovery lists, by state (active, blacklisted for good, cooling down).")
-    .Register(r);
-}
-
-} // namespace
-
 elastic_metrics::elastic_metrics(prometheus::Registry& r)
   : epoch_(prometheus::BuildGauge()
              .Name("troupe_elastic_epoch")
@@ -36,9 +25,7 @@ elastic_metrics::elastic_metrics(prometheus::Registry& r)
                .Help("From a reset barrier's opening until every member arrived, exited or was failed.")
                .Register(r)
                .Add({}, membership_change_buckets())),
-    active_(hosts_family(r).Add({{"state", "active"}})),
-    blacklisted_(hosts_family(r).Add({{"state", "blacklisted"}})),
-    cooling_down_(hosts_family(r).Add({{"state", "cooling_down"}})) {
+    hosts_(r) {
   epoch_.Set(-1);
   for (const char* reason : {"failure", "leave", "peer_lost", "hosts_updated"})
     resets_.Add({{"reason", reason}});
@@ -58,9 +45,7 @@ void elastic_metrics::barrier_seconds(double seconds) {
 }
 
 void elastic_metrics::hosts(int active, int blacklisted, int cooling_down) {
-  active_.Set(active);
-  blacklisted_.Set(blacklisted);
-  cooling_down_.Set(cooling_down);
+  hosts_.set(active, blacklisted, cooling_down);
 }
 
 } // namespace troupe::metrics

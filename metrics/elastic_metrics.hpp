@@ -10,6 +10,8 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "metrics/host_state_metrics.hpp"
+
 namespace troupe::metrics {
 
 /// troupe-run's elastic driver, on the launcher's registry: the membership
@@ -31,9 +33,7 @@ private:
   prometheus::Gauge& members_;
   prometheus::Family<prometheus::Counter>& resets_;
   prometheus::Histogram& barrier_;
-  prometheus::Gauge& active_;
-  prometheus::Gauge& blacklisted_;
-  prometheus::Gauge& cooling_down_;
+  host_state_metrics hosts_;
 };
 
 } // namespace troupe::metrics

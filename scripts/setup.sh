@@ -15,6 +15,8 @@ packages=(
   libeigen3-dev liblbfgspp-dev  # autotune: Gaussian process, L-BFGS-B (header-only)
   prometheus-cpp-dev  # metrics: prometheus-cpp core and pull (/metrics over civetweb)
   prometheus curl  # promtool and a real server for the metrics tests
+  libcurl4-openssl-dev nlohmann-json3-dev  # etcd rendezvous: its HTTP/JSON gateway
+  etcd-server etcd-client  # a real etcd for the etcd rendezvous tests
   procps  # pgrep in the launcher tests
   iproute2  # ss: the test that a local job listens on loopback only
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/), run bounded as fuzz.* tests

@@ -259,6 +259,19 @@ const std::vector<knob>& knobs() {
        c.elastic_timeout_seconds = parse_positive("TROUPE_ELASTIC_TIMEOUT", s);
      },
      [](const config& c) { return print_double(c.elastic_timeout_seconds); }},
+    {"TROUPE_RENDEZVOUS", nullptr, "rendezvous",
+     "etcd://HOST:PORT[/PREFIX]: keep the job's rendezvous in that etcd (v3 HTTP gateway) "
+     "instead of troupe-run's embedded store; PREFIX (default troupe/) starts every key",
+     [](config& c, const std::string& s) {
+       try {
+         c.rendezvous = elastic::parse_rendezvous(s);
+       } catch (const std::invalid_argument& e) {
+         throw config_error(std::string("TROUPE_RENDEZVOUS: ") + e.what());
+       }
+     },
+     [](const config& c) {
+       return c.rendezvous ? c.rendezvous->describe() : std::string("embedded");
+     }},
     {"TROUPE_RESET_TIMEOUT", nullptr, "reset-timeout",
      "elastic jobs: seconds a reset waits for every member before failing the missing ones",
      [](config& c, const std::string& s) {

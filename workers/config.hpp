@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "elastic/store_endpoint.hpp"
+
 namespace troupe::workers {
 
 /// A knob had a value that does not parse; the message names the variable.
@@ -95,6 +97,9 @@ struct config {
   /// Elastic jobs: how long troupe-run waits for --min-np slots (and a
   /// resetting worker for its next membership plan).
   double elastic_timeout_seconds = 600;
+  /// The job's rendezvous store in an etcd cluster (TROUPE_RENDEZVOUS,
+  /// troupe-run --rendezvous); nothing = troupe-run's embedded store.
+  std::optional<elastic::store_endpoint> rendezvous;
   /// Elastic jobs: the reset barrier's deadline; a worker that has not
   /// arrived this long after the barrier opened is failed and killed.
   double reset_timeout_seconds = 60;

@@ -30,7 +30,7 @@ int read_int(const env_lookup& lookup, const std::string& suffix, int fallback,
 
 } // namespace
 
-identity identity_from_env(const env_lookup& lookup) {
+identity identity_from_env(const env_lookup& lookup, const config& cfg) {
   identity id;
   id.size = read_int(lookup, "SIZE", 1, 1);
   id.rank = read_int(lookup, "RANK", 0, 0);
@@ -46,20 +46,25 @@ identity identity_from_env(const env_lookup& lookup) {
     id.hostname = *host;
   if (auto job = lookup("TROUPE_JOB_ID"); job && !job->empty())
     id.job_id = *job;
-  if (auto addr = lookup("TROUPE_STORE_ADDR"))
-    id.store_host = *addr;
-  id.store_port = static_cast<uint16_t>(read_int(lookup, "STORE_PORT", 0, 0));
+  if (cfg.rendezvous) {
+    id.store = *cfg.rendezvous;
+  } else {
+    if (auto addr = lookup("TROUPE_STORE_ADDR"))
+      id.store.host = *addr;
+    id.store.port = static_cast<uint16_t>(read_int(lookup, "STORE_PORT", 0, 0));
+  }
   id.elastic = read_int(lookup, "ELASTIC", 0, 0) != 0;
   if (id.elastic) {
     id.worker_id = read_int(lookup, "WORKER_ID", -1, 0);
     if (id.worker_id < 0 || !id.has_store())
       throw config_error("TROUPE_ELASTIC=1 needs TROUPE_WORKER_ID and TROUPE_STORE_ADDR / "
-                         "TROUPE_STORE_PORT: start elastic jobs with troupe-run --min-np or "
-                         "--host-discovery-script");
+                         "TROUPE_STORE_PORT (or TROUPE_RENDEZVOUS): start elastic jobs with "
+                         "troupe-run --min-np or --host-discovery-script");
   }
-  if (id.size > 1 && (id.store_host.empty() || id.store_port == 0))
+  if (id.size > 1 && (id.store.host.empty() || !id.has_store()))
     throw config_error("TROUPE_SIZE=" + std::to_string(id.size) +
-                       " but TROUPE_STORE_ADDR / TROUPE_STORE_PORT are not set: "
+                       " but neither TROUPE_STORE_ADDR / TROUPE_STORE_PORT nor "
+                       "TROUPE_RENDEZVOUS is set: "
                        "start multi-rank jobs with troupe-run");
   return id;
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backends/rank_layout.hpp"
+#include "elastic/store_endpoint.hpp"
 #include "workers/config.hpp"
 
 namespace troupe::workers {
@@ -19,8 +20,9 @@ struct identity : backends::rank_layout {
   /// the local rank); differs from local_rank when several of troupe-run's
   /// hosts are this machine. Picks the rank's metrics port.
   int machine_local_rank = 0;
-  std::string store_host;
-  uint16_t store_port = 0;
+  /// The job's rendezvous store: troupe-run's (TROUPE_STORE_ADDR /
+  /// TROUPE_STORE_PORT) or the etcd of TROUPE_RENDEZVOUS.
+  elastic::store_endpoint store;
   std::string job_id = "local";
   /// Started by troupe-run's elastic driver (TROUPE_ELASTIC=1): membership
   /// comes from the driver's plans in the store, not from the rank variables.
@@ -29,13 +31,14 @@ struct identity : backends::rank_layout {
   int64_t worker_id = -1;
 
   bool has_store() const {
-    return store_port != 0;
+    return store.known();
   }
 };
 
-/// Reads TROUPE_RANK / TROUPE_SIZE / ... (HOROVOD_* as aliases). Throws
-/// config_error naming the variable when a value is malformed or when a
-/// multi-rank job has no rendezvous store address.
-identity identity_from_env(const env_lookup& lookup);
+/// Reads TROUPE_RANK / TROUPE_SIZE / ... (HOROVOD_* as aliases); the store
+/// is `cfg.rendezvous` when set. Throws config_error naming the variable
+/// when a value is malformed or when a multi-rank job has no rendezvous
+/// store address.
+identity identity_from_env(const env_lookup& lookup, const config& cfg);
 
 } // namespace troupe::workers

@@ -1,7 +1,8 @@
 #include "workers/launcher_watch.hpp"
 
+#include "elastic/embedded_store.hpp"
+#include "elastic/launcher_beacon.hpp"
 #include "elastic/socket_util.hpp"
-#include "elastic/store.hpp"
 
 #include <array>
 #include <cerrno>
@@ -19,16 +20,30 @@ namespace troupe::workers {
 
 namespace net = elastic::net;
 
+namespace {
+
+// How often the etcd beacon is read.
+constexpr int beacon_poll_ms = 1000;
+
+} // namespace
+
 struct launcher_watch::state {
   std::unique_ptr<elastic::store_client> conn;
+  // The embedded store's connection socket, or -1: read `beacon` instead.
+  int fd = -1;
+  std::string beacon;
   net::unique_fd stop{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
   std::string where;
   std::thread thread;
 
-  // Returns when the connection ends (troupe-run gone) or `stop` is
-  // signalled; true for the former.
+  // Returns when troupe-run is gone or `stop` is signalled; true for the
+  // former.
   bool wait_for_end() const {
-    std::array<pollfd, 2> fds{pollfd{conn->native_handle(), POLLIN | POLLRDHUP, 0},
+    return fd >= 0 ? connection_ends() : beacon_vanishes();
+  }
+
+  bool connection_ends() const {
+    std::array<pollfd, 2> fds{pollfd{fd, POLLIN | POLLRDHUP, 0},
                               pollfd{stop.get(), POLLIN, 0}};
     for (;;) {
       if (::poll(fds.data(), fds.size(), -1) < 0) {
@@ -41,7 +56,7 @@ struct launcher_watch::state {
       if (fds[1].revents != 0)
         return false;
       char buf[256];
-      const auto n = ::read(conn->native_handle(), buf, sizeof buf);
+      const auto n = ::read(fd, buf, sizeof buf);
       // The store never writes on this connection; bytes would be a
       // protocol error, and the end is all that matters.
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
@@ -49,12 +64,33 @@ struct launcher_watch::state {
     }
   }
 
+  bool beacon_vanishes() const {
+    pollfd p{stop.get(), POLLIN, 0};
+    for (;;) {
+      const int n = ::poll(&p, 1, beacon_poll_ms);
+      if (n > 0)
+        return false;
+      if (n < 0 && errno != EINTR) {
+        spdlog::error("troupe: cannot watch troupe-run's key in {}: {}", where,
+                      net::error_text(errno));
+        return false;
+      }
+      try {
+        if (!conn->get(beacon))
+          return true;
+      } catch (const elastic::store_error& e) {
+        // etcd out of reach: troupe-run's lease runs out too if it stays so.
+        spdlog::warn("troupe: cannot read troupe-run's key: {}", e.what());
+      }
+    }
+  }
+
   void run() const {
     if (!wait_for_end())
       return;
-    spdlog::error("troupe: troupe-run is gone (its store at {} closed the connection); "
-                  "ending this rank",
-                  where);
+    spdlog::error("troupe: troupe-run is gone ({}); ending this rank",
+                  fd >= 0 ? "its store at " + where + " closed the connection"
+                          : "its key " + beacon + " in " + where + " expired");
     ::kill(::getpid(), SIGTERM);
     // A handler may catch SIGTERM; the job is over either way.
     std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -62,13 +98,16 @@ struct launcher_watch::state {
   }
 };
 
-launcher_watch::launcher_watch(const std::string& host, uint16_t port,
+launcher_watch::launcher_watch(const elastic::store_endpoint& store, const std::string& job,
                                const std::string& secret, std::chrono::milliseconds timeout)
   : state_(std::make_unique<state>()) {
-  state_->where = host + ":" + std::to_string(port);
+  state_->where = store.describe();
   if (!state_->stop)
     throw std::runtime_error("eventfd: " + net::error_text(errno));
-  state_->conn = std::make_unique<elastic::store_client>(host, port, secret, timeout);
+  state_->conn = elastic::connect_store(store, secret, timeout);
+  if (auto* own = dynamic_cast<elastic::embedded_store_client*>(state_->conn.get()))
+    state_->fd = own->native_handle();
+  state_->beacon = elastic::launcher_key(job);
   state_->thread = std::thread{[s = state_.get()] { s->run(); }};
 }
 

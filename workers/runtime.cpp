@@ -21,8 +21,10 @@
 #include "elastic/elastic_plan.hpp"
 #include "elastic/membership_epoch.hpp"
 #include "elastic/store.hpp"
+#include "elastic/store_endpoint.hpp"
 #include "elastic/store_exchange.hpp"
 #include "metrics/endpoint.hpp"
+#include "metrics/host_state_metrics.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "workers/control_plane.hpp"
 #include "workers/descriptor_limit.hpp"
@@ -137,6 +139,8 @@ struct runtime::impl {
   control_plane plane;
   // Metrics belong to this runtime instance: a later init() starts from zero.
   std::shared_ptr<metrics::rank_metrics> metrics;
+  // Elastic jobs: troupe-run's hosts by state, as last read from the store.
+  std::unique_ptr<metrics::host_state_metrics> host_states;
   caf::actor_system_config caf_cfg;
   caf::actor_system system;
   // Null for a job of one, or under mpirun. Two connections: backend
@@ -207,12 +211,16 @@ struct runtime::impl {
   }
 
   // What troupe-run announced for `epoch` (elastic jobs), none otherwise.
+  // Also refreshes the hosts by state: a host changes state with an
+  // announcement or a reset, except a cooldown that ends without changing
+  // the seats.
   host_update announced(int64_t epoch) const {
     if (!base.elastic || !store)
       return host_update::none;
     std::optional<std::string> text;
     try {
       text = store->get(elastic::notice_key(base.job_id));
+      read_host_states();
     } catch (const elastic::store_error& e) {
       // The launcher is gone: the job is ending, which the next collective reports.
       spdlog::warn("troupe: cannot read host updates: {}", e.what());
@@ -221,6 +229,14 @@ struct runtime::impl {
     if (!notice || notice->epoch != epoch)
       return host_update::none;
     return static_cast<host_update>(notice->change);
+  }
+
+  // troupe-run's hosts by state into this rank's metrics; throws
+  // store_error.
+  void read_host_states() const {
+    const auto text = store->get(elastic::host_states_key(base.job_id));
+    if (const auto states = text ? elastic::decode_host_states(*text) : std::nullopt)
+      host_states->set(states->active, states->blacklisted, states->cooling_down);
   }
 
   // Off unless TROUPE_METRICS_PORT is set; this rank serves on
@@ -424,6 +440,7 @@ struct runtime::impl {
       if (started.ok()) {
         newcomers = has_newcomers(*store, base.job_id, seat);
         veteran = true;
+        read_host_states();
         return started;
       }
       if (elastic::epoch(*store, base.job_id) <= seat.epoch)
@@ -623,10 +640,12 @@ void runtime::stop() {
 std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   identity id;
   config cfg;
+  std::string launcher_job;  // troupe-run's job id, before a restart's suffix
   const auto env = process_env();
   try {
-    id = identity_from_env(env);
     cfg = config_from_env(env);
+    id = identity_from_env(env, cfg);
+    launcher_job = id.job_id;
     // Every key in the store (endpoints, Gloo rendezvous) is under job_id.
     // An elastic job's plans are troupe-run's, under the id it gave.
     if (generation > 0 && !id.elastic)
@@ -677,18 +696,20 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   std::unique_ptr<runtime> rt{new runtime(std::move(p))};
   auto& m = *rt->impl_;
   m.launch = std::move(launch);
+  if (id.elastic)
+    m.host_states = std::make_unique<metrics::host_state_metrics>(*m.metrics->registry());
   m.start_timeline_writer();
   if (result = m.serve_metrics(); !result.ok())
     return nullptr;
   try {
     if (id.has_store())
       for (auto* client : {&m.store, &m.rendezvous_store})
-        *client = std::make_shared<elastic::store_client>(
-          id.store_host, id.store_port, secret,
+        *client = elastic::connect_store(
+          id.store, secret,
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
     if (id.has_store())
       m.watch = std::make_unique<launcher_watch>(
-        id.store_host, id.store_port, secret,
+        id.store, launcher_job, secret,
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
   } catch (const std::exception& e) {
     result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};

@@ -92,9 +92,18 @@ elastic_driver::clock::time_point elastic_driver::tick(clock::time_point now) {
                  "a worker is resetting");
   else
     announce_changes(now);
-  if (observe_.hosts)
-    observe_.hosts(hosts_.count(now));
+  share_host_states(now);
   return next_poll_;
+}
+
+void elastic_driver::share_host_states(clock::time_point now) {
+  const auto states = hosts_.count(now);
+  if (shared_hosts_ == states)
+    return;
+  store_.set(host_states_key(s_.job.job_id), encode_host_states(states));
+  shared_hosts_ = states;
+  if (observe_.hosts)
+    observe_.hosts(states);
 }
 
 void elastic_driver::take_discovery() {
@@ -256,6 +265,8 @@ void elastic_driver::announce_changes(clock::time_point now) {
 
 void elastic_driver::publish(membership_plan plan, clock::time_point now) {
   const int64_t next = epoch_ + 1;
+  // Before the plan: the ranks that join it read the states that led to it.
+  share_host_states(now);
   for (auto& m : plan)
     if (m.worker_id == new_seat)
       m.worker_id = next_worker_id_++;

@@ -40,6 +40,8 @@ namespace troupe::elastic::launcher {
 ///   new workers for free slots, and is published; new workers start.
 /// - A change of hosts while an epoch runs settled is announced to the
 ///   workers (J/notice); they reset at their next commit.
+/// - Hosts by state go to the store (J/hosts) whenever a count changes,
+///   for the ranks' metrics.
 /// - The job ends when no member is left: exit 0 when the last
 ///   membership's members all exited 0.
 class elastic_driver {
@@ -105,6 +107,9 @@ private:
   void announce_changes(clock::time_point now);
   void open_barrier(clock::time_point now, const std::string& reason, const std::string& why);
   void publish(membership_plan plan, clock::time_point now);
+  /// Writes the hosts by state to the store (and the observer) when they
+  /// changed since last written.
+  void share_host_states(clock::time_point now);
   void spawn(const plan_member& seat, const rank_slot& slot, int size, clock::time_point now);
   void fail_worker(int64_t id, const std::string& why, int code, clock::time_point now);
   void stop_job(const std::string& why, int code);
@@ -138,6 +143,7 @@ private:
   bool settled_ = false;                               // every member arrived at epoch_
   std::vector<std::pair<int64_t, clock::time_point>> kill_at_;  // leftovers to SIGKILL
   clock::time_point next_poll_{};                               // next read of the store
+  std::optional<host_states> shared_hosts_;                     // last written to J/hosts
 };
 
 } // namespace troupe::elastic::launcher

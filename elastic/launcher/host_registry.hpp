@@ -1,6 +1,7 @@
 #pragma once
 
 #include "elastic/launcher/host_plan.hpp"
+#include "elastic/elastic_plan.hpp"
 
 #include <chrono>
 #include <optional>
@@ -46,11 +47,7 @@ public:
   std::optional<clock::time_point> next_cooldown_end(clock::time_point now) const;
 
   /// Listed hosts by state at `now`.
-  struct counts {
-    int active = 0;
-    int blacklisted = 0;  // for good
-    int cooling_down = 0;
-  };
+  using counts = host_states;
   counts count(clock::time_point now) const;
 
 private:

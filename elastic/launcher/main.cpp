@@ -11,7 +11,9 @@
 #include "elastic/launcher/worker_process.hpp"
 #include "elastic/job_secret.hpp"
 #include "elastic/socket_util.hpp"
-#include "elastic/store.hpp"
+#include "elastic/embedded_store.hpp"
+#include "elastic/launcher_beacon.hpp"
+#include "elastic/store_endpoint.hpp"
 #include "backends/registry.hpp"
 #include "metrics/elastic_metrics.hpp"
 #include "metrics/endpoint.hpp"
@@ -116,7 +118,7 @@ std::chrono::steady_clock::duration seconds(double s) {
     std::chrono::duration<double>(s));
 }
 
-// Where the rendezvous store listens: on --network-interface's address, the
+// Where the embedded store listens: on --network-interface's address, the
 // one workers on other hosts use to reach this machine; else on loopback.
 std::string store_address(const troupe::workers::config& cfg) {
   return cfg.network_interface.empty() ? "127.0.0.1"
@@ -133,17 +135,43 @@ troupe::elastic::store_limits store_limits_for(int ranks) {
   return limits;
 }
 
+// The job's rendezvous store: served here (the default), or an etcd that
+// --rendezvous names, where troupe-run keeps a key alive for the ranks'
+// launcher watch.
+struct rendezvous {
+  troupe::elastic::store_endpoint endpoint;
+  std::unique_ptr<troupe::elastic::store_server> server;
+  std::unique_ptr<troupe::elastic::launcher_beacon> beacon;
+};
+
+constexpr std::chrono::seconds store_connect_timeout{10};
+
+rendezvous open_rendezvous(const troupe::workers::config& cfg, const std::string& secret,
+                           const std::string& job_id, int ranks) {
+  rendezvous r;
+  if (cfg.rendezvous) {
+    r.endpoint = *cfg.rendezvous;
+    r.beacon = std::make_unique<troupe::elastic::launcher_beacon>(
+      troupe::elastic::connect_store(r.endpoint, secret, store_connect_timeout), job_id);
+    return r;
+  }
+  r.endpoint.host = store_address(cfg);
+  r.server = std::make_unique<troupe::elastic::store_server>(r.endpoint.host, 0, secret,
+                                                             store_limits_for(ranks));
+  r.endpoint.port = r.server->port();
+  return r;
+}
+
 // Elastic mode: the driver plans every membership epoch (elastic_driver.hpp).
 int run_elastic(const launcher::launch_options& opts, const troupe::workers::config& cfg,
                 launcher::job_supervisor& supervisor, troupe::metrics::launcher_metrics& counts,
                 launcher::line_forwarder::sink out, launcher::line_forwarder::sink err,
                 std::vector<std::string> parent, const std::string& secret, int secret_fd) {
   const auto& el = opts.elastic;
-  const auto store_host = store_address(cfg);
-  troupe::elastic::store_server store{
-    store_host, 0, secret, store_limits_for(std::max(opts.np, el.max_np.value_or(opts.np)))};
-  troupe::elastic::store_client client{store_host, store.port(), secret,
-                                       std::chrono::seconds(10)};
+  const auto job_id = launcher::random_job_id();
+  const auto store =
+    open_rendezvous(cfg, secret, job_id, std::max(opts.np, el.max_np.value_or(opts.np)));
+  const auto client = troupe::elastic::connect_store(store.endpoint, secret, store_connect_timeout);
   launcher::elastic_driver::settings s;
   s.np = opts.np;
   s.min_np = el.min_np.value_or(opts.np);
@@ -158,9 +186,8 @@ int run_elastic(const launcher::launch_options& opts, const troupe::workers::con
   s.cwd = current_directory();
   s.secret = secret;
   s.command = opts.command;
-  s.job.store_addr = store_host;
-  s.job.store_port = store.port();
-  s.job.job_id = launcher::random_job_id();
+  s.job.store = store.endpoint;
+  s.job.job_id = job_id;
   s.job.knobs = opts.knobs;
   s.job.secret_fd = secret_fd;
   s.own_hostname = own_hostname();
@@ -176,7 +203,7 @@ int run_elastic(const launcher::launch_options& opts, const troupe::workers::con
   if (el.cooldown)
     cooldown = launcher::cooldown_range{el.cooldown->first, el.cooldown->second};
   launcher::elastic_driver driver{std::move(s), std::move(poller), cooldown, supervisor,
-                                  client, err, std::move(out), err};
+                                  *client, err, std::move(out), err};
   troupe::metrics::elastic_metrics elastic_counts{*counts.registry()};
   launcher::elastic_driver::observer seen;
   seen.spawned = [&counts] { counts.workers_started(); };
@@ -269,13 +296,11 @@ int main(int argc, char** argv) {
       counts.workers_started(opts.np);
       return supervisor.run();
     }
-    const auto store_host = store_address(cfg);
-    troupe::elastic::store_server store{store_host, 0, secret, store_limits_for(opts.np)};
     launcher::job_env job;
     job.size = opts.np;
-    job.store_addr = store_host;
-    job.store_port = store.port();
     job.job_id = launcher::random_job_id();
+    const auto store = open_rendezvous(cfg, secret, job.job_id, opts.np);
+    job.store = store.endpoint;
     job.knobs = opts.knobs;
     job.secret_fd = secret_fd.get();
     supervisor.observe_exits([&counts](bool failed) { counts.workers_exited(failed); });

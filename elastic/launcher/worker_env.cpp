@@ -20,8 +20,6 @@ rank_variables(const rank_slot& slot, const job_env& job) {
     {"TROUPE_CROSS_SIZE", str(slot.cross_size)},
     {"TROUPE_HOSTNAME", slot.host},
     {"TROUPE_MACHINE_LOCAL_RANK", str(slot.machine_local_rank)},
-    {"TROUPE_STORE_ADDR", job.store_addr},
-    {"TROUPE_STORE_PORT", str(job.store_port)},
     {"TROUPE_JOB_ID", job.job_id},
     {secret_fd_variable, str(job.secret_fd)},
     {"HOROVOD_RANK", str(slot.rank)},
@@ -40,6 +38,11 @@ rank_variables(const rank_slot& slot, const job_env& job) {
     // arrive late and out of order with respect to stderr.
     {"PYTHONUNBUFFERED", "1"},
   };
+  if (job.store.kind == store_endpoint::backend::etcd)
+    vars.emplace_back("TROUPE_RENDEZVOUS", job.store.describe());
+  else
+    vars.insert(vars.end(), {{"TROUPE_STORE_ADDR", job.store.host},
+                             {"TROUPE_STORE_PORT", str(job.store.port)}});
   vars.insert(vars.end(), job.knobs.begin(), job.knobs.end());
   return vars;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "elastic/launcher/host_plan.hpp"
+#include "elastic/store_endpoint.hpp"
 
 #include <string>
 #include <utility>
@@ -11,8 +12,9 @@ namespace troupe::elastic::launcher {
 /// What every rank of one job shares.
 struct job_env {
   int size = 0;
-  std::string store_addr;
-  int store_port = 0;
+  /// The rendezvous store: troupe-run's (TROUPE_STORE_ADDR / _PORT) or
+  /// etcd (TROUPE_RENDEZVOUS).
+  store_endpoint store;
   std::string job_id;
   /// Inherited descriptor holding the job's secret (TROUPE_SECRET_FD).
   int secret_fd = -1;

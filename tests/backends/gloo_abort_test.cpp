@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backends/gloo/gloo_communicator.hpp"
-#include "elastic/store.hpp"
+#include "elastic/embedded_store.hpp"
 
 namespace troupe::backends {
 namespace {
@@ -31,7 +31,8 @@ protected:
       ctx.rank = rank;
       ctx.size = 2;
       ctx.advertise_host = "127.0.0.1";
-      ctx.store = std::make_shared<elastic::store_client>("127.0.0.1", store_.port(), secret, 5s);
+      ctx.store =
+        std::make_shared<elastic::embedded_store_client>("127.0.0.1", store_.port(), secret, 5s);
       ctx.store_prefix = "abort-test/gloo/";
       ctx.timeout = 30s;
       ranks_.push_back(std::make_unique<gloo_communicator>(ctx));

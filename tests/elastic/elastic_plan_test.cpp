@@ -29,3 +29,13 @@ TEST(elastic_plan, round_trips_arrivals) {
   EXPECT_TRUE(decode_arrival("1 2,z").lost.empty());
   EXPECT_TRUE(decode_arrival("1 2,z").veteran);
 }
+
+TEST(elastic_plan, round_trips_host_states) {
+  EXPECT_EQ(host_states_key("J"), "J/hosts");
+  EXPECT_EQ(encode_host_states({3, 1, 2}), "3 1 2");
+  EXPECT_EQ(decode_host_states("3 1 2"), (host_states{3, 1, 2}));
+  EXPECT_FALSE(decode_host_states("3 1"));
+  EXPECT_FALSE(decode_host_states("3 1 2 4"));
+  EXPECT_FALSE(decode_host_states("3 -1 2"));
+  EXPECT_FALSE(decode_host_states(""));
+}

@@ -192,8 +192,8 @@ def survivors_resume(job, sig):
 
 # Scenarios. Each returns measured times (seconds) by name.
 
-def kill():
-    job = Job(hosts(2, 3, 4), np=3, flags=['--min-np', '2'],
+def kill(flags=()):
+    job = Job(hosts(2, 3, 4), np=3, flags=['--min-np', '2', *flags],
               train=['--dataset-size', '900', '--step-sleep', '0.02'])
     took = survivors_resume(job, signal.SIGKILL)
     rc = job.finish()
@@ -335,11 +335,19 @@ def scrape(port):
     return samples
 
 
+def host_states(samples):
+    """(active, blacklisted, cooling down) of troupe_elastic_hosts."""
+    return tuple(samples.get('troupe_elastic_hosts{state="%s"}' % state)
+                 for state in ('active', 'blacklisted', 'cooling_down'))
+
+
 def metrics():
     """A worker is killed: each survivor's /metrics counts one reset, by the
     reason it saw (peer_lost) and outcome ok, two rendezvous (init and the
-    reset), and shows the epoch it trains in; its timeline holds the reset's
-    span and the new epoch's marker; troupe-run counts a failure reset."""
+    reset), and shows the epoch it trains in and the hosts by state (the
+    killed worker's blacklisted); its timeline holds the reset's span and
+    the new epoch's marker; troupe-run counts a failure reset and the same
+    hosts."""
     base = free_base(4)
     trace = tempfile.mkdtemp(prefix='troupe-elastic-trace-')
     atexit.register(shutil.rmtree, trace, True)
@@ -351,6 +359,8 @@ def metrics():
     before = scrape(base + 1)
     expect(before.get('troupe_resets_total{reason="peer_lost"}') == 0 and
            before.get('troupe_membership_epoch') == 0, 'no reset before the kill')
+    expect(host_states(before) == (3, 0, 0),
+           'worker 0: 3 active hosts before the kill, got %s' % (host_states(before),))
     os.kill(victim['pid'], signal.SIGKILL)
     t0 = time.time()
     again = {w: first_step_after(job, t0, lambda e, w=w: e['worker'] == w and e['size'] == 2,
@@ -372,7 +382,12 @@ def metrics():
                'worker %d: epoch gauge %s, trains in epoch %d' % (
                    w, now.get('troupe_membership_epoch'), step['membership']))
         expect(now.get('troupe_world_size') == 2, 'worker %d: world size 2' % w)
+        expect(host_states(now) == (2, 1, 0),
+               'worker %d: hosts active 2, blacklisted 1, cooling down 0 after the kill, got %s'
+               % (w, host_states(now)))
     launcher = scrape(base)
+    expect(host_states(launcher) == (2, 1, 0),
+           'troupe-run: hosts 2 / 1 / 0, got %s' % (host_states(launcher),))
     expect(launcher.get('troupe_elastic_resets_total{reason="failure"}') == 1,
            'troupe-run counts one failure reset')
     rc = job.finish()
@@ -492,6 +507,109 @@ def partition(heartbeat=2):
     check_checksums(job)
     check_ranks(job)
     return {'partition_to_training': late}
+
+
+ETCD = '/usr/bin/etcd'
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+class Etcd:
+    """One etcd member on loopback (free ports, a temporary data directory),
+    killed and removed on exit. `rendezvous` is troupe-run's --rendezvous
+    for it; keys go under troupe-test/."""
+
+    def __enter__(self):
+        if not os.access(ETCD, os.X_OK):
+            raise Skip('no %s (apt-get install etcd-server)' % ETCD)
+        self.dir = tempfile.mkdtemp(prefix='troupe-etcd-')
+        client = 'http://127.0.0.1:%d' % free_port()
+        peer = 'http://127.0.0.1:%d' % free_port()
+        self.url = client
+        self.rendezvous = 'etcd' + client[len('http'):] + '/troupe-test/'
+        with open(os.path.join(self.dir, 'log'), 'w') as log:
+            self.proc = subprocess.Popen(
+                [ETCD, '--name', 't', '--data-dir', os.path.join(self.dir, 'data'),
+                 '--listen-client-urls', client, '--advertise-client-urls', client,
+                 '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
+                 '--initial-cluster', 't=' + peer], stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        while True:
+            try:
+                self.keys()
+                return self
+            except OSError:
+                if time.time() > deadline or self.proc.poll() is not None:
+                    self.__exit__()
+                    raise RuntimeError('etcd did not come up; its log: %s' % self.dir)
+                time.sleep(0.1)
+
+    def keys(self):
+        """Every key in etcd, sorted."""
+        import base64
+        body = json.dumps({'key': base64.b64encode(b'\0').decode(),
+                           'range_end': base64.b64encode(b'\0').decode(),
+                           'keys_only': True}).encode()
+        request = urllib.request.Request(self.url + '/v3/kv/range', data=body,
+                                         headers={'Content-Type': 'application/json'})
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            kvs = json.load(reply).get('kvs', [])
+        return sorted(base64.b64decode(kv['key']).decode(errors='replace') for kv in kvs)
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, True)
+
+
+def job_prefixes(keys):
+    """The job ids under troupe-test/ in etcd's keys."""
+    return {k.split('/')[1] for k in keys if k.startswith('troupe-test/')}
+
+
+def etcd_static():
+    """A static job of 3 ranks whose rendezvous is an etcd: every rank
+    reduces with the others, the job's keys are in etcd, and troupe-run's
+    launcher key is gone after the job."""
+    script = ('import torch, troupe.torch as hvd; hvd.init(); '
+              's = hvd.allreduce(torch.tensor([hvd.rank() + 1.0]), op=hvd.Sum); '
+              'print("rank %d of %d: sum %d" % (hvd.rank(), hvd.size(), s.item()))')
+    with Etcd() as etcd:
+        done = subprocess.run([sys.argv[1], '-np', '3', '--rendezvous', etcd.rendezvous,
+                               '--timeout', '60', '/usr/bin/python3', '-c', script],
+                              capture_output=True, text=True, timeout=90)
+        keys = etcd.keys()
+    expect(done.returncode == 0, 'exit status %d: %s' % (done.returncode, done.stderr[-2000:]))
+    for r in range(3):
+        line = '[%d]<stdout>:rank %d of 3: sum 6' % (r, r)
+        expect(line in done.stdout.splitlines(), 'output has %r: %s' % (line, done.stdout))
+    jobs = job_prefixes(keys)
+    expect(len(jobs) == 1, 'one job\'s keys in etcd: %s' % keys[:20])
+    for job in jobs:
+        expect(all('troupe-test/%s/endpoint/%d' % (job, r) in keys for r in range(3)),
+               'every rank\'s endpoint in etcd: %s' % keys[:20])
+        expect('troupe-test/%s/launcher' % job not in keys,
+               'the launcher key removed after the job: %s' % keys[:20])
+    return {}
+
+
+def etcd_elastic():
+    """The kill scenario with the rendezvous in etcd: the survivors train
+    again at size 2, and the plans of both epochs are in etcd."""
+    with Etcd() as etcd:
+        took = kill(['--rendezvous', etcd.rendezvous])
+        keys = etcd.keys()
+    jobs = job_prefixes(keys)
+    expect(len(jobs) == 1, 'one job\'s keys in etcd: %s' % keys[:20])
+    for job in jobs:
+        for key in ('plan/0', 'plan/1', 'epoch', 'hosts'):
+            expect('troupe-test/%s/%s' % (job, key) in keys,
+                   'etcd holds %s: %s' % (key, keys[:30]))
+    return {'etcd_kill_to_training': took['kill_to_training']}
 
 
 FAKE_SSH = """#!/usr/bin/python3
@@ -702,6 +820,8 @@ SCENARIOS = {
     'ssh_static': ssh_static,
     'ssh_elastic': ssh_elastic,
     'cycles': cycles,
+    'etcd_static': etcd_static,
+    'etcd_elastic': etcd_elastic,
 }
 
 

@@ -1,4 +1,4 @@
-#include "elastic/store.hpp"
+#include "elastic/embedded_store.hpp"
 #include "elastic/store_exchange.hpp"
 
 #include <gtest/gtest.h>
@@ -16,8 +16,8 @@ const std::string secret = "store-exchange-test-secret-0123";
 struct fixture {
   store_server server{"127.0.0.1", 0, secret};
 
-  std::unique_ptr<store_client> client() {
-    return std::make_unique<store_client>("127.0.0.1", server.port(), secret, 5s);
+  std::unique_ptr<embedded_store_client> client() {
+    return std::make_unique<embedded_store_client>("127.0.0.1", server.port(), secret, 5s);
   }
 };
 

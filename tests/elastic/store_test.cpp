@@ -1,7 +1,7 @@
 #include "elastic/job_secret.hpp"
 #include "elastic/membership_epoch.hpp"
 #include "elastic/socket_util.hpp"
-#include "elastic/store.hpp"
+#include "elastic/embedded_store.hpp"
 #include "elastic/store_protocol.hpp"
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <functional>
 #include <fstream>
 #include <future>
+#include <thread>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -31,7 +32,7 @@ struct test_server : store_server {
 };
 
 std::unique_ptr<store_client> connect(const store_server& server) {
-  return std::make_unique<store_client>("127.0.0.1", server.port(), test_secret, 5s);
+  return std::make_unique<embedded_store_client>("127.0.0.1", server.port(), test_secret, 5s);
 }
 
 // A port nothing listens on: bound once by us, then released.
@@ -402,7 +403,7 @@ TEST(store, connect_to_dead_port_fails_within_deadline) {
   auto port = dead_port();
   auto start = clock_type::now();
   try {
-    store_client client{"127.0.0.1", port, test_secret, 300ms};
+    embedded_store_client client{"127.0.0.1", port, test_secret, 300ms};
     FAIL() << "connected to a port nobody listens on";
   } catch (const store_error& e) {
     std::string what = e.what();
@@ -422,7 +423,7 @@ TEST(store, connect_retries_until_server_appears) {
     std::this_thread::sleep_for(200ms);
     server = std::make_unique<store_server>("127.0.0.1", port, test_secret);
   });
-  store_client client{"127.0.0.1", port, test_secret, 5s};
+  embedded_store_client client{"127.0.0.1", port, test_secret, 5s};
   later.join();
   client.set("k", "v");
   EXPECT_EQ(client.get("k"), "v");
@@ -751,7 +752,7 @@ TEST(store_security, a_client_without_the_secret_is_rejected) {
   test_server server;
   connect(server)->set("endpoint/0", "10.0.0.1:1");
   try {
-    store_client outsider{"127.0.0.1", server.port(), "not-the-job-secret-at-all", 5s};
+    embedded_store_client outsider{"127.0.0.1", server.port(), "not-the-job-secret-at-all", 5s};
     FAIL() << "a client with another secret was served";
   } catch (const store_error& e) {
     EXPECT_NE(std::string(e.what()).find("secret"), std::string::npos) << e.what();

@@ -25,8 +25,8 @@ TEST(worker_env, exports_identity_under_all_names) {
   auto ranks = plan_ranks(parse_host_list("a:2,b:2"), 4);
   job_env job;
   job.size = 4;
-  job.store_addr = "127.0.0.1";
-  job.store_port = 4242;
+  job.store.host = "127.0.0.1";
+  job.store.port = 4242;
   job.job_id = "00ff";
   job.secret_fd = 7;
   job.knobs = {{"TROUPE_LOG_LEVEL", "debug"}};
@@ -57,6 +57,17 @@ TEST(worker_env, exports_identity_under_all_names) {
   EXPECT_EQ(env["TROUPE_SECRET_FD"], "7");
   EXPECT_EQ(env["TROUPE_LOG_LEVEL"], "debug");
   EXPECT_EQ(env["PYTHONUNBUFFERED"], "1");
+  EXPECT_EQ(env.count("TROUPE_RENDEZVOUS"), 0u);
+}
+
+TEST(worker_env, names_an_etcd_rendezvous_instead_of_the_store_address) {
+  auto ranks = plan_ranks(parse_host_list("a:1"), 1);
+  job_env job;
+  job.size = 1;
+  job.store = troupe::elastic::parse_rendezvous("etcd://[::1]:2379/jobs/");
+  auto env = as_map(merge_environment({}, rank_variables(ranks[0], job)));
+  EXPECT_EQ(env["TROUPE_RENDEZVOUS"], "etcd://[::1]:2379/jobs/");
+  EXPECT_EQ(env.count("TROUPE_STORE_ADDR") + env.count("TROUPE_STORE_PORT"), 0u);
 }
 
 TEST(worker_env, job_ids_are_random_hex) {

@@ -120,7 +120,7 @@ TEST(config, security_knobs) {
 }
 
 TEST(identity, single_rank_without_launcher) {
-  auto id = identity_from_env(fake_env({}));
+  auto id = identity_from_env(fake_env({}), {});
   EXPECT_EQ(id.rank, 0);
   EXPECT_EQ(id.size, 1);
   EXPECT_FALSE(id.has_store());
@@ -135,12 +135,13 @@ TEST(identity, launcher_environment) {
                                         {"TROUPE_CROSS_SIZE", "2"},
                                         {"TROUPE_STORE_ADDR", "127.0.0.1"},
                                         {"TROUPE_STORE_PORT", "4242"},
-                                        {"TROUPE_JOB_ID", "abc"}}));
+                                        {"TROUPE_JOB_ID", "abc"}}), {});
   EXPECT_EQ(id.rank, 2);
   EXPECT_EQ(id.size, 4);
   EXPECT_EQ(id.local_size, 2);
   EXPECT_EQ(id.cross_rank, 1);
-  EXPECT_EQ(id.store_port, 4242);
+  EXPECT_EQ(id.store.port, 4242);
+  EXPECT_EQ(id.store.host, "127.0.0.1");
   EXPECT_EQ(id.job_id, "abc");
 }
 
@@ -148,17 +149,17 @@ TEST(identity, horovod_names_are_accepted) {
   auto id = identity_from_env(fake_env({{"HOROVOD_RANK", "1"},
                                         {"HOROVOD_SIZE", "2"},
                                         {"TROUPE_STORE_ADDR", "h"},
-                                        {"TROUPE_STORE_PORT", "1"}}));
+                                        {"TROUPE_STORE_PORT", "1"}}), {});
   EXPECT_EQ(id.rank, 1);
   EXPECT_EQ(id.size, 2);
 }
 
 TEST(identity, inconsistent_values_are_rejected) {
-  EXPECT_THROW(identity_from_env(fake_env({{"TROUPE_RANK", "3"}, {"TROUPE_SIZE", "2"}})),
+  EXPECT_THROW(identity_from_env(fake_env({{"TROUPE_RANK", "3"}, {"TROUPE_SIZE", "2"}}), {}),
                config_error);
-  EXPECT_THROW(identity_from_env(fake_env({{"TROUPE_SIZE", "x"}})), config_error);
+  EXPECT_THROW(identity_from_env(fake_env({{"TROUPE_SIZE", "x"}}), {}), config_error);
   // Several ranks but nowhere to rendezvous.
-  EXPECT_THROW(identity_from_env(fake_env({{"TROUPE_RANK", "0"}, {"TROUPE_SIZE", "2"}})),
+  EXPECT_THROW(identity_from_env(fake_env({{"TROUPE_RANK", "0"}, {"TROUPE_SIZE", "2"}}), {}),
                config_error);
 }
 

@@ -1,4 +1,4 @@
-#include "elastic/store.hpp"
+#include "elastic/embedded_store.hpp"
 
 #include "elastic/job_secret.hpp"
 #include "elastic/socket_util.hpp"
@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <thread>
 #include <unistd.h>
 
 namespace troupe::elastic {
@@ -76,8 +77,9 @@ bool presence_reply(proto::status st, proto::frame_reader&) {
 
 } // namespace
 
-store_client::store_client(std::string host, uint16_t port, const std::string& secret,
-                           milliseconds connect_timeout)
+embedded_store_client::embedded_store_client(std::string host, uint16_t port,
+                                             const std::string& secret,
+                                             milliseconds connect_timeout)
   : host_(std::move(host)), port_(port), key_(derive_key(secret, "store")) {
   // The server may start after its clients (a worker can outrun the
   // launcher's store thread), so refused connections are retried.
@@ -102,21 +104,21 @@ store_client::store_client(std::string host, uint16_t port, const std::string& s
                     + std::to_string(connect_timeout.count()) + " ms: " + why);
 }
 
-store_client::~store_client() {
+embedded_store_client::~embedded_store_client() {
   if (fd_ >= 0)
     ::close(fd_);
 }
 
-std::string store_client::where() const {
+std::string embedded_store_client::where() const {
   return host_ + ":" + std::to_string(port_);
 }
 
-store_error store_client::failure(const std::string& what,
+store_error embedded_store_client::failure(const std::string& what,
                                   const std::string& why) const {
   return store_error("store " + where() + ": " + what + ": " + why);
 }
 
-std::string store_client::request(const std::string& frame,
+std::string embedded_store_client::request(const std::string& frame,
                                   milliseconds deadline,
                                   const std::string& what) {
   std::lock_guard<std::mutex> guard{mtx_};
@@ -154,7 +156,7 @@ std::string store_client::request(const std::string& frame,
 }
 
 template <class Read, class Encode, class... Fields>
-auto store_client::call(const std::string& what, milliseconds deadline,
+auto embedded_store_client::call(const std::string& what, milliseconds deadline,
                         Read read, Encode encode, const Fields&... fields) {
   std::string body;
   try {
@@ -179,7 +181,7 @@ auto store_client::call(const std::string& what, milliseconds deadline,
   throw failure(what, why);
 }
 
-void store_client::authenticate(milliseconds deadline) {
+void embedded_store_client::authenticate(milliseconds deadline) {
   auto until = clock::now() + deadline;
   std::string header;
   auto r = net::recv_exact(fd_, proto::header_size, header, until);
@@ -202,19 +204,20 @@ void store_client::authenticate(milliseconds deadline) {
   call("authenticate", deadline, ok_reply, proto::encode_hello);
 }
 
-void store_client::set(const std::string& key, const std::string& value) {
+void embedded_store_client::set(const std::string& key, const std::string& value) {
   call("set '" + key + "'", call_deadline, ok_reply, proto::encode_set, key,
        value);
 }
 
-void store_client::set_many(const std::vector<std::pair<std::string, std::string>>& entries) {
+void embedded_store_client::set_many(
+  const std::vector<std::pair<std::string, std::string>>& entries) {
   if (entries.empty())
     return;
   call("set of " + std::to_string(entries.size()) + " keys from '" + entries.front().first + "'",
        call_deadline, ok_reply, proto::encode_set_many, entries);
 }
 
-std::optional<std::string> store_client::get(const std::string& key) {
+std::optional<std::string> embedded_store_client::get(const std::string& key) {
   return call(
     "get '" + key + "'", call_deadline,
     [](proto::status st,
@@ -226,7 +229,7 @@ std::optional<std::string> store_client::get(const std::string& key) {
     proto::encode_get, key);
 }
 
-int64_t store_client::add(const std::string& key, int64_t delta) {
+int64_t embedded_store_client::add(const std::string& key, int64_t delta) {
   return call(
     "add '" + key + "'", call_deadline,
     [](proto::status st, proto::frame_reader& in) {
@@ -236,13 +239,13 @@ int64_t store_client::add(const std::string& key, int64_t delta) {
     proto::encode_add, key, delta);
 }
 
-bool store_client::remove(const std::string& key) {
+bool embedded_store_client::remove(const std::string& key) {
   return call("remove '" + key + "'", call_deadline, presence_reply,
               proto::encode_remove, key);
 }
 
 compare_set_result
-store_client::compare_set(const std::string& key,
+embedded_store_client::compare_set(const std::string& key,
                           const std::optional<std::string>& expected,
                           const std::string& desired) {
   return call(
@@ -257,7 +260,7 @@ store_client::compare_set(const std::string& key,
     proto::encode_compare_set, key, expected, desired);
 }
 
-std::vector<std::string> store_client::list(const std::string& prefix) {
+std::vector<std::string> embedded_store_client::list(const std::string& prefix) {
   return call(
     "list '" + prefix + "'", call_deadline,
     [](proto::status st, proto::frame_reader& in) {
@@ -272,7 +275,7 @@ std::vector<std::string> store_client::list(const std::string& prefix) {
 }
 
 std::map<std::string, std::string>
-store_client::list_values(const std::string& prefix) {
+embedded_store_client::list_values(const std::string& prefix) {
   return call(
     "list '" + prefix + "'", call_deadline,
     [](proto::status st, proto::frame_reader& in) {
@@ -287,18 +290,18 @@ store_client::list_values(const std::string& prefix) {
     proto::encode_list, prefix, true);
 }
 
-void store_client::set_with_lease(const std::string& key,
+void embedded_store_client::set_with_lease(const std::string& key,
                                   const std::string& value, milliseconds ttl) {
   call("set_with_lease '" + key + "'", call_deadline, ok_reply,
        proto::encode_set_with_lease, key, value, ttl.count());
 }
 
-bool store_client::renew(const std::string& key, milliseconds ttl) {
+bool embedded_store_client::renew(const std::string& key, milliseconds ttl) {
   return call("renew '" + key + "'", call_deadline, presence_reply,
               proto::encode_renew, key, ttl.count());
 }
 
-bool store_client::wait(const std::vector<std::string>& keys,
+bool embedded_store_client::wait(const std::vector<std::string>& keys,
                         milliseconds timeout) {
   timeout = std::clamp(timeout, milliseconds{0},
                        milliseconds{proto::max_timeout_ms});
@@ -310,17 +313,6 @@ bool store_client::wait(const std::vector<std::string>& keys,
       return st == proto::status::ok;
     },
     proto::encode_wait, keys, timeout.count());
-}
-
-std::string store_client::wait_get(const std::string& key,
-                                   milliseconds timeout) {
-  if (!wait({key}, timeout))
-    throw store_error("store " + where() + ": key '" + key
-                      + "' did not appear within "
-                      + std::to_string(timeout.count()) + " ms");
-  if (auto value = get(key))
-    return std::move(*value);
-  throw failure("get '" + key + "'", "key vanished after wait");
 }
 
 } // namespace troupe::elastic
