@@ -4,7 +4,8 @@
 //   troupe-run --mpi -np 2 autotune_bench [--steps N] [--rounds R] [--log-dir DIR]
 // Per workload: init() with TROUPE_AUTOTUNE=1, steps until the tuner's CSV
 // (rank 0 is the coordinator) holds its final row, then R rounds of N timed
-// steps with the frozen setting, shutdown(). Then init() without
+// steps with the frozen setting and N of raw MPI (the load at that time),
+// shutdown(). Then init() without
 // autotuning and R rounds in which every workload times N steps of the
 // tuner's frozen setting, of each hand-picked setting (troupe::tune) and of
 // raw MPI_Allreduce, one after the other: on 2 shared cores the machine's
@@ -157,12 +158,16 @@ struct tuned_workload {
   workload w;
   setting frozen;
   measurement autotuned;
+  // Raw MPI in the same rounds: the machine's load then, for comparison
+  // with the interleaved rounds later.
+  measurement raw;
   int steps_to_converge = 0;
   double seconds_to_converge = 0;
 };
 
 // Runs `w` under autotuning until the tuner froze its setting, then times
-// `rounds` x `steps` steps of it in the same process set.
+// `rounds` x `steps` steps of it in the same process set, each round
+// followed by as many of raw MPI.
 tuned_workload autotune(const workload& w, const std::string& log_dir, size_t rows, int steps,
                         int rounds) {
   const std::string csv = log_dir + "/autotune-" + w.name + ".csv";
@@ -171,7 +176,8 @@ tuned_workload autotune(const workload& w, const std::string& log_dir, size_t ro
   init_or_throw();
   auto troupe_side = make_troupe_contender("mpi");
   buffers b{w};
-  tuned_workload out{w, {}, {w.name, "autotuned (own init)", {}}};
+  tuned_workload out{w, {}, {w.name, "autotuned (own init)", {}},
+                     {w.name, "raw MPI one by one (autotuned's init)", {}}};
   const auto start = clock_type::now();
   const int limit = 20000;
   while (out.steps_to_converge < limit) {
@@ -185,8 +191,12 @@ tuned_workload autotune(const workload& w, const std::string& log_dir, size_t ro
                              " steps of " + w.name);
   out.seconds_to_converge = std::chrono::duration<double>(clock_type::now() - start).count();
   out.frozen = frozen_setting(csv);
-  for (int r = 0; r < rounds; ++r)
+  auto raw = make_raw_peer(troupe::rank(), troupe::size());
+  for (int r = 0; r < rounds; ++r) {
     out.autotuned.rounds.push_back(timed_steps(*troupe_side, b, steps));
+    out.raw.rounds.push_back(timed_steps(*raw, b, steps));
+  }
+  raw.reset();
   troupe_side.reset();
   troupe::shutdown();
   return out;
@@ -237,6 +247,7 @@ int run(int steps, int rounds, const std::string& log_dir) {
   std::vector<measurement> table;
   for (const auto& t : tuned) {
     table.push_back(t.autotuned);
+    table.push_back(t.raw);
     table.push_back({t.w.name, "tuner's setting (" + t.frozen.describe() + ")", {}});
     for (const auto& s : sweep)
       table.push_back({t.w.name, s.describe(), {}});
@@ -246,7 +257,7 @@ int run(int steps, int rounds, const std::string& log_dir) {
     auto row = table.begin();
     for (const auto& t : tuned) {
       buffers b{t.w};
-      ++row;  // autotuned, measured above
+      row += 2;  // autotuned and its raw MPI, measured above
       std::vector<setting> settings{t.frozen};
       settings.insert(settings.end(), std::begin(sweep), std::end(sweep));
       for (const auto& s : settings) {
