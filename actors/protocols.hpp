@@ -29,8 +29,9 @@ using member_actor = caf::typed_actor<caf::reacts_to<response_atom, int64_t, uin
 
 /// The autotuner of a process set (coordinator/tuner_actor.hpp), next to its
 /// coordinator: told each response list executed on that rank, (executed,
-/// settings generation, stats).
-using tuner_actor = caf::typed_actor<caf::reacts_to<executed_atom, uint64_t, list_stats>>;
+/// settings generation, whether the list began a training step, stats).
+using tuner_actor =
+  caf::typed_actor<caf::reacts_to<executed_atom, uint64_t, bool, list_stats>>;
 
 /// The coordinator of a process set (coordinator/coordinator_actor.hpp).
 /// Every member introduces itself once, (hello, set rank, member), before

@@ -7,6 +7,7 @@
 #include <google/protobuf/arena.h>
 #include <spdlog/spdlog.h>
 
+#include "autotune/step_detector.hpp"
 #include "coordinator/fusion.hpp"
 #include "coordinator/message_table.hpp"
 #include "coordinator/response_cache.hpp"
@@ -44,9 +45,12 @@ struct coordinator_state {
   // What the lists executed here moved since the settings last changed.
   list_stats sample;
   // Settings changes applied so far, and the tuner told of every executed
-  // list (null without autotuning, or once it finished).
+  // list (null without autotuning, or once it finished), with where steps
+  // begin (the list in flight: whether it began one).
   uint64_t generation = 0;
   tuner_actor tuner;
+  autotune::step_detector steps;
+  bool in_flight_begins_step = false;
   std::shared_ptr<metrics::set_metrics> metrics;
   static constexpr const char* name = "troupe.coordinator";
 };
@@ -147,6 +151,12 @@ void try_emit(coordinator_self self) {
     *list.add_responses() = std::move(resp);
   if (st.cache->enabled())
     update_cache(st, list, sent, seq);
+  if (st.tuner) {
+    for (const auto& resp : list.responses())
+      for (const auto& name : resp.tensor_names())
+        st.steps.add_name(name);
+    st.in_flight_begins_step = st.steps.end_list();
+  }
   if (st.cache->take_first_eviction())
     spdlog::warn("A response has been evicted from cache which may indicate reduced "
                  "performance. Better performance may be obtained by disabling caching "
@@ -298,7 +308,8 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
       --st.in_flight;
       st.sample += done;
       if (st.tuner)
-        self->send(st.tuner, executed_atom::value, st.generation, done);
+        self->send(st.tuner, executed_atom::value, st.generation, st.in_flight_begins_step,
+                   done);
       try_emit(self);
     },
     [=](tune_atom, const std::string& bytes) {

@@ -51,8 +51,10 @@ struct coordinator_options {
 ///
 /// With `autotune`, the coordinator spawns the set's tuner (see
 /// tuner_actor.hpp), tells it every list executed on this rank with the
-/// number of settings changes applied so far, and applies the changes it
-/// sends like any member's.
+/// number of settings changes applied so far and whether the list began a
+/// training step (autotune::step_detector, on the names of the tensors it
+/// emitted; only while the tuner runs), and applies the changes it sends
+/// like any member's.
 ///
 /// The stall inspector runs here: tensors some members never submit are
 /// reported (warning naming them and the missing ranks) and, past the

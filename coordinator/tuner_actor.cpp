@@ -1,13 +1,13 @@
 #include "coordinator/tuner_actor.hpp"
 
 #include <chrono>
-#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/timeline.hpp"
 #include "autotune/autotune_log.hpp"
+#include "autotune/step_sampler.hpp"
 #include "metrics/autotune_metrics.hpp"
 
 namespace troupe::coordinator {
@@ -23,14 +23,7 @@ struct tuner_state {
   std::unique_ptr<autotune::parameter_search> search;
   std::unique_ptr<autotune::autotune_log> log;
   autotune::settings applied;  // in force (as far as this tuner changed it)
-  // Settings generation of the lists being sampled; none before the first.
-  std::optional<uint64_t> generation;
-  // A setting was sent and lists of the generation it was sent in still
-  // arrive: they are not counted.
-  std::optional<uint64_t> sent_in;
-  size_t lists = 0;
-  uint64_t bytes = 0;
-  clock::time_point start;
+  std::unique_ptr<autotune::step_sampler> sampler;
   double optimizer_seconds = 0;  // spent in the search: the tuner's own cost
   static constexpr const char* name = "troupe.tuner";
 };
@@ -57,7 +50,7 @@ void apply(tuner_self self) {
     t.set_cache_capacity(s.cache_enabled ? st.options.cache_capacity : 0);
   st.applied = s;
   self->send(st.coordinator, tune_atom::value, t.SerializeAsString());
-  st.sent_in = st.generation;
+  st.sampler->change_sent();
 }
 
 void finish_sample(tuner_self self, double score) {
@@ -99,30 +92,11 @@ void finish_sample(tuner_self self, double score) {
   }
 }
 
-void on_executed(tuner_self self, uint64_t generation, const list_stats& stats) {
-  auto& st = self->state;
-  const auto now = clock::now();
-  if (st.sent_in && generation == *st.sent_in)
-    return;  // executed before the sent setting took effect
-  if (generation != st.generation) {
-    // New settings from this list on: it is the transition, the sample
-    // starts after it.
-    st.generation = generation;
-    st.sent_in.reset();
-    st.lists = 0;
-    st.bytes = 0;
-    st.start = now;
-    return;
-  }
-  st.bytes += stats.bytes;
-  if (++st.lists < static_cast<size_t>(st.options.steps_per_sample))
-    return;
-  const double seconds = std::chrono::duration<double>(now - st.start).count();
-  const double score = seconds > 0 ? static_cast<double>(st.bytes) / seconds : 0.0;
-  st.lists = 0;
-  st.bytes = 0;
-  st.start = now;
-  finish_sample(self, score);
+void on_executed(tuner_self self, uint64_t generation, bool begins_step,
+                 const list_stats& stats) {
+  if (auto score =
+        self->state.sampler->add({clock::now(), generation, stats.bytes, begins_step}))
+    finish_sample(self, *score);
 }
 
 tuner_actor::behavior_type tune(tuner_self self, coordinator_actor coordinator,
@@ -131,6 +105,7 @@ tuner_actor::behavior_type tune(tuner_self self, coordinator_actor coordinator,
   st.coordinator = std::move(coordinator);
   st.options = std::move(options);
   st.search = std::make_unique<autotune::parameter_search>(st.options.search);
+  st.sampler = std::make_unique<autotune::step_sampler>(st.options.steps_per_sample);
   st.applied = st.options.search.initial;
   self->monitor(st.coordinator);
   self->set_down_handler([=](caf::down_msg&) { self->quit(); });
@@ -146,8 +121,8 @@ tuner_actor::behavior_type tune(tuner_self self, coordinator_actor coordinator,
     }
   }
   return {
-    [=](executed_atom, uint64_t generation, const list_stats& stats) {
-      on_executed(self, generation, stats);
+    [=](executed_atom, uint64_t generation, bool begins_step, const list_stats& stats) {
+      on_executed(self, generation, begins_step, stats);
     },
   };
 }

@@ -20,7 +20,7 @@ struct tuner_options {
   uint32_t set_id = 0;
   /// What is searched (initial settings, fixed ones, counts, noise, seed).
   autotune::search_options search;
-  /// Response lists executed per sample.
+  /// Training steps per sample (autotune::step_sampler).
   int steps_per_sample = 10;
   /// Cache entries when the cache is on (the configured capacity, or
   /// Horovod's 1024 when it was configured off).
@@ -35,13 +35,13 @@ struct tuner_options {
 /// Gaussian-process fits take milliseconds of CPU that the scheduler's few
 /// threads must not lose; the log is file I/O). The coordinator reports
 /// every response list executed on its rank, (executed, settings
-/// generation, stats); the tuner measures samples of `steps_per_sample`
-/// lists as bytes per wall-clock second, drives an autotune::parameter_search
-/// and sends each new setting to the coordinator as (tune, Tuning bytes),
-/// which applies it at its next response list on every member. A list of a
-/// new generation (any settings change) starts a new sample and is itself
-/// not counted. Once the search is done it sends the best setting and
-/// stops; it also stops when the coordinator does.
+/// generation, begins a step, stats); the tuner scores samples of
+/// `steps_per_sample` whole training steps as bytes per wall-clock second
+/// (autotune::step_sampler), drives an autotune::parameter_search and sends
+/// each new setting to the coordinator as (tune, Tuning bytes), which
+/// applies it at its next response list on every member. Samples never
+/// span a settings change. Once the search is done it sends the best
+/// setting and stops; it also stops when the coordinator does.
 actors::tuner_actor spawn_tuner(caf::actor_system& sys, actors::coordinator_actor coordinator,
                                 tuner_options options);
 

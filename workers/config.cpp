@@ -197,7 +197,7 @@ const std::vector<knob>& knobs() {
      },
      [](const config& c) { return std::to_string(c.autotune_warmup_samples); }},
     {"TROUPE_AUTOTUNE_STEPS_PER_SAMPLE", "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE",
-     "autotune-steps-per-sample", "response lists per autotune sample",
+     "autotune-steps-per-sample", "training steps per autotune sample",
      [](config& c, const std::string& s) {
        c.autotune_steps_per_sample = parse_count("TROUPE_AUTOTUNE_STEPS_PER_SAMPLE", s);
      },
