@@ -37,8 +37,14 @@ shm_segment shm_segment::create(const std::string& name, size_t bytes) {
   if (fd < 0)
     throw failure("shm_open(O_CREAT | O_EXCL) failed", name);
   // From here the name is ours: a failure removes it again.
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    const auto error = failure("ftruncate to " + std::to_string(bytes) + " bytes failed", name);
+  // Allocated now, not at first touch: a /dev/shm too small for it (a
+  // container's 64 MiB) fails here with a message instead of a SIGBUS later.
+  if (const int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+    errno = rc;
+    const auto error = failure("allocating " + std::to_string(bytes) +
+                                 " bytes failed (a full /dev/shm? TROUPE_SHM=0 turns the "
+                                 "shared-memory path off)",
+                               name);
     ::close(fd);
     ::shm_unlink(name.c_str());
     throw error;
