@@ -60,13 +60,14 @@ std::string fresh_segment_name() {
 
 } // namespace
 
-shm_communicator::shm_communicator(backend_context ctx) : ctx_(ctx), gloo_(std::move(ctx)) {
+shm_communicator::shm_communicator(backend_context ctx)
+    : gloo_communicator(ctx), ctx_(std::move(ctx)) {
 }
 
 shm_communicator::~shm_communicator() = default;
 
 void shm_communicator::connect() {
-  gloo_.connect();
+  gloo_communicator::connect();
   auto& store = *ctx_.store;
   const auto hosts_prefix = ctx_.store_prefix + "shm/host/";
   store.set(hosts_prefix + std::to_string(ctx_.rank), ctx_.host);
@@ -123,12 +124,12 @@ void shm_communicator::abort() {
     if (cross_)
       cross_->abort();
   }
-  gloo_.abort();
+  gloo_communicator::abort();
 }
 
 void shm_communicator::allreduce(const allreduce_options& opts) {
   if (!group_) {
-    gloo_.allreduce(opts);
+    gloo_communicator::allreduce(opts);
     return;
   }
   if (opts.count == 0)
@@ -143,27 +144,6 @@ void shm_communicator::allreduce(const allreduce_options& opts) {
     };
   group_->allreduce(opts.data, opts.count, element_size(opts.dtype),
                     reduction_of(opts.dtype, opts.op), cross);
-}
-
-void shm_communicator::allgather(const allgather_options& opts) {
-  gloo_.allgather(opts);
-}
-
-void shm_communicator::broadcast(const broadcast_options& opts) {
-  gloo_.broadcast(opts);
-}
-
-void shm_communicator::alltoall(const alltoall_options& opts) {
-  gloo_.alltoall(opts);
-}
-
-void shm_communicator::barrier() {
-  gloo_.barrier();
-}
-
-void shm_communicator::sendrecv(const void* send, size_t send_bytes, void* recv,
-                                size_t recv_bytes, int peer) {
-  gloo_.sendrecv(send, send_bytes, recv, recv_bytes, peer);
 }
 
 } // namespace troupe::backends

@@ -1,10 +1,8 @@
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 
-#include "backends/communicator.hpp"
 #include "backends/gloo/gloo_communicator.hpp"
 
 namespace troupe::backends {
@@ -18,37 +16,22 @@ class shm_group;
 /// out by every rank. Used when every host of the set has the same number
 /// (two or more) of its ranks; otherwise, and for every other collective,
 /// the set's full Gloo context runs it as gloo_communicator does.
-class shm_communicator : public communicator {
+class shm_communicator : public gloo_communicator {
 public:
   explicit shm_communicator(backend_context ctx);
   ~shm_communicator() override;
 
-  const char* name() const override {
-    return "gloo";
-  }
   /// Gloo's full mesh, then the hosts of the members through the store,
   /// the segment (created by the host's first rank, named in the store),
   /// and the cross-host contexts.
   void connect() override;
   void allreduce(const allreduce_options& opts) override;
-  void allgather(const allgather_options& opts) override;
-  void broadcast(const broadcast_options& opts) override;
-  void alltoall(const alltoall_options& opts) override;
-  void barrier() override;
-  void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
-                int peer) override;
   /// Fails the waits of this host's ranks in the segment and every Gloo
   /// context.
   void abort() override;
 
-  /// Whether allreduces go through shared memory (known after connect()).
-  bool shared() const {
-    return group_ != nullptr;
-  }
-
 private:
   backend_context ctx_;
-  gloo_communicator gloo_;
   std::mutex mutex_;  // guards group_, cross_ (set by connect()) and aborted_ for abort()
   std::unique_ptr<shm_group> group_;
   std::unique_ptr<gloo_communicator> cross_;  // none on a single host
