@@ -29,6 +29,11 @@ struct backend_context {
   int rank = 0;  // within the set
   int size = 1;
   std::string advertise_host;  // address peers reach this rank at
+  /// The launcher's name of this rank's host: Gloo-mode ranks with the same
+  /// one reduce through shared memory (shm/shm_communicator.hpp) unless
+  /// `shared_memory` is off.
+  std::string host;
+  bool shared_memory = true;
   std::shared_ptr<elastic::store_client> store;  // rendezvous, when size > 1
   std::string store_prefix;  // keys of this set's rendezvous
   std::vector<int> world_ranks;  // the set's global ranks; empty = every rank

@@ -8,6 +8,7 @@
 #include "backends/local/local_communicator.hpp"
 #if TROUPE_HAVE_GLOO
 #include "backends/gloo/gloo_communicator.hpp"
+#include "backends/shm/shm_communicator.hpp"
 #endif
 #if TROUPE_HAVE_MPI
 #include "backends/mpi/mpi_communicator.hpp"
@@ -47,6 +48,8 @@ std::unique_ptr<communicator> make_cpu_communicator(const backend_context& ctx,
     if (!ctx.store)
       throw backend_error("the gloo backend needs troupe-run's rendezvous store; under "
                           "mpirun use TROUPE_CPU_OPERATIONS=mpi");
+    if (ctx.shared_memory)
+      return std::make_unique<shm_communicator>(ctx);
     return std::make_unique<gloo_communicator>(ctx);
   }
 #endif

@@ -108,6 +108,11 @@ const std::vector<knob>& knobs() {
        c.cpu_operations = lower;
      },
      [](const config& c) { return c.cpu_operations.empty() ? "auto" : c.cpu_operations; }},
+    {"TROUPE_SHM", nullptr, "shm",
+     "Gloo: 1 reduces allreduces of a process set's ranks on one host through shared memory, "
+     "0 over loopback TCP as the rest",
+     [](config& c, const std::string& s) { c.shared_memory = parse_switch("TROUPE_SHM", s); },
+     [](const config& c) { return std::string(c.shared_memory ? "1" : "0"); }},
     {"TROUPE_TIMELINE", "HOROVOD_TIMELINE", "timeline-filename",
      "write a Chrome trace per rank (path gets the rank before .json)",
      [](config& c, const std::string& s) { c.timeline = s; },

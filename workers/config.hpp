@@ -34,6 +34,9 @@ struct config {
   /// CPU backend: "gloo", "mpi", or "" = gloo under troupe-run, mpi under
   /// mpirun.
   std::string cpu_operations;
+  /// Gloo: ranks of a process set on one host reduce allreduces through
+  /// shared memory (backends/shm/).
+  bool shared_memory = true;
   /// Chrome-trace timeline, one file per rank ("t.json" -> "t.<rank>.json");
   /// empty = none; "DYNAMIC" = only between start_timeline / stop_timeline.
   std::string timeline;

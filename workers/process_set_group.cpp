@@ -75,6 +75,8 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
     ctx.world_ranks = spec.members;
   ctx.communicator_tag = static_cast<int>(spec.set_id);
   ctx.advertise_host = id.listen_host;
+  ctx.host = id.hostname;
+  ctx.shared_memory = cfg.shared_memory;
   ctx.store = spec.store;
   ctx.store_prefix = id.job_id + "/set" + std::to_string(spec.set_id) + "." +
                      std::to_string(spec.serial) + "/gloo/";

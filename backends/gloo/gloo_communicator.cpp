@@ -7,39 +7,18 @@
 #include <gloo/barrier.h>
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
-#include <gloo/math.h>
 #include <gloo/context.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
 #include "backends/cpu/arith.hpp"
+#include "backends/gloo/gloo_reduction.hpp"
 #include "backends/gloo/mesh_context.hpp"
 
 namespace troupe::backends {
 
 namespace {
-
-using reduce_fn = void (*)(void*, const void*, const void*, size_t);
-
-template <class T>
-reduce_fn reduction(reduce_op op) {
-  switch (op) {
-    case reduce_op::sum:
-    case reduce_op::average:  // summed here, divided by the caller
-      return &gloo::sum<T>;
-    case reduce_op::product:
-      return &gloo::product<T>;
-    case reduce_op::min:
-      return &gloo::min<T>;
-    case reduce_op::max:
-      return &gloo::max<T>;
-    case reduce_op::adasum:
-      break;
-  }
-  throw backend_error(std::string("gloo: reduction '") + to_string(op) +
-                      "' is not supported");
-}
 
 // Fails every pair of `context` through Gloo's own path for a timed-out
 // wait (its tcp headers, which would give the pairs' methods, need a file
@@ -121,20 +100,14 @@ void gloo_communicator::allreduce(const allreduce_options& opts) {
     return;
   guarded("allreduce", [&] {
     gloo::AllreduceOptions o{gloo_};
+    o.setReduceFunction(reduction_of(opts.dtype, opts.op));
     if (is_half(opts.dtype)) {
-      o.setReduceFunction(half_reduction_of(opts.dtype, opts.op));
       auto* data = static_cast<uint16_t*>(opts.data);
       o.setInput(data, opts.count);
       o.setOutput(data, opts.count);
     } else {
       with_element_type(opts.dtype, [&](auto* type_tag) {
-        using T = std::remove_pointer_t<decltype(type_tag)>;
-        // bool is uint8 here; its sum is a logical or (max), as in torch.
-        const auto op = opts.dtype == data_type::boolean && opts.op == reduce_op::sum
-                          ? reduce_op::max
-                          : opts.op;
-        o.setReduceFunction(reduction<T>(op));
-        auto* data = static_cast<T*>(opts.data);
+        auto* data = static_cast<std::remove_pointer_t<decltype(type_tag)>*>(opts.data);
         o.setInput(data, opts.count);
         o.setOutput(data, opts.count);
       });

@@ -2,6 +2,10 @@
 // against a reference every rank computes from all ranks' seeded inputs.
 //   collective_check ops [FILE] every op x dtype x reduction, per-rank random
 //                               order; rank 0 writes the support matrix to FILE
+//   collective_check shm-ops MAPPED
+//                               ops, then checks that this rank maps a
+//                               shared-memory segment of the Gloo shm path
+//                               (MAPPED 1) or none (MAPPED 0)
 //   collective_check many N     N small allreduces in flight at once
 //   collective_check cache N    N training steps whose tensors change shape,
 //                               dtype and root now and then (response cache)
@@ -242,6 +246,17 @@ int timeline_dynamic(int rank, int size, const std::string& file) {
   return ok ? 0 : 1;
 }
 
+// Whether this process maps a segment of the Gloo shm path (its name is
+// unlinked once every rank of the host mapped it: "(deleted)").
+bool maps_shm_segment() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find("/dev/shm/troupe-") != std::string::npos)
+      return true;
+  return false;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -266,6 +281,15 @@ int main(int argc, char** argv) {
       std::ofstream(argv[2]) << troupe::test::support_matrix(passed, backend ? backend : "gloo",
                                                              size);
     }
+  }
+  else if (mode == "shm-ops" && argc == 3) {
+    rc = troupe::test::run_checks(troupe::test::op_matrix(rank, size), rank, "collectives");
+    const bool want = std::atoi(argv[2]) != 0;
+    const bool mapped = maps_shm_segment();
+    std::printf("rank %d: %s shared-memory segment %s\n", rank, want == mapped ? "PASS" : "FAIL",
+                mapped ? "mapped" : "not mapped");
+    if (want != mapped)
+      rc = 1;
   }
   else if (mode == "many")
     rc = troupe::test::run_checks(

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "backends/gloo/gloo_communicator.hpp"
+
+namespace troupe::backends {
+
+class shm_group;
+
+/// Gloo mode with the ranks of a host reducing through shared memory: an
+/// allreduce is reduced among the set's ranks on each host in a shared
+/// segment (shm_group), each rank's share with the ranks of the same local
+/// index on the other hosts over a Gloo context of their own, and copied
+/// out by every rank. Used when every host of the set has the same number
+/// (two or more) of its ranks; otherwise, and for every other collective,
+/// the set's full Gloo context runs it as gloo_communicator does.
+class shm_communicator : public gloo_communicator {
+public:
+  explicit shm_communicator(backend_context ctx);
+  ~shm_communicator() override;
+
+  /// Gloo's full mesh, then the hosts of the members through the store,
+  /// the segment (created by the host's first rank, named in the store),
+  /// and the cross-host contexts.
+  void connect() override;
+  void allreduce(const allreduce_options& opts) override;
+  /// Fails the waits of this host's ranks in the segment and every Gloo
+  /// context.
+  void abort() override;
+
+private:
+  backend_context ctx_;
+  std::mutex mutex_;  // guards group_, cross_ (set by connect()) and aborted_ for abort()
+  std::unique_ptr<shm_group> group_;
+  std::unique_ptr<gloo_communicator> cross_;  // none on a single host
+  bool aborted_ = false;
+};
+
+} // namespace troupe::backends

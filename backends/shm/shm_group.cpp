@@ -1,0 +1,318 @@
+#include "backends/shm/shm_group.hpp"
+
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <string>
+
+#include "backends/backend.hpp"
+
+namespace troupe::backends {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+constexpr uint64_t segment_magic = 0x54524f5550453031;  // "TROUPE01"
+
+// Why a group failed; the first cause is kept.
+enum failure_kind : uint32_t {
+  healthy = 0,
+  aborted,    // abort(): a peer of the process set was lost
+  closed,     // a member destroyed its side (reset, shutdown, set removed)
+  exited,     // a member's process is gone
+  timed_out,  // a member did not arrive within the timeout
+  cross_failed,  // a member's allreduce with the other hosts failed
+};
+
+// A member that spins this long before sleeping catches a peer that
+// arrives right behind it without a futex round trip, and costs little
+// when it does not.
+constexpr auto spin_time = std::chrono::microseconds(20);
+// How often a sleeping member checks that the others' processes still
+// exist.
+constexpr auto liveness_period = std::chrono::milliseconds(50);
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// The segment is shared between processes: no FUTEX_PRIVATE_FLAG.
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds for_at_most) {
+  const auto s = std::chrono::duration_cast<std::chrono::seconds>(for_at_most);
+  timespec ts{static_cast<time_t>(s.count()), static_cast<long>((for_at_most - s).count())};
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
+            0);
+}
+
+// false once `pid` has exited, reaped or not.
+bool process_alive(int32_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH)
+    return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line))
+    return true;  // no procfs here: kill() said it exists
+  const auto paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() ||
+         (line[paren + 2] != 'Z' && line[paren + 2] != 'X');
+}
+
+size_t round_up(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+} // namespace
+
+// The segment's first page; the slots follow it.
+struct shm_header {
+  uint64_t magic;
+  uint64_t members;
+  uint64_t slot_bytes;
+  alignas(64) std::atomic<uint32_t> wake_seq;  // the futex word: bumped by every arrival
+  std::atomic<uint32_t> sleepers;               // members in futex_wait
+  // failure_kind << 32 | the member it concerns; 0 while healthy.
+  alignas(64) std::atomic<uint64_t> failure;
+  alignas(64) std::atomic<int32_t> pids[shm_group::max_members];
+  // Barriers each member has reached, one cache line each so that arrivals
+  // do not contend.
+  struct alignas(64) counter {
+    std::atomic<uint64_t> value;
+  };
+  counter arrived[shm_group::max_members];
+};
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free &&
+                std::atomic<uint64_t>::is_always_lock_free,
+              "atomics in shared memory must be lock-free to work across processes");
+
+namespace {
+
+size_t header_bytes() {
+  return round_up(sizeof(shm_header), 4096);
+}
+
+} // namespace
+
+size_t shm_group::segment_bytes(int members, size_t slot_bytes) {
+  // Two sets (slots of every member and a result), used by alternate
+  // rounds, so a member may start the next round while others still read
+  // the last one.
+  return header_bytes() + 2 * (static_cast<size_t>(members) + 1) * slot_bytes;
+}
+
+shm_segment shm_group::create_segment(const std::string& name, int members, size_t slot_bytes) {
+  if (members < 2 || members > max_members)
+    throw backend_error("a shared-memory group needs 2 to " + std::to_string(max_members) +
+                        " members, not " + std::to_string(members));
+  auto segment = shm_segment::create(name, segment_bytes(members, slot_bytes));
+  // The pages are zero: every atomic starts at 0 (lock-free atomics of a
+  // zero bit pattern are valid), only the description is written.
+  auto* h = new (segment.data()) shm_header;
+  h->members = static_cast<uint64_t>(members);
+  h->slot_bytes = slot_bytes;
+  std::atomic_thread_fence(std::memory_order_release);
+  h->magic = segment_magic;
+  return segment;
+}
+
+shm_group::shm_group(shm_segment segment, int member, int members,
+                     std::chrono::milliseconds timeout)
+    : segment_(std::move(segment)),
+      header_(static_cast<shm_header*>(segment_.data())),
+      member_(member),
+      members_(members),
+      slot_bytes_(header_->slot_bytes),
+      timeout_(timeout) {
+  if (header_->magic != segment_magic || header_->members != static_cast<uint64_t>(members) ||
+      member < 0 || member >= members ||
+      segment_.size() != segment_bytes(members, header_->slot_bytes))
+    throw backend_error("shared memory segment " + segment_.name() + " is not a group of " +
+                        std::to_string(members) + " members (as member " +
+                        std::to_string(member) + ")");
+  header_->pids[member_].store(static_cast<int32_t>(::getpid()));
+  barrier();
+  segment_.unlink();
+}
+
+shm_group::~shm_group() {
+  fail(closed, member_);
+}
+
+void shm_group::abort() {
+  fail(aborted, member_);
+}
+
+void shm_group::fail(uint32_t kind, int member) {
+  uint64_t none = healthy;
+  header_->failure.compare_exchange_strong(
+    none, uint64_t{kind} << 32 | static_cast<uint32_t>(member));
+  header_->wake_seq.fetch_add(1);
+  futex_wake_all(&header_->wake_seq);
+}
+
+void shm_group::throw_failure() const {
+  const uint64_t failure = header_->failure.load();
+  const auto who = static_cast<int>(failure & 0xffffffffu);
+  const auto local = "local rank " + std::to_string(who) + " of this host's shared segment";
+  switch (failure >> 32) {
+    case aborted:
+      throw backend_error("shared-memory allreduce was aborted: a peer of the process set was lost");
+    case closed:
+      throw backend_error("shared-memory allreduce failed: " + local +
+                          " closed its side (reset, shutdown or set removed)");
+    case exited:
+      throw backend_error("shared-memory allreduce failed: the process of " + local + " (pid " +
+                          std::to_string(header_->pids[who].load()) + ") exited");
+    case timed_out:
+      throw backend_error("shared-memory allreduce failed: " + local + " did not arrive within " +
+                          std::to_string(timeout_.count()) + " ms");
+    case cross_failed:
+      throw backend_error("shared-memory allreduce failed: the cross-host allreduce of " + local +
+                          " failed");
+    default:
+      throw backend_error("shared-memory allreduce failed");
+  }
+}
+
+bool shm_group::all_arrived(uint64_t target) const {
+  for (int m = 0; m < members_; ++m)
+    if (header_->arrived[m].value.load(std::memory_order_acquire) < target)
+      return false;
+  return true;
+}
+
+void shm_group::barrier() {
+  // A failed group takes no new arrivals; a barrier every member reached
+  // before the failure still completes (below), as a collective that a
+  // member finished before it closed its side.
+  if (header_->failure.load() != healthy)
+    throw_failure();
+  const uint64_t target = ++barriers_;
+  header_->arrived[member_].value.store(target, std::memory_order_release);
+  header_->wake_seq.fetch_add(1);
+  if (header_->sleepers.load() > 0)
+    futex_wake_all(&header_->wake_seq);
+  wait_for(target);
+}
+
+void shm_group::wait_for(uint64_t target) {
+  const auto spin_end = clock::now() + spin_time;
+  for (unsigned i = 1;; ++i) {
+    if (all_arrived(target))
+      return;
+    if (header_->failure.load(std::memory_order_relaxed) != healthy)
+      throw_failure();
+    if (i % 64 == 0 && clock::now() >= spin_end)
+      break;
+    cpu_relax();
+  }
+  const auto deadline = clock::now() + timeout_;
+  auto next_check = clock::now() + liveness_period;
+  for (;;) {
+    // Read before the checks: an arrival or failure after them changes it,
+    // and the futex then does not sleep.
+    const uint32_t seq = header_->wake_seq.load();
+    if (all_arrived(target))
+      return;
+    if (header_->failure.load() != healthy)
+      throw_failure();
+    const auto now = clock::now();
+    if (now >= next_check) {
+      check_members_alive();
+      next_check = now + liveness_period;
+    }
+    if (now >= deadline) {
+      int late = 0;
+      while (late < members_ && header_->arrived[late].value.load() >= target)
+        ++late;
+      fail(timed_out, late);
+      throw_failure();
+    }
+    header_->sleepers.fetch_add(1);
+    futex_wait(&header_->wake_seq, seq, std::min(deadline, next_check) - now);
+    header_->sleepers.fetch_sub(1);
+  }
+}
+
+void shm_group::check_members_alive() {
+  for (int m = 0; m < members_; ++m) {
+    const int32_t pid = header_->pids[m].load();
+    if (pid != 0 && !process_alive(pid))
+      fail(exited, m);
+  }
+}
+
+char* shm_group::slot(int parity, int member) const {
+  return static_cast<char*>(segment_.data()) + header_bytes() +
+         (static_cast<size_t>(parity) * (members_ + 1) + member) * slot_bytes_;
+}
+
+char* shm_group::result(int parity) const {
+  return slot(parity, members_);
+}
+
+void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
+                          element_reduction reduce, const cross_step& cross) {
+  // Below this, or with two members, every member reduces a whole round
+  // itself: one wait per round instead of two, for the same bytes read.
+  constexpr size_t whole_round_bytes = size_t{16} << 10;
+  const size_t per_round = slot_bytes_ / element_bytes;
+  auto* bytes = static_cast<char*>(data);
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min(per_round, count - done);
+    char* mine = bytes + done * element_bytes;
+    done += n;
+    const int p = parity_;
+    parity_ ^= 1;
+    std::memcpy(slot(p, member_), mine, n * element_bytes);
+    barrier();
+    if (!cross && (members_ == 2 || n * element_bytes <= whole_round_bytes)) {
+      // Same order on every member: bitwise the same result everywhere.
+      reduce(mine, slot(p, 0), slot(p, 1), n);
+      for (int m = 2; m < members_; ++m)
+        reduce(mine, mine, slot(p, m), n);
+      continue;
+    }
+    // Reduce-scatter over the members, the other hosts, then every member
+    // copies the whole result.
+    const size_t lo = n * static_cast<size_t>(member_) / members_;
+    const size_t hi = n * static_cast<size_t>(member_ + 1) / members_;
+    const size_t at = lo * element_bytes;
+    char* out = result(p) + at;
+    if (hi > lo) {
+      reduce(out, slot(p, 0) + at, slot(p, 1) + at, hi - lo);
+      for (int m = 2; m < members_; ++m)
+        reduce(out, out, slot(p, m) + at, hi - lo);
+    }
+    if (cross) {
+      try {
+        cross(out, hi - lo);
+      } catch (...) {
+        fail(cross_failed, member_);
+        throw;
+      }
+    }
+    barrier();
+    std::memcpy(mine, result(p), n * element_bytes);
+  }
+}
+
+} // namespace troupe::backends

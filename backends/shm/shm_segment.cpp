@@ -1,0 +1,100 @@
+#include "backends/shm/shm_segment.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "backends/backend.hpp"
+
+namespace troupe::backends {
+
+namespace {
+
+backend_error failure(const std::string& what, const std::string& name) {
+  return backend_error("shared memory segment " + name + ": " + what + ": " +
+                       std::strerror(errno));
+}
+
+// Maps `fd` (closed here either way) of `bytes` bytes.
+void* map(int fd, size_t bytes, const std::string& name) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int mmap_errno = errno;
+  ::close(fd);
+  errno = mmap_errno;
+  if (p == MAP_FAILED)
+    throw failure("mmap of " + std::to_string(bytes) + " bytes failed", name);
+  return p;
+}
+
+} // namespace
+
+shm_segment shm_segment::create(const std::string& name, size_t bytes) {
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0)
+    throw failure("shm_open(O_CREAT | O_EXCL) failed", name);
+  // From here the name is ours: a failure removes it again.
+  // Allocated now, not at first touch: a /dev/shm too small for it (a
+  // container's 64 MiB) fails here with a message instead of a SIGBUS later.
+  if (const int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+    errno = rc;
+    const auto error = failure("allocating " + std::to_string(bytes) +
+                                 " bytes failed (a full /dev/shm? TROUPE_SHM=0 turns the "
+                                 "shared-memory path off)",
+                               name);
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    throw error;
+  }
+  try {
+    return shm_segment(name, map(fd, bytes, name), bytes);
+  } catch (...) {
+    ::shm_unlink(name.c_str());
+    throw;
+  }
+}
+
+shm_segment shm_segment::open(const std::string& name, size_t bytes) {
+  const int fd = ::shm_open(name.c_str(), O_RDWR, 0);
+  if (fd < 0)
+    throw failure("shm_open failed", name);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
+    const auto have = std::to_string(st.st_size);
+    ::close(fd);
+    throw backend_error("shared memory segment " + name + " holds " + have +
+                        " bytes, expected " + std::to_string(bytes) +
+                        " (not the segment its creator made)");
+  }
+  return shm_segment(name, map(fd, bytes, name), bytes);
+}
+
+shm_segment::shm_segment(std::string name, void* data, size_t bytes)
+    : name_(std::move(name)), data_(data), bytes_(bytes), owns_name_(true) {
+}
+
+shm_segment::shm_segment(shm_segment&& other) noexcept
+    : name_(std::move(other.name_)),
+      data_(other.data_),
+      bytes_(other.bytes_),
+      owns_name_(other.owns_name_) {
+  other.data_ = nullptr;
+  other.owns_name_ = false;
+}
+
+shm_segment::~shm_segment() {
+  unlink();
+  if (data_)
+    ::munmap(data_, bytes_);
+}
+
+void shm_segment::unlink() {
+  if (owns_name_)
+    ::shm_unlink(name_.c_str());
+  owns_name_ = false;
+}
+
+} // namespace troupe::backends

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace troupe::backends {
+
+/// A POSIX shared-memory segment mapped into this process. Whoever created
+/// or opened it removes the name when destroyed before unlink() (a failed
+/// rendezvous), so a group that never completes leaves nothing in
+/// /dev/shm. The mapping itself lives until the object dies.
+class shm_segment {
+public:
+  /// Creates `name` ("/troupe...") with `bytes` zeroed bytes; fails if it
+  /// exists. Throws backend_error naming the segment and the errno text.
+  static shm_segment create(const std::string& name, size_t bytes);
+
+  /// Maps the existing `name`, which must hold `bytes` bytes; throws
+  /// backend_error when it is absent or of another size.
+  static shm_segment open(const std::string& name, size_t bytes);
+
+  shm_segment(shm_segment&& other) noexcept;
+  shm_segment& operator=(shm_segment&&) = delete;
+  shm_segment(const shm_segment&) = delete;
+  ~shm_segment();
+
+  /// Removes the name (once every member has mapped it): the memory goes
+  /// away with the last mapping, also when processes die. Idempotent; any
+  /// member may call it, the first one removes the name.
+  void unlink();
+
+  void* data() const {
+    return data_;
+  }
+  size_t size() const {
+    return bytes_;
+  }
+  const std::string& name() const {
+    return name_;
+  }
+
+private:
+  shm_segment(std::string name, void* data, size_t bytes);
+
+  std::string name_;
+  void* data_;
+  size_t bytes_;
+  bool owns_name_;
+};
+
+} // namespace troupe::backends

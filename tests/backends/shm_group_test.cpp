@@ -1,0 +1,367 @@
+// The shared-memory reduction of ranks on one host, with real processes:
+// each member is a forked child, results checked exactly, failures bounded
+// in time.
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/arith.hpp"
+#include "backends/gloo/gloo_reduction.hpp"
+#include "backends/shm/shm_group.hpp"
+
+namespace troupe::backends {
+namespace {
+
+using namespace std::chrono_literals;
+using clock = std::chrono::steady_clock;
+
+// Small slots: several rounds per tensor, and rounds above the size where
+// three or more members reduce-scatter.
+constexpr size_t test_slot_bytes = size_t{64} << 10;
+
+// A group's segment name and a pipe, made before the fork, on which its
+// creator tells the others that the segment is complete (as the store does
+// for shm_communicator).
+struct test_group {
+  explicit test_group(const char* what)
+      : name("/troupe-test-" + std::string(what) + "-" + std::to_string(::getpid())) {
+    if (::pipe(ready) != 0)
+      throw std::runtime_error("pipe failed");
+  }
+  ~test_group() {
+    ::close(ready[0]);
+    ::close(ready[1]);
+  }
+  std::string name;
+  int ready[2];
+};
+
+bool name_exists(const std::string& name) {
+  return ::access(("/dev/shm" + name).c_str(), F_OK) == 0;
+}
+
+// Member `member` of group `g`: member 0 creates the segment, the others
+// open it once it is complete.
+shm_group join(const test_group& g, int member, int members,
+               std::chrono::milliseconds timeout = 10s) {
+  if (member == 0) {
+    auto segment = shm_group::create_segment(g.name, members, test_slot_bytes);
+    const std::string tokens(static_cast<size_t>(members - 1), 'x');
+    if (::write(g.ready[1], tokens.data(), tokens.size()) != static_cast<ssize_t>(tokens.size()))
+      throw std::runtime_error("write to the ready pipe failed");
+    return shm_group(std::move(segment), 0, members, timeout);
+  }
+  pollfd p{g.ready[0], POLLIN, 0};
+  char token;
+  if (::poll(&p, 1, 10000) != 1 || ::read(g.ready[0], &token, 1) != 1)
+    throw std::runtime_error("the creator of " + g.name + " did not say it is ready");
+  return shm_group(shm_segment::open(g.name, shm_group::segment_bytes(members, test_slot_bytes)),
+                   member, members, timeout);
+}
+
+// Runs body(i) in `n` forked children and returns their exit statuses
+// (128 + signal when killed, -1 when still running after 30 s: killed).
+std::vector<int> run_children(int n, const std::function<int(int)>& body) {
+  std::vector<pid_t> pids;
+  for (int i = 0; i < n; ++i) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int code = 3;
+      try {
+        code = body(i);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", i, e.what());
+        code = 2;
+      }
+      std::fflush(stderr);
+      ::_exit(code);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> status(n, -1);
+  int left = n;
+  const auto deadline = clock::now() + 30s;
+  while (left > 0 && clock::now() < deadline) {
+    int st = 0;
+    const pid_t pid = ::waitpid(-1, &st, WNOHANG);
+    if (pid <= 0) {
+      std::this_thread::sleep_for(1ms);
+      continue;
+    }
+    for (int i = 0; i < n; ++i)
+      if (pids[i] == pid) {
+        status[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        --left;
+      }
+  }
+  for (int i = 0; i < n; ++i)
+    if (status[i] == -1) {
+      ::kill(pids[i], SIGKILL);
+      ::waitpid(pids[i], nullptr, 0);
+    }
+  return status;
+}
+
+// Element i of `dtype` at `p`, as a double, and back.
+double load(data_type dtype, const void* p, size_t i) {
+  if (is_half(dtype)) {
+    float f;
+    half_to_float(dtype, static_cast<const uint16_t*>(p) + i, &f, 1);
+    return f;
+  }
+  double v = 0;
+  with_element_type(dtype, [&](auto* tag) {
+    v = static_cast<double>(static_cast<const std::remove_pointer_t<decltype(tag)>*>(p)[i]);
+  });
+  return v;
+}
+
+void store(data_type dtype, void* p, size_t i, double v) {
+  if (is_half(dtype)) {
+    const auto f = static_cast<float>(v);
+    float_to_half(dtype, &f, static_cast<uint16_t*>(p) + i, 1);
+    return;
+  }
+  with_element_type(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    static_cast<T*>(p)[i] = static_cast<T>(v);
+  });
+}
+
+const data_type all_dtypes[] = {data_type::uint8,   data_type::int8,    data_type::uint16,
+                                data_type::int16,   data_type::int32,   data_type::int64,
+                                data_type::float16, data_type::bfloat16, data_type::float32,
+                                data_type::float64, data_type::boolean};
+const reduce_op all_ops[] = {reduce_op::sum, reduce_op::average, reduce_op::product,
+                             reduce_op::min, reduce_op::max};
+
+// Rank r's element i: small integers, exact in every dtype and every
+// reduction of up to 4 ranks (0 or 1 for bool).
+double input_value(data_type dtype, int r, size_t i) {
+  return dtype == data_type::boolean ? static_cast<double>((i + r) % 2)
+                                     : static_cast<double>((i + 2 * r) % 3 + 1);
+}
+
+double expected_value(data_type dtype, reduce_op op, int ranks, size_t i) {
+  double acc = input_value(dtype, 0, i);
+  for (int r = 1; r < ranks; ++r) {
+    const double v = input_value(dtype, r, i);
+    switch (op) {
+      case reduce_op::sum:
+      case reduce_op::average:  // the caller divides
+        acc = dtype == data_type::boolean ? std::max(acc, v) : acc + v;
+        break;
+      case reduce_op::product: acc *= v; break;
+      case reduce_op::min: acc = std::min(acc, v); break;
+      default: acc = std::max(acc, v); break;
+    }
+  }
+  return acc;
+}
+
+// Every dtype, op and odd size through `reduce_all` on global rank `rank`
+// of `ranks`; returns the number of wrong elements (printed).
+int check_everything(int rank, int ranks,
+                     const std::function<void(void*, size_t, data_type, reduce_op)>& reduce_all) {
+  int wrong = 0;
+  for (const auto dtype : all_dtypes) {
+    const size_t esize = element_size(dtype);
+    const size_t counts[] = {1, 7, 2 * test_slot_bytes / esize + 5};
+    for (const auto op : all_ops) {
+      // A bool average is refused before it reaches a reduction (bools
+      // cannot be scaled).
+      if (dtype == data_type::boolean && op == reduce_op::average)
+        continue;
+      for (const size_t count : counts) {
+        std::vector<char> data(count * esize);
+        for (size_t i = 0; i < count; ++i)
+          store(dtype, data.data(), i, input_value(dtype, rank, i));
+        reduce_all(data.data(), count, dtype, op);
+        for (size_t i = 0; i < count; ++i) {
+          const double want = expected_value(dtype, op, ranks, i);
+          const double got = load(dtype, data.data(), i);
+          if (got != want && wrong++ < 5)
+            std::fprintf(stderr, "rank %d: %s %s count %zu element %zu: %g, expected %g\n", rank,
+                         to_string(dtype), to_string(op), count, i, got, want);
+        }
+      }
+    }
+  }
+  return wrong;
+}
+
+class shm_group_members : public ::testing::TestWithParam<int> {};
+
+TEST_P(shm_group_members, reduce_every_dtype_and_op_exactly) {
+  const int members = GetParam();
+  const test_group g("ops");
+  const auto status = run_children(members, [&](int m) {
+    auto group = join(g, m, members);
+    const int wrong = check_everything(m, members, [&](void* p, size_t n, data_type d, reduce_op o) {
+      group.allreduce(p, n, element_size(d), reduction_of(d, o), {});
+    });
+    return wrong == 0 ? 0 : 1;
+  });
+  EXPECT_EQ(status, std::vector<int>(members, 0));
+  EXPECT_FALSE(name_exists(g.name));
+}
+
+INSTANTIATE_TEST_SUITE_P(members, shm_group_members, ::testing::Values(2, 3, 4));
+
+TEST(shm_group, two_hosts_of_two_reduce_across_through_the_cross_step) {
+  // Ranks 0, 1 on "host" A and 2, 3 on B; the cross step of local member l
+  // is a group of its own with the same member of the other host, standing
+  // in for the Gloo context across hosts.
+  const test_group host_a("host-a");
+  const test_group host_b("host-b");
+  const test_group cross_0("cross-0");
+  const test_group cross_1("cross-1");
+  const auto status = run_children(4, [&](int rank) {
+    const int host = rank / 2;
+    const int local = rank % 2;
+    auto on_host = join(host ? host_b : host_a, local, 2);
+    auto across = join(local ? cross_1 : cross_0, host, 2);
+    const int wrong = check_everything(rank, 4, [&](void* p, size_t n, data_type d, reduce_op o) {
+      const auto reduce = reduction_of(d, o);
+      on_host.allreduce(p, n, element_size(d), reduce, [&](void* part, size_t count) {
+        if (count > 0)
+          across.allreduce(part, count, element_size(d), reduce, {});
+      });
+    });
+    return wrong == 0 ? 0 : 1;
+  });
+  EXPECT_EQ(status, std::vector<int>(4, 0));
+}
+
+// Exit statuses of the waiting member 0 of a pair.
+constexpr int threw_as_expected = 0;
+constexpr int completed = 10;
+constexpr int too_slow = 11;
+constexpr int other_error = 12;
+
+// Member 0 allreduces while member 1 runs `partner`; 0 when member 0's
+// allreduce threw an error containing `expected` within `bound`.
+std::vector<int> wait_failing(const char* what, const std::string& expected,
+                              std::chrono::milliseconds bound,
+                              const std::function<void(shm_group&)>& first,
+                              const std::function<int(shm_group&)>& partner) {
+  const test_group g(what);
+  return run_children(2, [&](int m) {
+    auto group = join(g, m, 2);
+    if (m == 1)
+      return partner(group);
+    std::vector<float> data(1000, 1.0f);
+    std::thread side([&] { first(group); });
+    const auto start = clock::now();
+    int code = completed;
+    try {
+      group.allreduce(data.data(), data.size(), sizeof(float),
+                      reduction_of(data_type::float32, reduce_op::sum), {});
+    } catch (const backend_error& e) {
+      code = std::string(e.what()).find(expected) == std::string::npos ? other_error
+             : clock::now() - start > bound                         ? too_slow
+                                                                   : threw_as_expected;
+      if (code != threw_as_expected)
+        std::fprintf(stderr, "member 0: %s\n", e.what());
+    }
+    side.join();
+    return code;
+  });
+}
+
+TEST(shm_group, an_abort_interrupts_a_wait_and_fails_the_other_members) {
+  const auto status = wait_failing(
+    "abort", "was aborted", 1500ms,
+    [](shm_group& g) {
+      std::this_thread::sleep_for(300ms);
+      g.abort();
+    },
+    [](shm_group& g) {
+      // Never takes part in the first allreduce, as a frozen rank; its next
+      // call sees the abort at once.
+      std::this_thread::sleep_for(600ms);
+      float x = 1;
+      try {
+        g.allreduce(&x, 1, sizeof x, reduction_of(data_type::float32, reduce_op::sum), {});
+      } catch (const backend_error& e) {
+        return std::string(e.what()).find("was aborted") != std::string::npos ? 0 : 1;
+      }
+      return 1;
+    });
+  EXPECT_EQ(status, (std::vector<int>{threw_as_expected, 0}));
+}
+
+TEST(shm_group, a_member_whose_process_exits_fails_the_wait) {
+  // _exit skips the group's destructor: only its process is gone.
+  const auto status = wait_failing(
+    "exit", "exited", 1000ms, [](shm_group&) {},
+    [](shm_group&) -> int {
+      std::this_thread::sleep_for(100ms);
+      ::_exit(0);
+    });
+  EXPECT_EQ(status, (std::vector<int>{threw_as_expected, 0}));
+}
+
+TEST(shm_group, a_member_that_closes_its_side_fails_the_wait) {
+  const auto status = wait_failing(
+    "close", "closed its side", 1000ms, [](shm_group&) {},
+    [](shm_group&) {
+      std::this_thread::sleep_for(100ms);
+      return 0;  // returning destroys the group
+    });
+  EXPECT_EQ(status, (std::vector<int>{threw_as_expected, 0}));
+}
+
+TEST(shm_group, a_member_that_never_comes_fails_the_join_and_leaves_no_segment) {
+  const test_group g("late");
+  const auto start = clock::now();
+  const auto status = run_children(1, [&](int) {
+    try {
+      join(g, 0, 2, 300ms);
+    } catch (const backend_error& e) {
+      return std::string(e.what()).find("local rank 1") != std::string::npos &&
+                 std::string(e.what()).find("did not arrive within 300 ms") != std::string::npos
+               ? 0
+               : 1;
+    }
+    return 1;
+  });
+  EXPECT_EQ(status, std::vector<int>{0});
+  EXPECT_LT(clock::now() - start, 5s);
+  EXPECT_FALSE(name_exists(g.name));
+}
+
+TEST(shm_group, a_waiting_member_sleeps_instead_of_spinning) {
+  // Member 1 waits 500 ms for member 0: it must not burn that time on a core.
+  const test_group g("idle");
+  const auto status = run_children(2, [&](int m) {
+    auto group = join(g, m, 2);
+    float x = 1;
+    const auto cpu_before = std::clock();
+    if (m == 0)
+      std::this_thread::sleep_for(500ms);
+    group.allreduce(&x, 1, sizeof x, reduction_of(data_type::float32, reduce_op::sum), {});
+    const double cpu_seconds = static_cast<double>(std::clock() - cpu_before) / CLOCKS_PER_SEC;
+    if (m == 1 && cpu_seconds > 0.05) {
+      std::fprintf(stderr, "member 1 used %.3f s of CPU waiting 0.5 s\n", cpu_seconds);
+      return 1;
+    }
+    return x == 2.0f ? 0 : 1;
+  });
+  EXPECT_EQ(status, std::vector<int>(2, 0));
+}
+
+} // namespace
+} // namespace troupe::backends
