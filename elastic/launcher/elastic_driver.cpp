@@ -58,7 +58,11 @@ job_supervisor::policy elastic_driver::policy() {
   job_supervisor::policy p;
   p.exit = [this](const worker_process& w, int status) { on_exit(w, status); };
   p.tick = [this](clock::time_point now) { return tick(now); };
-  p.hold = [this] { return epoch_ < 0; };
+  // Until the job started, and while a round is open (a reset barrier, or
+  // waiting for --min-np): the workers' exits alone do not say how the job
+  // ended. Without it, every worker failing at once ended the job with
+  // status 0 before the round that reports the failure ran.
+  p.hold = [this] { return epoch_ < 0 || barrier_deadline_ || slots_deadline_; };
   p.wake_fd = poller_ ? poller_->wake_fd() : -1;
   return p;
 }

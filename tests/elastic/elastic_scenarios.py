@@ -204,6 +204,39 @@ def kill(flags=()):
     return {'kill_to_training': took}
 
 
+def cooldown():
+    """With --blacklist-cooldown-range, the host of a killed worker comes
+    back once its cooldown (1-2 s) ends: a new worker starts there and
+    trains with the survivors at size 3."""
+    job = Job(hosts(2, 3, 4), np=3,
+              flags=['--min-np', '2', '--blacklist-cooldown-range', '1', '2'],
+              train=['--dataset-size', '2400', '--step-sleep', '0.02'])
+    survivors_resume(job, signal.SIGKILL)
+    job.wait_for(lambda e: e['event'] == 'step' and e['worker'] == 3 and e['size'] == 3,
+                 'a new worker on 127.0.0.4 trains at size 3 after the cooldown', timeout=20)
+    rc = job.finish()
+    expect(rc == 0, 'exit status %d, expected 0' % rc)
+    expect('host 127.0.0.4 is blacklisted' in job.output(), 'host of the killed worker blacklisted')
+    check_checksums(job)
+    return {}
+
+
+def all_fail():
+    """Every worker fails at once: the job fails with the first failure's
+    status and says so, instead of ending with 0 as the exits came in (it
+    did, before the driver held the job open while its reset round ran)."""
+    job = Job(hosts(2, 3), np=2, flags=['--min-np', '1'],
+              train=['--dataset-size', '900', '--step-sleep', '0.02', '--fail-at-batch', '3'])
+    t0 = time.time()
+    rc = job.finish(40)
+    expect(rc == 3, 'exit status %d, expected 3 (the workers\' status)' % rc)
+    expect(time.time() - t0 < 30, 'the job ends within 30 s, not after --elastic-timeout')
+    out = job.output()
+    expect('error: every worker of membership epoch 0 has exited; one failed, so the job failed'
+           in out, 'the job says why it ended: %s' % out[-1500:])
+    return {}
+
+
 def leave():
     """A worker exiting 0 while the others train leaves gracefully (Horovod
     would end the job): nothing is blacklisted, its host still listed gets
@@ -815,6 +848,8 @@ SCENARIOS = {
     'discovery_fails_first': discovery_fails_first,
     'discovery_hangs_first': discovery_hangs_first,
     'discovery_later': discovery_later,
+    'cooldown': cooldown,
+    'all_fail': all_fail,
     'metrics': metrics,
     'partition': partition,
     'ssh_static': ssh_static,

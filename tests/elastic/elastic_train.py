@@ -29,6 +29,8 @@ parser.add_argument('--process-set', action='store_true',
                          'and, at a reset, "stale" (what using the old set raised) to the lines')
 parser.add_argument('--leave-at-batch', type=int, default=-1,
                     help='worker 2 exits 0 (a graceful leave) after this many batches')
+parser.add_argument('--fail-at-batch', type=int, default=-1,
+                    help='every worker exits 3 (a failure) after this many batches')
 parser.add_argument('--count-resources', action='store_true',
                     help='add open fds and threads ("fds", "threads") to reset lines (takes '
                          '0.1 s per reset)')
@@ -80,6 +82,8 @@ def train(state):
             time.sleep(args.step_sleep)
             if worker == 2 and state.batch == args.leave_at_batch:
                 sys.exit(0)
+            if state.batch == args.fail_at_batch:
+                sys.exit(3)
             if state.batch % args.commit_every == 0:
                 state.commit()
         state.batch = 0
