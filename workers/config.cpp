@@ -108,6 +108,16 @@ const std::vector<knob>& knobs() {
        c.cpu_operations = lower;
      },
      [](const config& c) { return c.cpu_operations.empty() ? "auto" : c.cpu_operations; }},
+    {"TROUPE_GPU_OPERATIONS", "HOROVOD_GPU_OPERATIONS", "gpu-operations",
+     "backend of CUDA tensors: nccl, or gloo / mpi (staged through host memory; the CPU "
+     "backend's own library) (default: nccl where built, else the CPU backend)",
+     [](config& c, const std::string& s) {
+       const auto lower = lowercase(s);
+       if (lower != "nccl" && lower != "gloo" && lower != "mpi")
+         throw config_error("TROUPE_GPU_OPERATIONS='" + s + "' is not nccl, gloo or mpi");
+       c.gpu_operations = lower;
+     },
+     [](const config& c) { return c.gpu_operations.empty() ? "auto" : c.gpu_operations; }},
     {"TROUPE_TIMELINE", "HOROVOD_TIMELINE", "timeline-filename",
      "write a Chrome trace per rank (path gets the rank before .json)",
      [](config& c, const std::string& s) { c.timeline = s; },

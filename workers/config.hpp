@@ -32,6 +32,9 @@ struct config {
   /// CPU backend: "gloo", "mpi", or "" = gloo under troupe-run, mpi under
   /// mpirun.
   std::string cpu_operations;
+  /// Backend of CUDA tensors: "nccl", "gloo" / "mpi" (staged through host
+  /// memory to the CPU backend), or "" = NCCL where built, else staged.
+  std::string gpu_operations;
   /// Chrome-trace timeline, one file per rank ("t.json" -> "t.<rank>.json");
   /// empty = none; "DYNAMIC" = only between start_timeline / stop_timeline.
   std::string timeline;

@@ -98,7 +98,7 @@ void gloo_communicator::connect() {
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(ctx_.rank, ctx_.size);
     context->setTimeout(ctx_.timeout);
-    gloo_store store{ctx_.store, ctx_.store_prefix, ctx_.timeout};
+    gloo_store store{ctx_.store, ctx_.store_prefix + "gloo/", ctx_.timeout};
     context->connectFullMesh(store, device);
     std::lock_guard<std::mutex> lock(mutex_);
     gloo_ = std::move(context);
