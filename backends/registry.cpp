@@ -18,6 +18,8 @@
 #include "backends/cuda/staging_backend.hpp"
 #endif
 #if TROUPE_HAVE_NCCL
+#include <nccl.h>
+
 #include "backends/nccl/nccl_backend.hpp"
 #endif
 
@@ -40,6 +42,14 @@ bool cuda_built() {
 
 bool nccl_built() {
   return TROUPE_HAVE_NCCL != 0;
+}
+
+int nccl_version() {
+#if TROUPE_HAVE_NCCL
+  return NCCL_VERSION_CODE;
+#else
+  return 0;
+#endif
 }
 
 std::string missing_backend(device_kind kind) {
@@ -117,11 +127,12 @@ bool use_nccl(const backend_context& ctx, const backend_choice& choice) {
 } // namespace
 
 set_backends make_set_backends(const backend_context& ctx, const backend_choice& choice) {
+  const bool nccl = use_nccl(ctx, choice);
   set_backends made;
   made.cpu = make_cpu_backend(ctx, choice.cpu);
   if (!cuda_built())
     return made;
-  if (use_nccl(ctx, choice)) {
+  if (nccl) {
 #if TROUPE_HAVE_NCCL
     made.gpu = std::make_unique<nccl_backend>(ctx);
 #endif

@@ -18,6 +18,9 @@ std::vector<std::string> built_cpu_backends();
 /// NCCL backend (TROUPE_WITH_NCCL).
 bool cuda_built();
 bool nccl_built();
+/// NCCL_VERSION_CODE of the headers the NCCL backend was built with (2.28.9:
+/// 22809, as Horovod's nccl_built()); 0 without it.
+int nccl_version();
 
 /// Why a tensor on `kind` cannot run here ("this build has no GPU backend
 /// (NCCL: TROUPE_WITH_NCCL)", "no CUDA device is visible to this process
