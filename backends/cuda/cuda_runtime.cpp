@@ -57,6 +57,23 @@ bool event::done() const {
   return true;
 }
 
+int work_device(const actors::collective_work& work, int fallback) {
+  const actors::tensor_entry* first = nullptr;
+  for (const auto& e : work.entries) {
+    if (e->input.device.kind != device_kind::cuda)
+      continue;
+    if (first == nullptr)
+      first = e.get();
+    else if (e->input.device.ordinal != first->input.device.ordinal)
+      throw backend_error("tensors '" + first->request.tensor_name() + "' (" +
+                          to_string(first->input.device) + ") and '" +
+                          e->request.tensor_name() + "' (" + to_string(e->input.device) +
+                          ") were fused into one collective; a rank's CUDA tensors of one "
+                          "process set must be on one device");
+  }
+  return first != nullptr ? first->input.device.ordinal : fallback;
+}
+
 void wait_for_producer(const tensor_device& producer, cudaStream_t on, event& scratch) {
   auto ready = static_cast<cudaEvent_t>(producer.ready_event);
   if (ready == nullptr && producer.stream != nullptr) {

@@ -68,6 +68,11 @@ private:
   cudaEvent_t event_ = nullptr;
 };
 
+/// The CUDA device of a work's tensors, or `fallback` when it has none (a
+/// joined rank's zeros are host memory). Throws backend_error when the
+/// coordinator fused tensors of two devices of this rank.
+int work_device(const actors::collective_work& work, int fallback);
+
 /// Makes `on` wait (on the device, the host goes on) for the data of a
 /// tensor: its ready event, else everything its producer's stream has
 /// queued so far (recorded into `scratch`). A tensor with neither was ready

@@ -1,7 +1,5 @@
 #include "backends/cuda/staging_backend.hpp"
 
-#include <algorithm>
-
 #include "backends/cuda/cuda_runtime.hpp"
 
 namespace troupe::backends {
@@ -80,17 +78,15 @@ staging_backend::device& staging_backend::device_for(int ordinal) {
 }
 
 std::unique_ptr<completion> staging_backend::start(actors::collective_work& work) {
-  const auto gpu = std::find_if(work.entries.begin(), work.entries.end(),
-                                [](const auto& e) { return on_gpu(*e); });
-  if (gpu == work.entries.end())
+  int ordinal = -1;
+  try {
+    ordinal = cuda::work_device(work, -1);
+  } catch (const backend_error& e) {
+    return std::make_unique<finished>(status{status_code::backend, e.what()});
+  }
+  if (ordinal < 0)
     return cpu_->start(work);
   try {
-    const int ordinal = (*gpu)->input.device.ordinal;
-    for (const auto& e : work.entries)
-      if (on_gpu(*e) && e->input.device.ordinal != ordinal)
-        throw backend_error("tensors '" + (*gpu)->request.tensor_name() + "' and '" +
-                            e->request.tensor_name() +
-                            "' are on different CUDA devices but were fused into one collective");
     cuda::device_guard on(ordinal);
     auto& dev = device_for(ordinal);
     const auto stream = dev.stream.get();

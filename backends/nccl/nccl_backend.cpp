@@ -58,25 +58,6 @@ private:
   std::string failure_;
 };
 
-// The CUDA device of a work's tensors; a work of a joined rank's zeros
-// only runs on the device the rank used before (else 0).
-int work_device(const actors::collective_work& work, int fallback) {
-  const actors::tensor_entry* first = nullptr;
-  for (const auto& e : work.entries) {
-    if (e->input.device.kind != device_kind::cuda)
-      continue;
-    if (first == nullptr)
-      first = e.get();
-    else if (e->input.device.ordinal != first->input.device.ordinal)
-      throw backend_error("tensors '" + first->request.tensor_name() + "' (" +
-                          to_string(first->input.device) + ") and '" +
-                          e->request.tensor_name() + "' (" + to_string(e->input.device) +
-                          ") were fused into one collective; a rank's CUDA tensors of one "
-                          "process set must be on one device");
-  }
-  return first != nullptr ? first->input.device.ordinal : fallback;
-}
-
 void run(const nccl_run_context& ctx, actors::collective_work& work) {
   const auto& resp = work.response;
   switch (resp.op()) {
@@ -170,7 +151,7 @@ std::unique_ptr<completion> nccl_backend::start(actors::collective_work& work) {
       if (!devices_.empty())
         fallback = devices_.begin()->first;
     }
-    ordinal = work_device(work, fallback);
+    ordinal = cuda::work_device(work, fallback);
     cuda::device_guard on(ordinal);
     dev = &device_for(ordinal);
     for (const auto& e : work.entries)
