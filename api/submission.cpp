@@ -1,6 +1,7 @@
 #include "api/submission.hpp"
 
 #include "backends/registry.hpp"
+#include "proto/op_properties.hpp"
 #include "proto/request_checks.hpp"
 
 namespace troupe::api {
@@ -48,6 +49,14 @@ std::string finish(const submission& sub) {
     return "tensor '" + name + "': null data pointer for a non-empty tensor";
   if (auto missing = backends::missing_backend(t.device.kind); !missing.empty())
     return "tensor '" + name + "' is on " + to_string(t.device) + ", but " + missing;
+  // Without an allocator a result goes to handle::output(), host memory.
+  const auto op = sub.request.op();
+  if (t.device.kind != device_kind::cpu && !sub.allocate &&
+      (op == v1::OP_TYPE_ALLGATHER || op == v1::OP_TYPE_ALLTOALL ||
+       op == v1::OP_TYPE_REDUCESCATTER))
+    return "tensor '" + name + "' is on " + to_string(t.device) +
+           ": the result of its " + properties(op).name +
+           " goes to device memory, so it needs an output_allocator";
   return {};
 }
 

@@ -35,7 +35,7 @@ struct backend_context {
   std::string host;
   bool shared_memory = true;
   std::shared_ptr<elastic::store_client> store;  // rendezvous, when size > 1
-  std::string store_prefix;  // keys of this set's rendezvous
+  std::string store_prefix;  // this set's keys; each backend adds its name ("gloo/")
   std::vector<int> world_ranks;  // the set's global ranks; empty = every rank
   int communicator_tag = 0;      // unique among sets created concurrently
   std::chrono::milliseconds timeout{30000};  // per operation

@@ -14,6 +14,15 @@
 #include "backends/mpi/mpi_communicator.hpp"
 #include "backends/mpi/mpi_environment.hpp"
 #endif
+#if TROUPE_HAVE_CUDA
+#include "backends/cuda/cuda_runtime.hpp"
+#include "backends/cuda/staging_backend.hpp"
+#endif
+#if TROUPE_HAVE_NCCL
+#include <nccl.h>
+
+#include "backends/nccl/nccl_backend.hpp"
+#endif
 
 namespace troupe::backends {
 
@@ -28,10 +37,35 @@ std::vector<std::string> built_cpu_backends() {
   return names;
 }
 
+bool cuda_built() {
+  return TROUPE_HAVE_CUDA != 0;
+}
+
+bool nccl_built() {
+  return TROUPE_HAVE_NCCL != 0;
+}
+
+int nccl_version() {
+#if TROUPE_HAVE_NCCL
+  return NCCL_VERSION_CODE;
+#else
+  return 0;
+#endif
+}
+
 std::string missing_backend(device_kind kind) {
   switch (kind) {
     case device_kind::cpu: return {};
-    case device_kind::cuda: return "this build has no GPU backend (NCCL: TROUPE_WITH_NCCL)";
+    case device_kind::cuda:
+#if TROUPE_HAVE_CUDA
+    {
+      // The devices a process sees do not change while it runs.
+      static const std::string problem = cuda::device_problem();
+      return problem;
+    }
+#else
+      return "this build has no GPU backend (NCCL: TROUPE_WITH_NCCL)";
+#endif
   }
   return "device kind " + std::to_string(static_cast<int>(kind)) + " is unknown to this build";
 }
@@ -67,8 +101,6 @@ std::unique_ptr<communicator> make_cpu_communicator(const backend_context& ctx,
                       (have.empty() ? "none" : have) + ")");
 }
 
-} // namespace
-
 std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std::string& name) {
   auto comm = make_cpu_communicator(ctx, name);
   // Measured on the ResNet-50 step (docs/benchmarks.md): 1 MiB chunks bring
@@ -79,6 +111,46 @@ std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std:
                                                                    : 0;
   return std::make_unique<cpu_backend>(std::move(comm), ctx.rank, ctx.size,
                                        static_cast<size_t>(chunk));
+}
+
+// Whether CUDA tensors get NCCL; throws when the choice cannot be had.
+bool use_nccl(const backend_context& ctx, const backend_choice& choice) {
+  const bool can = nccl_built() && (ctx.size == 1 || ctx.store);
+  if (choice.gpu != "nccl")
+    return choice.gpu.empty() && can;
+  if (!nccl_built())
+    throw backend_error("TROUPE_GPU_OPERATIONS=nccl, but this build has no NCCL backend "
+                        "(TROUPE_WITH_NCCL)");
+  if (!can)
+    throw backend_error("TROUPE_GPU_OPERATIONS=nccl needs troupe-run's store for NCCL's unique "
+                        "id; under mpirun use TROUPE_GPU_OPERATIONS=mpi");
+  return true;
+}
+
+} // namespace
+
+set_backends make_set_backends(const backend_context& ctx, const backend_choice& choice) {
+  const bool nccl = use_nccl(ctx, choice);
+  set_backends made;
+  made.cpu = make_cpu_backend(ctx, choice.cpu);
+  if (!cuda_built())
+    return made;
+  if (nccl) {
+#if TROUPE_HAVE_NCCL
+    made.gpu = std::make_unique<nccl_backend>(ctx);
+#endif
+    return made;
+  }
+  // Staged: the set's one CPU communicator serves both kinds of tensor.
+  if (!choice.gpu.empty() && ctx.size > 1 && choice.gpu != made.cpu->name())
+    throw backend_error("TROUPE_GPU_OPERATIONS=" + choice.gpu + " stages CUDA tensors through "
+                        "the CPU backend, which is " + made.cpu->name() +
+                        " here; set TROUPE_CPU_OPERATIONS=" + choice.gpu + " too");
+#if TROUPE_HAVE_CUDA
+  made.cpu = std::make_unique<staging_backend>(std::move(made.cpu));
+  made.gpu_on_cpu = true;
+#endif
+  return made;
 }
 
 std::optional<external_launch> detect_external_launch() {

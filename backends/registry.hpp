@@ -14,15 +14,41 @@ namespace troupe::backends {
 /// Names of the CPU backends this build has.
 std::vector<std::string> built_cpu_backends();
 
-/// Why a tensor on `kind` cannot run in this build ("this build has no GPU
-/// backend (NCCL: TROUPE_WITH_NCCL)"), or "" when a backend for it exists.
+/// Whether this build takes CUDA tensors (TROUPE_WITH_CUDA) and has the
+/// NCCL backend (TROUPE_WITH_NCCL).
+bool cuda_built();
+bool nccl_built();
+/// NCCL_VERSION_CODE of the headers the NCCL backend was built with (2.28.9:
+/// 22809, as Horovod's nccl_built()); 0 without it.
+int nccl_version();
+
+/// Why a tensor on `kind` cannot run here ("this build has no GPU backend
+/// (NCCL: TROUPE_WITH_NCCL)", "no CUDA device is visible to this process
+/// ..."), or "" when it can.
 std::string missing_backend(device_kind kind);
 
-/// Creates the CPU backend of a process set over a communicator: none for
-/// a set of one, else `name` ("gloo", "mpi"; "" = gloo when the launcher's
-/// store is there, mpi under mpirun). Throws backend_error saying what is
-/// missing when the choice cannot work in this build or launch.
-std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std::string& name);
+/// Which libraries a process set's backends use: the configuration's
+/// TROUPE_CPU_OPERATIONS and TROUPE_GPU_OPERATIONS ("" = the default).
+struct backend_choice {
+  std::string cpu;  // "gloo", "mpi", "" = gloo under troupe-run, mpi under mpirun
+  std::string gpu;  // "nccl", "gloo", "mpi", "" = nccl where built, else the CPU backend
+};
+
+/// A process set's backends on this rank.
+struct set_backends {
+  /// CPU tensors: over a communicator (none for a set of one, else Gloo or
+  /// MPI); in a CUDA build it also takes CUDA tensors staged through host
+  /// memory, when `gpu` is null.
+  std::unique_ptr<backend> cpu;
+  /// CUDA tensors, when they have a backend of their own (NCCL).
+  std::unique_ptr<backend> gpu;
+  /// CUDA tensors go to `cpu` (staged).
+  bool gpu_on_cpu = false;
+};
+
+/// Creates them. Throws backend_error saying what is missing when the
+/// choice cannot work in this build or launch.
+set_backends make_set_backends(const backend_context& ctx, const backend_choice& choice);
 
 /// A job started by another launcher's library (mpirun): who this process
 /// is, and an allgather of strings to bootstrap the control plane with.

@@ -113,6 +113,16 @@ const std::vector<knob>& knobs() {
      "0 over loopback TCP as the rest",
      [](config& c, const std::string& s) { c.shared_memory = parse_switch("TROUPE_SHM", s); },
      [](const config& c) { return std::string(c.shared_memory ? "1" : "0"); }},
+    {"TROUPE_GPU_OPERATIONS", "HOROVOD_GPU_OPERATIONS", "gpu-operations",
+     "backend of CUDA tensors: nccl, or gloo / mpi (staged through host memory; the CPU "
+     "backend's own library) (default: nccl where built, else the CPU backend)",
+     [](config& c, const std::string& s) {
+       const auto lower = lowercase(s);
+       if (lower != "nccl" && lower != "gloo" && lower != "mpi")
+         throw config_error("TROUPE_GPU_OPERATIONS='" + s + "' is not nccl, gloo or mpi");
+       c.gpu_operations = lower;
+     },
+     [](const config& c) { return c.gpu_operations.empty() ? "auto" : c.gpu_operations; }},
     {"TROUPE_TIMELINE", "HOROVOD_TIMELINE", "timeline-filename",
      "write a Chrome trace per rank (path gets the rank before .json)",
      [](config& c, const std::string& s) { c.timeline = s; },

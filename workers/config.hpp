@@ -37,6 +37,9 @@ struct config {
   /// Gloo: ranks of a process set on one host reduce allreduces through
   /// shared memory (backends/shm/).
   bool shared_memory = true;
+  /// Backend of CUDA tensors: "nccl", "gloo" / "mpi" (staged through host
+  /// memory to the CPU backend), or "" = NCCL where built, else staged.
+  std::string gpu_operations;
   /// Chrome-trace timeline, one file per rank ("t.json" -> "t.<rank>.json");
   /// empty = none; "DYNAMIC" = only between start_timeline / stop_timeline.
   std::string timeline;

@@ -18,8 +18,12 @@ std::vector<caf::actor> process_set_group::children() const {
   std::vector<caf::actor> all{caf::actor_cast<caf::actor>(negotiator)};
   if (coordinator)
     all.push_back(caf::actor_cast<caf::actor>(coordinator));
-  for (const auto& [kind, backend] : backends)
-    all.push_back(caf::actor_cast<caf::actor>(backend.actor));
+  for (const auto& [kind, backend] : backends) {
+    auto actor = caf::actor_cast<caf::actor>(backend.actor);
+    // Staged CUDA tensors share the CPU backend's actor: listed once.
+    if (std::find(all.begin(), all.end(), actor) == all.end())
+      all.push_back(std::move(actor));
+  }
   return all;
 }
 
@@ -79,18 +83,28 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   ctx.shared_memory = cfg.shared_memory;
   ctx.store = spec.store;
   ctx.store_prefix = id.job_id + "/set" + std::to_string(spec.set_id) + "." +
-                     std::to_string(spec.serial) + "/gloo/";
+                     std::to_string(spec.serial) + "/";
   ctx.timeout =
     std::chrono::milliseconds(static_cast<int64_t>(cfg.gloo_timeout_seconds * 1000));
   ctx.fusion_chunk_bytes = cfg.fusion_chunk_bytes;
-  auto impl = backends::make_cpu_backend(ctx, cfg.cpu_operations);
+  auto made = backends::make_set_backends(ctx, {cfg.cpu_operations, cfg.gpu_operations});
   process_set_group g;
   g.members = spec.members;
   g.serial = spec.serial;
-  auto counted = spec.metrics->for_set(spec.set_id, set_size, impl->name());
-  // The backend actor sees only its part, which keeps the whole set's alive.
-  g.backends[device_kind::cpu] = backends::spawn_backend_actor(
-    sys, std::move(impl), std::shared_ptr<metrics::collective_metrics>(counted, &counted->collectives()));
+  auto counted = spec.metrics->for_set(spec.set_id, set_size, made.cpu->name());
+  // A backend actor sees only its part, which keeps the whole set's alive.
+  const auto spawn = [&](std::unique_ptr<backends::backend> impl,
+                         const std::shared_ptr<metrics::set_metrics>& m) {
+    return backends::spawn_backend_actor(
+      sys, std::move(impl), std::shared_ptr<metrics::collective_metrics>(m, &m->collectives()));
+  };
+  g.backends[device_kind::cpu] = spawn(std::move(made.cpu), counted);
+  if (made.gpu) {
+    auto gpu_counted = spec.metrics->for_set(spec.set_id, set_size, made.gpu->name());
+    g.backends[device_kind::cuda] = spawn(std::move(made.gpu), gpu_counted);
+  } else if (made.gpu_on_cpu) {
+    g.backends[device_kind::cuda] = g.backends[device_kind::cpu];
+  }
   // Coordinator and negotiator exist before the backend is connected: the
   // backend runs queued work only after (connect), and once the
   // coordinator's rank has connected, every member's group exists.

@@ -75,8 +75,8 @@ void gloo_communicator::connect() {
   guarded("rendezvous", [&] {
     gloo::transport::tcp::attr attr{ctx_.advertise_host.c_str()};
     auto device = gloo::transport::tcp::CreateDevice(attr);
-    auto context = connect_full_mesh(*ctx_.store, ctx_.store_prefix, ctx_.rank, ctx_.size,
-                                     std::move(device), ctx_.timeout);
+    auto context = connect_full_mesh(*ctx_.store, ctx_.store_prefix + "gloo/", ctx_.rank,
+                                     ctx_.size, std::move(device), ctx_.timeout);
     std::lock_guard<std::mutex> lock(mutex_);
     gloo_ = std::move(context);
     if (aborted_)

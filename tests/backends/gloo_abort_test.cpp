@@ -33,7 +33,7 @@ protected:
       ctx.advertise_host = "127.0.0.1";
       ctx.store =
         std::make_shared<elastic::embedded_store_client>("127.0.0.1", store_.port(), secret, 5s);
-      ctx.store_prefix = "abort-test/gloo/";
+      ctx.store_prefix = "abort-test/";
       ctx.timeout = 30s;
       ranks_.push_back(std::make_unique<gloo_communicator>(ctx));
       connecting.push_back(

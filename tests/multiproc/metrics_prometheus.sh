@@ -28,12 +28,13 @@ YML
 prom_pid=$!
 start_job "$run" "$check" "$dir" "$base" "$n"
 wait_holding "$dir" 60 || exit 1
-# Until every rank's final count has been scraped (60 s at most).
+# Until every rank's final count has been scraped (60 s at most), summed
+# over the backend label (a CUDA build also has a zero-valued nccl series).
 api="http://127.0.0.1:$prom_port/api/v1/query"
 deadline=$((SECONDS + 60))
 while :; do
   counts=$(curl -s -m 5 -G "$api" \
-             --data-urlencode 'query=troupe_collective_tensors_total{op="allreduce",status="ok"}')
+             --data-urlencode 'query=sum by (instance) (troupe_collective_tensors_total{op="allreduce",status="ok"})')
   ranks=$(curl -s -m 5 -G "$api" --data-urlencode 'query=troupe_rank')
   if /usr/bin/python3 - "$n" "$counts" "$ranks" <<'PY'
 import json, sys

@@ -28,8 +28,10 @@ def test_process_set_view_of_the_job():
 
 def test_build_flags():
     assert hvd.gloo_built() and hvd.mpi_built()
-    assert hvd.nccl_built() == 0
-    assert not any([hvd.ddl_built(), hvd.ccl_built(), hvd.cuda_built(), hvd.rocm_built()])
+    # As configured (tests/python/CMakeLists.txt): NCCL and CUDA where found.
+    assert hvd.nccl_built() == int(os.environ['TROUPE_TEST_NCCL_VERSION'])
+    assert hvd.cuda_built() == (os.environ['TROUPE_TEST_CUDA_BUILT'] == '1')
+    assert not any([hvd.ddl_built(), hvd.ccl_built(), hvd.rocm_built()])
     # troupe-run without --mpi runs Gloo; a single rank needs neither.
     multi = hvd.size() > 1
     assert hvd.gloo_enabled() == (multi and 'OMPI_COMM_WORLD_SIZE' not in os.environ)

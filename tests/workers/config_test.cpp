@@ -46,6 +46,22 @@ TEST(config, bad_value_names_the_variable) {
   EXPECT_THROW(config_from_env(fake_env({{"TROUPE_LOG_LEVEL", "loud"}})), config_error);
 }
 
+TEST(config, gpu_operations_take_horovods_name_and_refuse_other_libraries) {
+  EXPECT_EQ(config_from_env(fake_env({})).gpu_operations, "");
+  EXPECT_EQ(config_from_env(fake_env({{"HOROVOD_GPU_OPERATIONS", "NCCL"}})).gpu_operations,
+            "nccl");
+  EXPECT_EQ(config_from_env(fake_env({{"TROUPE_GPU_OPERATIONS", "gloo"},
+                                      {"HOROVOD_GPU_OPERATIONS", "nccl"}}))
+              .gpu_operations,
+            "gloo");
+  try {
+    config_from_env(fake_env({{"TROUPE_GPU_OPERATIONS", "ccl"}}));
+    FAIL() << "expected config_error";
+  } catch (const config_error& e) {
+    EXPECT_STREQ(e.what(), "TROUPE_GPU_OPERATIONS='ccl' is not nccl, gloo or mpi");
+  }
+}
+
 TEST(config, metrics_port_is_off_unless_set) {
   EXPECT_EQ(config_from_env(fake_env({})).metrics_port, 0);
   EXPECT_EQ(config_from_env(fake_env({})).metrics_address, "127.0.0.1");

@@ -79,6 +79,9 @@ void bind_runtime(py::module_& m) {
     "Returns (status code, message).");
   m.def("built_cpu_backends", &backends::built_cpu_backends,
         "Names of the CPU backends compiled into this build.");
+  m.def("cuda_built", &backends::cuda_built, "Whether this build takes CUDA tensors.");
+  m.def("nccl_version", &backends::nccl_version,
+        "NCCL_VERSION_CODE of the NCCL backend's headers; 0 without one.");
 }
 
 } // namespace troupe::python

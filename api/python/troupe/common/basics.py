@@ -178,8 +178,9 @@ def mpi_threads_supported():
 
 
 def nccl_built():
-    """The NCCL version code; 0: not built (Troupe has no GPU backend yet)."""
-    return 0
+    """The NCCL version code (2.28.9: 22809) this build's NCCL backend was
+    compiled against; 0: not built."""
+    return _core.nccl_version()
 
 
 def ddl_built():
@@ -191,7 +192,9 @@ def ccl_built():
 
 
 def cuda_built():
-    return False
+    """Whether this build takes CUDA tensors (with NCCL, or staged through
+    host memory to the CPU backend)."""
+    return _core.cuda_built()
 
 
 def rocm_built():

@@ -89,8 +89,8 @@ def _op_name(prefix, name, process_set_id):
 def _dtype_code(tensor):
     if not isinstance(tensor, torch.Tensor):
         raise ValueError('expected a torch.Tensor, got %s' % type(tensor).__name__)
-    if tensor.device.type != 'cpu':
-        raise ValueError('Troupe supports CPU tensors only; this tensor is on %s.' %
+    if tensor.device.type not in ('cpu', 'cuda'):
+        raise ValueError('Troupe supports CPU and CUDA tensors; this tensor is on %s.' %
                          tensor.device)
     if tensor.layout != torch.strided:
         raise ValueError('Tensor layout %s is not supported; use a dense tensor.' %
@@ -99,6 +99,24 @@ def _dtype_code(tensor):
     if code is None:
         raise ValueError('Tensor type %s is not supported.' % tensor.type())
     return code
+
+
+def _device(*tensors):
+    """The device argument of a _core call on `tensors`: None for CPU; for
+    CUDA, (device index, the cudaEvent_t of an event recorded now on the
+    current torch stream, the event), so the GPU backend waits for exactly
+    the work queued before the call."""
+    devices = {t.device for t in tensors}
+    if len(devices) > 1:
+        raise ValueError('Tensors of one call must be on one device, not %s.' %
+                         ', '.join(sorted(str(d) for d in devices)))
+    device = next(iter(devices), torch.device('cpu'))
+    if device.type != 'cuda':
+        return None
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    ready = torch.cuda.Event()
+    ready.record(torch.cuda.current_stream(index))
+    return index, ready.cuda_event, ready
 
 
 def _raise_if_rejected(core_handle):
@@ -128,12 +146,13 @@ class _Output:
     runtime calls it once, from its backend thread with the GIL held, and
     writes the result straight into the tensor."""
 
-    def __init__(self, dtype):
+    def __init__(self, dtype, device=None):
         self.dtype = dtype
+        self.device = device
         self.tensor = None
 
     def __call__(self, shape):
-        self.tensor = torch.empty(shape, dtype=self.dtype)
+        self.tensor = torch.empty(shape, dtype=self.dtype, device=self.device)
         return self.tensor.data_ptr()
 
 

@@ -19,7 +19,7 @@ from troupe.common.process_sets import check_process_set, global_process_set
 from troupe.torch.compression import Compression
 # Horovod's scripts import these from mpi_ops too.
 from troupe.torch.handles import (  # noqa: F401
-    Adasum, Average, Max, Min, Product, Sum, _Output, _copy_back, _dtype_code, _op_name,
+    Adasum, Average, Max, Min, Product, Sum, _Output, _copy_back, _device, _dtype_code, _op_name,
     _register, _resolve_op, _wait, init, poll, reset, shutdown, synchronize)
 
 
@@ -34,7 +34,8 @@ def _allreduce_async(tensor, inplace, name, op, prescale_factor, postscale_facto
     key = _op_name('allreduce', name, ps_id)
     core_handle = _core.allreduce(src.data_ptr(), dst.data_ptr(), code, list(src.shape),
                                   key[1], op, float(prescale_factor),
-                                  float(postscale_factor), (src, dst), process_set_id=ps_id)
+                                  float(postscale_factor), (src, dst), process_set_id=ps_id,
+                                  device=_device(src))
     if not inplace:
         return _register(core_handle, lambda _: dst, key)
 
@@ -115,7 +116,8 @@ def _grouped_allreduce_async(tensors, inplace, name, op, prescale_factor, postsc
     core_handle = _core.grouped_allreduce(
         [s.data_ptr() for s in srcs], [d.data_ptr() for d in dsts], codes,
         [list(s.shape) for s in srcs], key[1], op,
-        float(prescale_factor), float(postscale_factor), (srcs, dsts), process_set_id=ps_id)
+        float(prescale_factor), float(postscale_factor), (srcs, dsts), process_set_id=ps_id,
+        device=_device(*srcs))
     if not inplace:
         return _register(core_handle, lambda _: dsts, key)
 
@@ -214,10 +216,10 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
     src = tensor.contiguous()
-    out = _Output(src.dtype)
+    out = _Output(src.dtype, src.device)
     key = _op_name('allgather', name, ps_id)
     core_handle = _core.allgather(src.data_ptr(), code, list(src.shape),
-                                  key[1], src, out, process_set_id=ps_id)
+                                  key[1], src, out, process_set_id=ps_id, device=_device(src))
     return _register(core_handle, lambda _: out.tensor, key)
 
 
@@ -256,12 +258,12 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     tensors = list(tensors)
     codes = [_dtype_code(t) for t in tensors]
     srcs = [t.contiguous() for t in tensors]
-    outs = [_Output(s.dtype) for s in srcs]
+    outs = [_Output(s.dtype, s.device) for s in srcs]
     key = _op_name('grouped_allgather', name, ps_id)
     core_handle = _core.grouped_allgather([s.data_ptr() for s in srcs], codes,
                                           [list(s.shape) for s in srcs],
                                           key[1], srcs, outs,
-                                          process_set_id=ps_id)
+                                          process_set_id=ps_id, device=_device(*srcs))
     return _register(core_handle, lambda _: [o.tensor for o in outs], key)
 
 
@@ -297,7 +299,7 @@ def _broadcast_async(tensor, inplace, root_rank, name, process_set):
     data = tensor.contiguous() if inplace else tensor.clone(memory_format=torch.contiguous_format)
     key = _op_name('broadcast', name, ps_id)
     core_handle = _core.broadcast(data.data_ptr(), code, list(data.shape), int(root_rank),
-                                  key[1], data, process_set_id=ps_id)
+                                  key[1], data, process_set_id=ps_id, device=_device(data))
     if not inplace:
         return _register(core_handle, lambda _: data, key)
 
@@ -366,11 +368,11 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     code = _dtype_code(tensor)
     split_list = _split_list(splits)
     src = tensor.contiguous()
-    out = _Output(src.dtype)
+    out = _Output(src.dtype, src.device)
     key = _op_name('alltoall', name, ps_id)
     core_handle = _core.alltoall(src.data_ptr(), code, list(src.shape),
                                  key[1], split_list, src, out,
-                                 process_set_id=ps_id)
+                                 process_set_id=ps_id, device=_device(src))
     return _register(core_handle, lambda h: (
         out.tensor, torch.tensor(h.received_splits(0), dtype=torch.int32)), key)
 
@@ -420,12 +422,12 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
     src = tensor.contiguous()
-    out = _Output(src.dtype)
+    out = _Output(src.dtype, src.device)
     key = _op_name('reducescatter', name, ps_id)
     core_handle = _core.reducescatter(src.data_ptr(), code, list(src.shape),
                                       key[1], op,
                                       float(prescale_factor), float(postscale_factor), src, out,
-                                      process_set_id=ps_id)
+                                      process_set_id=ps_id, device=_device(src))
     return _register_reducescatter(core_handle, lambda _: out.tensor, key, op)
 
 
@@ -478,12 +480,12 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     tensors = list(tensors)
     codes = [_dtype_code(t) for t in tensors]
     srcs = [t.contiguous() for t in tensors]
-    outs = [_Output(s.dtype) for s in srcs]
+    outs = [_Output(s.dtype, s.device) for s in srcs]
     key = _op_name('grouped_reducescatter', name, ps_id)
     core_handle = _core.grouped_reducescatter(
         [s.data_ptr() for s in srcs], codes, [list(s.shape) for s in srcs],
         key[1], op, float(prescale_factor),
-        float(postscale_factor), srcs, outs, process_set_id=ps_id)
+        float(postscale_factor), srcs, outs, process_set_id=ps_id, device=_device(*srcs))
     return _register_reducescatter(core_handle, lambda _: [o.tensor for o in outs], key, op)
 
 
