@@ -181,8 +181,9 @@ TEST(nccl_backend, allgather_broadcast_alltoall_reducescatter_on_one_rank) {
     EXPECT_EQ(results.back()->download(static_cast<size_t>(rows) * 4 * 2),
               std::vector<char>(bytes.begin(), bytes.begin() + rows * 4 * 2))
       << op;
-    if (op == v1::OP_TYPE_ALLTOALL)
+    if (op == v1::OP_TYPE_ALLTOALL) {
       EXPECT_EQ(e->handle->received_splits, (std::vector<int64_t>{5}));
+    }
   }
   actors::collective_work w;
   w.response = response(v1::OP_TYPE_BROADCAST, dtype);
