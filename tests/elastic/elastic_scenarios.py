@@ -728,6 +728,52 @@ def ssh_elastic():
     return {}
 
 
+def cycles_kill():
+    """Cycles (argv[3], default 4) of: host 127.0.0.4 added (size 3), its
+    worker killed (the host cools down 1-2 s while the survivors train at
+    size 2, then a new worker starts there: size 3), the host removed
+    (size 2). Worker 0's open fds and threads stay flat across the cycles."""
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else 4
+    job = Job(hosts(2, 3), np=2,
+              flags=['--min-np', '2', '--blacklist-cooldown-range', '1', '2'],
+              train=['--dataset-size', '1000000', '--step-sleep', '0.02', '--commit-every', '1',
+                     '--count-resources'],
+              limit=60 + 15 * n)
+    job.wait_for(lambda e: e['event'] == 'step' and e['batch'] >= 2, 'training')
+    start = time.time()
+    for cycle in range(n):
+        # Worker ids only grow: the one started on 127.0.0.4 is the newest.
+        before = max(e['worker'] for e in job.steps())
+        t = time.time()
+        job.set_hosts(hosts(2, 3, 4))
+        victim = first_step_after(job, t, lambda e: e['size'] == 3 and e['worker'] > before,
+                                  'the worker on 127.0.0.4 trains (cycle %d)' % cycle)
+        t = time.time()
+        os.kill(victim['pid'], signal.SIGKILL)
+        first_step_after(job, t, lambda e: e['size'] == 3 and e['worker'] > victim['worker'],
+                         'back at size 3 after the cooldown (cycle %d)' % cycle)
+        t = time.time()
+        job.set_hosts(hosts(2, 3))
+        first_step_after(job, t, lambda e: e['size'] == 2, 'shrunk (cycle %d)' % cycle)
+    took = (time.time() - start) / n
+    job.stop()
+    job.finish()
+    expect(job.output().count('was killed by signal SIGKILL; host 127.0.0.4 is blacklisted') == n,
+           'each cycle killed the worker on 127.0.0.4')
+    resets = [e for e in job.events if e['event'] == 'reset' and e['worker'] == 0]
+    counts = [(e['fds'], e['threads']) for e in resets if e['size'] == 2]
+    expect(len(counts) >= 2 * n, 'worker 0 reset to size 2 %d times, expected %d' % (
+        len(counts), 2 * n))
+    # The first cycle warms up; a leak grows with every cycle.
+    early, late = counts[1:n + 1], counts[n + 1:]
+    for i, what in ((0, 'fd'), (1, 'thread')):
+        expect(max(c[i] for c in late) <= max(c[i] for c in early),
+               '%s counts grow over cycles: %s' % (what, counts))
+    print('worker 0 at size 2, (fds, threads): cycle 1 %s, last %s, max after cycle 1 %s' % (
+        counts[1], counts[-1], tuple(max(c[i] for c in counts[1:]) for i in (0, 1))))
+    return {'seconds_per_cycle': took}
+
+
 def below_min_np():
     job = Job(hosts(2, 3), np=2, flags=['--min-np', '2'],
               train=['--dataset-size', '600', '--step-sleep', '0.02'])
@@ -849,6 +895,7 @@ SCENARIOS = {
     'discovery_hangs_first': discovery_hangs_first,
     'discovery_later': discovery_later,
     'cooldown': cooldown,
+    'cycles_kill': cycles_kill,
     'all_fail': all_fail,
     'metrics': metrics,
     'partition': partition,
