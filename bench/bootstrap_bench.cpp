@@ -89,13 +89,13 @@ std::pair<uint64_t, uint64_t> run_rank(const std::string& protocol, elastic::sto
     if (peer != rank)
       to_peer[peer] = address_of(rank, peer);
   if (protocol == "exchange") {
-    elastic::arrive_and_wait(store, job + "/endpoints-published/", size, timeout);
-    auto endpoints = store.list_values(job + "/endpoint/");
+    const auto endpoints = elastic::gather_published(store, job + "/endpoint/",
+                                                     job + "/endpoints-published/", size, timeout);
     ops += 3; // add, wait, list (the last arrival's set aside)
-    for (int peer = 0; peer < rank; ++peer)
-      expect(endpoints.at(endpoint_key(peer)) == endpoint_of(peer), "wrong endpoint");
-    for (auto& [key, value] : endpoints)
-      bytes += value.size();
+    for (int peer = 0; peer < size; ++peer) {
+      expect(endpoints[peer] == endpoint_of(peer), "wrong endpoint");
+      bytes += endpoints[peer].size();
+    }
     auto from_peer = elastic::all_to_all(store, job + "/gloo/", rank, size, to_peer, timeout);
     ops += 4; // set_many, add, wait, list
     for (int peer = 0; peer < size; ++peer) {

@@ -19,6 +19,23 @@ void arrive_and_wait(store_client& store, const std::string& prefix, int size,
                       std::to_string(timeout.count()) + " ms");
 }
 
+std::vector<std::string> gather_published(store_client& store, const std::string& values_prefix,
+                                          const std::string& arrival_prefix, int size,
+                                          std::chrono::milliseconds timeout) {
+  arrive_and_wait(store, arrival_prefix, size, timeout);
+  auto published = store.list_values(values_prefix);
+  std::vector<std::string> values;
+  values.reserve(static_cast<size_t>(size));
+  for (int rank = 0; rank < size; ++rank) {
+    auto it = published.find(values_prefix + std::to_string(rank));
+    if (it == published.end())
+      throw store_error("rank " + std::to_string(rank) + " arrived at '" + arrival_prefix +
+                        "' without a value under '" + values_prefix + "'");
+    values.push_back(std::move(it->second));
+  }
+  return values;
+}
+
 namespace {
 
 std::string mailbox(const std::string& prefix, int rank) {

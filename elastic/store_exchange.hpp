@@ -22,6 +22,14 @@ class store_client;
 void arrive_and_wait(store_client& store, const std::string& prefix, int size,
                      std::chrono::milliseconds timeout);
 
+/// After each rank set its value at `values_prefix` + its rank: counts
+/// this rank in under `arrival_prefix` (arrive_and_wait) and returns every
+/// rank's value, indexed by rank, from one listing. Throws store_error
+/// naming a rank that arrived without its value.
+std::vector<std::string> gather_published(store_client& store, const std::string& values_prefix,
+                                          const std::string& arrival_prefix, int size,
+                                          std::chrono::milliseconds timeout);
+
 /// Rank `rank` of `size` sends `to_peer[p]` to every peer p (its own entry
 /// is ignored) and returns what each peer sent it, indexed by rank (its own
 /// entry empty): one set of size-1 keys, the arrival count, one listing of

@@ -295,17 +295,9 @@ struct runtime::impl {
                   std::to_string(id.rank) + " of job " + id.job_id};
       // Then one listing of every endpoint once all ranks published
       // theirs, not one wait per peer (O(N^2) through the store's thread).
-      elastic::arrive_and_wait(
-        *store, id.job_id + "/endpoints-published/", id.size,
+      all = elastic::gather_published(
+        *store, id.job_id + "/endpoint/", id.job_id + "/endpoints-published/", id.size,
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
-      auto published = store->list_values(id.job_id + "/endpoint/");
-      for (int peer = 0; peer < id.rank; ++peer) {
-        auto it = published.find(key(peer));
-        if (it == published.end())
-          return {status_code::internal, "rank " + std::to_string(peer) +
-                                           " arrived without publishing its endpoint"};
-        all.push_back(std::move(it->second));
-      }
     } else {
       all = launch->allgather(address);
     }

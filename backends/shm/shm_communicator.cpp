@@ -74,17 +74,8 @@ void shm_communicator::connect() {
   // operations per rank, as the Gloo mesh's rendezvous).
   const auto hosts_prefix = ctx_.store_prefix + "shm/host/";
   store.set(hosts_prefix + std::to_string(ctx_.rank), ctx_.host);
-  elastic::arrive_and_wait(store, ctx_.store_prefix + "shm/hosts-published/", ctx_.size,
-                           ctx_.timeout);
-  const auto published = store.list_values(hosts_prefix);
-  std::vector<std::string> host_of_rank;
-  for (int r = 0; r < ctx_.size; ++r) {
-    auto it = published.find(hosts_prefix + std::to_string(r));
-    if (it == published.end())
-      throw backend_error("shared-memory rendezvous: rank " + std::to_string(r) +
-                          " arrived without publishing its host under " + hosts_prefix);
-    host_of_rank.push_back(it->second);
-  }
+  const auto host_of_rank = elastic::gather_published(
+    store, hosts_prefix, ctx_.store_prefix + "shm/hosts-published/", ctx_.size, ctx_.timeout);
   const auto layout = layout_of(host_of_rank, ctx_.rank);
   if (layout.members < 2 || !layout.uniform)
     return;  // Gloo for everything
