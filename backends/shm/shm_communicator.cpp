@@ -1,9 +1,6 @@
 #include "backends/shm/shm_communicator.hpp"
 
-#include <unistd.h>
-
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -50,15 +47,6 @@ host_layout layout_of(const std::vector<std::string>& host_of_rank, int rank) {
   return l;
 }
 
-// A name no other segment has: the creator's pid and 64 random bits.
-std::string fresh_segment_name() {
-  std::random_device random;
-  const uint64_t bits = uint64_t{random()} << 32 | random();
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(bits));
-  return "/troupe-" + std::to_string(::getpid()) + "-" + hex;
-}
-
 } // namespace
 
 shm_communicator::shm_communicator(backend_context ctx)
@@ -85,7 +73,7 @@ void shm_communicator::connect() {
     const auto bytes = shm_group::segment_bytes(layout.members, slot_bytes);
     if (layout.member > 0)
       return shm_segment::open(store.wait_get(name_key, ctx_.timeout), bytes);
-    auto created = shm_group::create_segment(fresh_segment_name(), layout.members, slot_bytes);
+    auto created = shm_group::create_segment(ipc::fresh_segment_name(""), layout.members, slot_bytes);
     store.set(name_key, created.name());
     return created;
   }();

@@ -1,8 +1,6 @@
 #include "backends/shm/shm_group.hpp"
 
-#include <linux/futex.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,11 +13,15 @@
 #include <string>
 
 #include "backends/backend.hpp"
+#include "ipc/futex.hpp"
 
 namespace troupe::backends {
 
 namespace {
 
+using ipc::cpu_relax;
+using ipc::futex_wait;
+using ipc::futex_wake_all;
 using clock = std::chrono::steady_clock;
 
 constexpr uint64_t segment_magic = 0x54524f5550453031;  // "TROUPE01"
@@ -41,26 +43,6 @@ constexpr auto spin_time = std::chrono::microseconds(20);
 // How often a sleeping member checks that the others' processes still
 // exist.
 constexpr auto liveness_period = std::chrono::milliseconds(50);
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-// The segment is shared between processes: no FUTEX_PRIVATE_FLAG.
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds for_at_most) {
-  const auto s = std::chrono::duration_cast<std::chrono::seconds>(for_at_most);
-  timespec ts{static_cast<time_t>(s.count()), static_cast<long>((for_at_most - s).count())};
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
-}
-
-void futex_wake_all(std::atomic<uint32_t>* word) {
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
-            0);
-}
 
 // false once `pid` has exited, reaped or not.
 bool process_alive(int32_t pid) {

@@ -7,9 +7,11 @@
 #include <string>
 
 #include "backends/gloo/gloo_reduction.hpp"
-#include "backends/shm/shm_segment.hpp"
+#include "ipc/shm_segment.hpp"
 
 namespace troupe::backends {
+
+using ipc::shm_segment;
 
 struct shm_header;
 

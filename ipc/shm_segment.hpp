@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <string>
 
-namespace troupe::backends {
+namespace troupe::ipc {
 
 /// A POSIX shared-memory segment mapped into this process. Whoever created
 /// or opened it removes the name when destroyed before unlink() (a failed
@@ -12,12 +12,16 @@ namespace troupe::backends {
 class shm_segment {
 public:
   /// Creates `name` ("/troupe...") with `bytes` zeroed bytes; fails if it
-  /// exists. Throws backend_error naming the segment and the errno text.
+  /// exists. Throws std::runtime_error naming the segment and the errno text.
   static shm_segment create(const std::string& name, size_t bytes);
 
   /// Maps the existing `name`, which must hold `bytes` bytes; throws
-  /// backend_error when it is absent or of another size.
+  /// std::runtime_error when it is absent or of another size.
   static shm_segment open(const std::string& name, size_t bytes);
+
+  /// Maps the existing `name` whatever its size (its creator's header
+  /// says what it holds); throws std::runtime_error when it is absent.
+  static shm_segment open(const std::string& name);
 
   shm_segment(shm_segment&& other) noexcept;
   shm_segment& operator=(shm_segment&&) = delete;
@@ -28,6 +32,12 @@ public:
   /// away with the last mapping, also when processes die. Idempotent; any
   /// member may call it, the first one removes the name.
   void unlink();
+
+  /// The name stays when this mapping goes: only its creator (or a member
+  /// calling unlink()) removes it.
+  void keep_name() {
+    owns_name_ = false;
+  }
 
   void* data() const {
     return data_;
@@ -48,4 +58,8 @@ private:
   bool owns_name_;
 };
 
-} // namespace troupe::backends
+/// A name no other segment has: "/troupe-" + `kind` + the creator's pid and
+/// 64 random bits.
+std::string fresh_segment_name(const std::string& kind);
+
+} // namespace troupe::ipc

@@ -1,4 +1,4 @@
-#include "backends/shm/shm_segment.hpp"
+#include "ipc/shm_segment.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -7,15 +7,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <random>
+#include <stdexcept>
 
-#include "backends/backend.hpp"
-
-namespace troupe::backends {
+namespace troupe::ipc {
 
 namespace {
 
-backend_error failure(const std::string& what, const std::string& name) {
-  return backend_error("shared memory segment " + name + ": " + what + ": " +
+std::runtime_error failure(const std::string& what, const std::string& name) {
+  return std::runtime_error("shared memory segment " + name + ": " + what + ": " +
                        std::strerror(errno));
 }
 
@@ -42,8 +42,7 @@ shm_segment shm_segment::create(const std::string& name, size_t bytes) {
   if (const int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
     errno = rc;
     const auto error = failure("allocating " + std::to_string(bytes) +
-                                 " bytes failed (a full /dev/shm? TROUPE_SHM=0 turns the "
-                                 "shared-memory path off)",
+                                 " bytes failed (a full /dev/shm?)",
                                name);
     ::close(fd);
     ::shm_unlink(name.c_str());
@@ -65,10 +64,23 @@ shm_segment shm_segment::open(const std::string& name, size_t bytes) {
   if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
     const auto have = std::to_string(st.st_size);
     ::close(fd);
-    throw backend_error("shared memory segment " + name + " holds " + have +
+    throw std::runtime_error("shared memory segment " + name + " holds " + have +
                         " bytes, expected " + std::to_string(bytes) +
                         " (not the segment its creator made)");
   }
+  return shm_segment(name, map(fd, bytes, name), bytes);
+}
+
+shm_segment shm_segment::open(const std::string& name) {
+  const int fd = ::shm_open(name.c_str(), O_RDWR, 0);
+  if (fd < 0)
+    throw failure("shm_open failed", name);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
+    ::close(fd);
+    throw std::runtime_error("shared memory segment " + name + " is empty");
+  }
+  const auto bytes = static_cast<size_t>(st.st_size);
   return shm_segment(name, map(fd, bytes, name), bytes);
 }
 
@@ -97,4 +109,12 @@ void shm_segment::unlink() {
   owns_name_ = false;
 }
 
-} // namespace troupe::backends
+std::string fresh_segment_name(const std::string& kind) {
+  std::random_device random;
+  const uint64_t bits = uint64_t{random()} << 32 | random();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(bits));
+  return "/troupe-" + kind + std::to_string(::getpid()) + "-" + hex;
+}
+
+} // namespace troupe::ipc

@@ -1,0 +1,89 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+
+namespace troupe::control {
+
+/// Bytes in shared memory with one writer and a fixed number of readers,
+/// each of which consumes every byte. The writer never overwrites what an
+/// active reader has not read yet; an inactive reader holds nothing back.
+/// A view: the memory (zeroed for a new stream) belongs to a segment.
+class byte_stream {
+public:
+  /// Bytes of shared memory a stream of `capacity` bytes and `readers`
+  /// readers takes (a multiple of 64).
+  static size_t bytes_needed(size_t readers, size_t capacity);
+
+  byte_stream(void* at, size_t readers, size_t capacity);
+
+  /// Writes as much of `data` as the slowest active reader leaves room for;
+  /// returns how much.
+  size_t write_some(const char* data, size_t n);
+
+  /// Copies up to `n` unread bytes into `out` and consumes them.
+  size_t read_some(size_t reader, char* out, size_t n);
+
+  bool has_unread(size_t reader) const;
+
+  /// Bytes written since the stream began.
+  uint64_t written() const;
+
+  /// Whether `reader` counts for the writer's room. A reader starts at the
+  /// stream's beginning: activate it before anything is written.
+  void set_active(size_t reader, bool active);
+
+private:
+  struct header;
+  struct reader_slot;
+
+  header* header_;
+  reader_slot* readers_;
+  char* data_;
+  size_t reader_count_;
+  size_t capacity_;
+};
+
+/// Length-prefixed messages over a byte_stream, in order. A message longer
+/// than the stream's room goes out in pieces as the readers make room.
+class message_writer {
+public:
+  /// Queues `message` behind what is still queued.
+  void push(std::string message);
+
+  /// Writes what fits; true once nothing is queued.
+  bool flush(byte_stream& stream);
+
+  bool empty() const {
+    return queue_.empty();
+  }
+
+private:
+  std::deque<std::string> queue_;
+  // Bytes of the front message's frame (prefix + body) already written.
+  size_t written_ = 0;
+};
+
+/// The reading side of message_writer for one reader of a stream.
+class message_reader {
+public:
+  /// Longest message accepted; a longer prefix means the stream is corrupt.
+  static constexpr uint32_t max_message = 1u << 30;
+
+  /// Consumes what `stream` holds for `reader`, calling `deliver` for each
+  /// complete message. Throws std::runtime_error on a corrupt prefix.
+  void drain(byte_stream& stream, size_t reader,
+             const std::function<void(std::string)>& deliver);
+
+private:
+  char prefix_[4] = {};
+  size_t have_prefix_ = 0;
+  std::string body_;
+  size_t have_body_ = 0;
+};
+
+} // namespace troupe::control

@@ -1,0 +1,279 @@
+#include "control/shm_channel.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "control/byte_stream.hpp"
+#include "ipc/futex.hpp"
+#include "ipc/shm_segment.hpp"
+
+namespace troupe::control {
+
+namespace {
+
+constexpr uint64_t channel_magic = 0x54524f5550454331;  // "TROUPEC1"
+
+// A sleeping reader still looks at its stop flag this often.
+constexpr auto idle_wake = std::chrono::milliseconds(50);
+// A reader that finds nothing spins this long before it sleeps: the answer
+// to a message it just passed on often comes back within it, and a
+// futex wake-up costs more than the spin.
+constexpr auto spin_time = std::chrono::microseconds(20);
+
+// A futex word its writers bump after each write, and the readers sleeping
+// on it (woken only when there are some).
+struct bell {
+  alignas(64) std::atomic<uint32_t> rings;
+  std::atomic<uint32_t> sleepers;
+
+  void ring() {
+    rings.fetch_add(1);
+    if (sleepers.load() > 0)
+      ipc::futex_wake_all(&rings);
+  }
+};
+
+struct channel_header {
+  std::atomic<uint64_t> magic;
+  uint32_t members;
+  uint64_t request_bytes;
+  uint64_t response_bytes;
+  uint64_t segment_bytes;
+  bell requests;   // rung by members
+  bell responses;  // rung by the coordinator
+  alignas(64) std::atomic<uint32_t> closed;  // the coordinator's end is gone
+};
+
+size_t layout_bytes(size_t members, const channel_sizes& s) {
+  return sizeof(channel_header) + byte_stream::bytes_needed(members, s.response_bytes) +
+         members * byte_stream::bytes_needed(1, s.request_bytes);
+}
+
+} // namespace
+
+// The mapped segment and the streams in it: the response stream (one
+// reader per member), then one request stream per member.
+class channel_segment {
+public:
+  channel_segment(ipc::shm_segment segment, size_t members, channel_sizes sizes)
+      : segment_(std::move(segment)),
+        header_(static_cast<channel_header*>(segment_.data())),
+        responses_(static_cast<char*>(segment_.data()) + sizeof(channel_header), members,
+                   sizes.response_bytes) {
+    char* at = static_cast<char*>(segment_.data()) + sizeof(channel_header) +
+               byte_stream::bytes_needed(members, sizes.response_bytes);
+    for (size_t m = 0; m < members; ++m) {
+      requests_.emplace_back(at, 1, sizes.request_bytes);
+      at += byte_stream::bytes_needed(1, sizes.request_bytes);
+    }
+  }
+
+  ipc::shm_segment& segment() {
+    return segment_;
+  }
+  channel_header& header() {
+    return *header_;
+  }
+  byte_stream& responses() {
+    return responses_;
+  }
+  byte_stream& requests(size_t member) {
+    return requests_[member];
+  }
+  size_t members() const {
+    return requests_.size();
+  }
+
+private:
+  ipc::shm_segment segment_;
+  channel_header* header_;
+  byte_stream responses_;
+  std::vector<byte_stream> requests_;
+};
+
+// A thread that drains streams whenever their bell rings, and sleeps on it
+// otherwise (no core spins while the set is idle).
+class bell_reader {
+public:
+  bell_reader(bell& b, std::function<bool()> drain) : bell_(b), drain_(std::move(drain)) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~bell_reader() {
+    stop_ = true;
+    ipc::futex_wake_all(&bell_.rings);
+    thread_.join();
+  }
+
+private:
+  void run() {
+    while (!stop_) {
+      const uint32_t seen = bell_.rings.load();
+      if (!drain_())
+        return;
+      const auto spin_until = std::chrono::steady_clock::now() + spin_time;
+      while (bell_.rings.load() == seen && !stop_ &&
+             std::chrono::steady_clock::now() < spin_until)
+        ipc::cpu_relax();
+      if (bell_.rings.load() != seen || stop_)
+        continue;
+      bell_.sleepers.fetch_add(1);
+      if (bell_.rings.load() == seen && !stop_)
+        ipc::futex_wait(&bell_.rings, seen, idle_wake);
+      bell_.sleepers.fetch_sub(1);
+    }
+  }
+
+  bell& bell_;
+  std::function<bool()> drain_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+namespace {
+
+// Runs `reader.drain`, logging and stopping the stream for good when it is
+// corrupt (only a process of the job's user can write there).
+void drain_or_stop(message_reader& reader, byte_stream& stream, size_t index,
+                   const deliver_fn& deliver, bool& broken, const char* which) {
+  if (broken)
+    return;
+  try {
+    reader.drain(stream, index, deliver);
+  } catch (const std::exception& e) {
+    spdlog::error("control channel: {} stream {}: {}; its messages are ignored from now on",
+                  which, index, e.what());
+    broken = true;
+  }
+}
+
+} // namespace
+
+// --- the coordinator's end ---------------------------------------------------
+
+channel_host::channel_host(int members, channel_sizes sizes) {
+  const auto count = static_cast<size_t>(members);
+  const auto bytes = layout_bytes(count, sizes);
+  auto segment = ipc::shm_segment::create(ipc::fresh_segment_name("ctl-"), bytes);
+  auto* h = new (segment.data()) channel_header{};
+  h->members = static_cast<uint32_t>(members);
+  h->request_bytes = sizes.request_bytes;
+  h->response_bytes = sizes.response_bytes;
+  h->segment_bytes = bytes;
+  segment_ = std::make_unique<channel_segment>(std::move(segment), count, sizes);
+  for (size_t m = 0; m < count; ++m)
+    segment_->requests(m).set_active(0, true);
+  // Written last: a member that sees the magic sees the rest.
+  h->magic.store(channel_magic, std::memory_order_release);
+}
+
+channel_host::~channel_host() {
+  reader_.reset();
+  segment_->header().closed.store(1);
+  segment_->header().responses.ring();
+}
+
+const std::string& channel_host::name() const {
+  return segment_->segment().name();
+}
+
+void channel_host::start(deliver_fn deliver) {
+  auto* seg = segment_.get();
+  auto readers = std::make_shared<std::vector<message_reader>>(seg->members());
+  auto broken = std::make_shared<std::vector<char>>(seg->members(), 0);
+  reader_ = std::make_unique<bell_reader>(
+    seg->header().requests, [seg, readers, broken, deliver = std::move(deliver)] {
+      for (size_t m = 0; m < seg->members(); ++m) {
+        bool b = (*broken)[m] != 0;
+        drain_or_stop((*readers)[m], seg->requests(m), 0, deliver, b, "request");
+        (*broken)[m] = b;
+      }
+      return true;
+    });
+}
+
+bool channel_host::post(std::string list) {
+  responses_.push(std::move(list));
+  return flush();
+}
+
+bool channel_host::flush() {
+  const auto before = segment_->responses().written();
+  const bool done = responses_.flush(segment_->responses());
+  if (segment_->responses().written() != before)
+    segment_->header().responses.ring();
+  return done;
+}
+
+void channel_host::unlink() {
+  segment_->segment().unlink();
+}
+
+// --- a member's end ----------------------------------------------------------
+
+std::unique_ptr<channel_member> channel_member::open(const std::string& name, int member) {
+  try {
+    auto segment = ipc::shm_segment::open(name);
+    segment.keep_name();  // a member never removes the coordinator's channel
+    if (segment.size() < sizeof(channel_header))
+      return nullptr;
+    auto& h = *static_cast<channel_header*>(segment.data());
+    const channel_sizes sizes{h.request_bytes, h.response_bytes};
+    if (h.magic.load(std::memory_order_acquire) != channel_magic ||
+        member < 0 || static_cast<uint32_t>(member) >= h.members ||
+        h.segment_bytes != segment.size() || layout_bytes(h.members, sizes) != segment.size())
+      return nullptr;
+    const size_t members = h.members;
+    auto seg = std::make_unique<channel_segment>(std::move(segment), members, sizes);
+    if (seg->responses().written() != 0)
+      return nullptr;  // too late to read the lists from the start
+    seg->responses().set_active(static_cast<size_t>(member), true);
+    return std::unique_ptr<channel_member>(new channel_member(std::move(seg), member));
+  } catch (const std::exception& e) {
+    spdlog::debug("control channel {}: not opened ({}); using the network", name, e.what());
+    return nullptr;
+  }
+}
+
+channel_member::channel_member(std::unique_ptr<channel_segment> segment, int member)
+    : segment_(std::move(segment)), member_(member) {
+}
+
+channel_member::~channel_member() {
+  reader_.reset();
+  segment_->responses().set_active(static_cast<size_t>(member_), false);
+}
+
+void channel_member::start(deliver_fn deliver) {
+  auto* seg = segment_.get();
+  const auto index = static_cast<size_t>(member_);
+  auto reader = std::make_shared<message_reader>();
+  auto broken = std::make_shared<bool>(false);
+  reader_ = std::make_unique<bell_reader>(
+    seg->header().responses, [seg, index, reader, broken, deliver = std::move(deliver)] {
+      drain_or_stop(*reader, seg->responses(), index, deliver, *broken, "response");
+      // The coordinator's end is gone once closed and drained: nothing more
+      // can come.
+      return !(seg->header().closed.load() && !seg->responses().has_unread(index));
+    });
+}
+
+bool channel_member::send(std::string list) {
+  requests_.push(std::move(list));
+  return flush();
+}
+
+bool channel_member::flush() {
+  auto& stream = segment_->requests(static_cast<size_t>(member_));
+  const auto before = stream.written();
+  const bool done = requests_.flush(stream);
+  if (stream.written() != before)
+    segment_->header().requests.ring();
+  return done;
+}
+
+} // namespace troupe::control

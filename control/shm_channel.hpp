@@ -1,0 +1,94 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "control/byte_stream.hpp"
+
+// No CAF here: the coordinator and the negotiators own these and turn what
+// arrives into messages to themselves.
+namespace troupe::control {
+
+/// Called on the channel's reader thread with each message, in order.
+using deliver_fn = std::function<void(std::string)>;
+
+struct channel_sizes {
+  /// Bytes in flight from one member to the coordinator.
+  size_t request_bytes = size_t{256} << 10;
+  /// Bytes in flight from the coordinator to the members (one stream all
+  /// of them read).
+  size_t response_bytes = size_t{4} << 20;
+};
+
+class channel_segment;
+class bell_reader;
+
+/// The coordinator's end of a process set's control channel on its host:
+/// a shared-memory segment through which the set's members on this host
+/// send their request lists and receive the response lists, instead of
+/// TCP connections through CAF's network layer. Members on other hosts (or
+/// that cannot open it) keep using CAF; each member uses one path for
+/// everything, so its messages keep their order.
+class channel_host {
+public:
+  /// Creates the segment for set ranks 0 .. members - 1. Throws
+  /// std::runtime_error when /dev/shm refuses.
+  explicit channel_host(int members, channel_sizes sizes = {});
+  ~channel_host();
+  channel_host(const channel_host&) = delete;
+  channel_host& operator=(const channel_host&) = delete;
+
+  /// The segment's name, for the members.
+  const std::string& name() const;
+
+  /// Starts the thread that reads every member's request lists and passes
+  /// each to `deliver`, each member's in the order sent.
+  void start(deliver_fn deliver);
+
+  /// Queues a response list for every member that opened the channel and
+  /// writes what fits: false while some is still queued (a member reads
+  /// slowly); flush() later.
+  bool post(std::string list);
+  bool flush();
+
+  /// Removes the name once every member has opened the channel or given up
+  /// on it; the memory stays until the last mapping goes.
+  void unlink();
+
+private:
+  std::unique_ptr<channel_segment> segment_;
+  message_writer responses_;
+  std::unique_ptr<bell_reader> reader_;
+};
+
+/// A member's end: opened by the member's negotiator when the coordinator
+/// runs in another process.
+class channel_member {
+public:
+  /// Opens `name` as set rank `member`: null when it cannot (another host,
+  /// the segment gone, or not the channel it should be).
+  static std::unique_ptr<channel_member> open(const std::string& name, int member);
+  ~channel_member();
+  channel_member(const channel_member&) = delete;
+  channel_member& operator=(const channel_member&) = delete;
+
+  /// Starts the thread that passes each response list to `deliver`.
+  void start(deliver_fn deliver);
+
+  /// Queues a request list and writes what fits: false while some is still
+  /// queued; flush() later.
+  bool send(std::string list);
+  bool flush();
+
+private:
+  channel_member(std::unique_ptr<channel_segment> segment, int member);
+
+  std::unique_ptr<channel_segment> segment_;
+  int member_;
+  message_writer requests_;
+  std::unique_ptr<bell_reader> reader_;
+};
+
+} // namespace troupe::control
