@@ -8,6 +8,7 @@
 
 #include "actors/cache_view.hpp"
 #include "actors/timeline.hpp"
+#include "control/shm_channel.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "proto/op_properties.hpp"
 
@@ -32,6 +33,10 @@ struct negotiator_state {
   // Null until the supervisor passes it on: requests wait in the outbox.
   coordinator_actor coordinator;
   coordinator_actor local_coordinator;
+  // The set's control channel when the coordinator runs in another process
+  // on this host (null: lists go over the network).
+  std::unique_ptr<control::channel_member> channel;
+  bool channel_retry_scheduled = false;
   backend_actors backends;
   caf::actor timeline;  // null when no timeline can be written
   bool tracing = false;   // a timeline file is open: send it events
@@ -200,9 +205,40 @@ void flush_requests(negotiator_self self) {
     }
   }
   st.outbox.clear();
-  if (list.requests_size() > 0 || list.has_tuning())
-    self->send(st.coordinator, request_atom::value, st.epoch, st.set_id,
-               list.SerializeAsString());
+  const bool any = list.requests_size() > 0 || list.has_tuning();
+  if (!st.channel) {
+    if (any)
+      self->send(st.coordinator, request_atom::value, st.epoch, st.set_id,
+                 list.SerializeAsString());
+    return;
+  }
+  // What the channel has no room for yet goes out on a later flush, in
+  // order behind what it holds.
+  const bool written = any ? st.channel->send(list.SerializeAsString()) : st.channel->flush();
+  if (!written && !st.channel_retry_scheduled) {
+    st.channel_retry_scheduled = true;
+    self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
+  }
+}
+
+// Opens the set's control channel when the coordinator is another process
+// of this host; its reader thread passes each response list on as if it
+// had come over the network.
+void open_channel(negotiator_self self, const std::string& name) {
+  auto& st = self->state;
+  if (name.empty() || st.local_coordinator)
+    return;
+  st.channel = control::channel_member::open(name, st.set_rank);
+  if (!st.channel)
+    return;
+  auto weak = caf::actor_cast<caf::weak_actor_ptr>(self);
+  const auto epoch = st.epoch;
+  const auto set = st.set_id;
+  st.channel->start([weak, epoch, set](std::string bytes) {
+    if (auto strong = weak.lock())
+      caf::anon_send(caf::actor_cast<negotiator_actor>(strong), response_atom::value, epoch,
+                     set, std::move(bytes));
+  });
 }
 
 // What a joined rank runs for an allreduce it never submitted: zeros of the
@@ -360,20 +396,24 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
     [=](submit_atom, const submitted_batch_ptr& in) {
       on_submit(self, std::exchange(in->entries, {}));
     },
-    [=](flush_atom) { flush_requests(self); },
+    [=](flush_atom) {
+      self->state.channel_retry_scheduled = false;
+      flush_requests(self);
+    },
     [=](response_atom, int64_t epoch, uint32_t set, const std::string& bytes) {
       if (same_epoch(self->state.epoch, epoch, "negotiator", set))
         on_response_list(self, bytes);
     },
     // Once per set: the introduction goes first, so the coordinator knows
     // where to answer before it sees this rank's first request.
-    [=](coordinator_atom, coordinator_actor& coordinator) {
+    [=](coordinator_atom, coordinator_actor& coordinator, const std::string& channel) {
       auto& st = self->state;
       if (st.coordinator)
         return;
       st.coordinator = std::move(coordinator);
+      open_channel(self, channel);
       self->send(st.coordinator, hello_atom::value, st.set_rank,
-                 member_actor{caf::actor_cast<negotiator_actor>(self)});
+                 member_actor{caf::actor_cast<negotiator_actor>(self)}, st.channel != nullptr);
       flush_requests(self);
     },
     [=](executed_atom, uint64_t id, status& result, const list_stats& moved) {

@@ -34,14 +34,18 @@ using tuner_actor =
   caf::typed_actor<caf::reacts_to<executed_atom, uint64_t, bool, list_stats>>;
 
 /// The coordinator of a process set (coordinator/coordinator_actor.hpp).
-/// Every member introduces itself once, (hello, set rank, member), before
-/// its first (request, epoch, set id, RequestList bytes). The negotiator of
+/// Every member introduces itself once, (hello, set rank, member, whether
+/// it opened the set's shared-memory control channel: then its lists come
+/// and go through that), before its first (request, epoch, set id,
+/// RequestList bytes). (flush) retries response lists the channel could
+/// not take at once. The negotiator of
 /// the coordinator's own rank reports each list it executed, (executed,
 /// stats); (stats) asks what the lists executed since the last settings
 /// change moved. Its tuner sends settings changes, (tune, Tuning bytes).
 /// Stall, cycle and deadline are its own timers.
 using coordinator_actor = caf::typed_actor<
-  caf::reacts_to<hello_atom, int32_t, member_actor>,
+  caf::reacts_to<hello_atom, int32_t, member_actor, bool>,
+  caf::reacts_to<flush_atom>,
   caf::reacts_to<request_atom, int64_t, uint32_t, std::string>,
   caf::reacts_to<executed_atom, list_stats>,
   caf::reacts_to<tune_atom, std::string>,
@@ -51,10 +55,11 @@ using coordinator_actor = caf::typed_actor<
   caf::reacts_to<deadline_atom, uint64_t>>;
 
 /// The negotiator of a process set (actors/negotiator.hpp): a member, told
-/// its coordinator once, (coordinator, handle), by the supervisor.
+/// its coordinator once, (coordinator, handle, name of the set's
+/// shared-memory control channel or ""), by the supervisor.
 using negotiator_actor = caf::typed_actor<
   caf::reacts_to<response_atom, int64_t, uint32_t, std::string>,
-  caf::reacts_to<coordinator_atom, coordinator_actor>,
+  caf::reacts_to<coordinator_atom, coordinator_actor, std::string>,
   caf::reacts_to<submit_atom, submitted_batch_ptr>,
   caf::reacts_to<flush_atom>,
   caf::reacts_to<executed_atom, uint64_t, status, list_stats>,
@@ -70,11 +75,12 @@ using process_set_registry_actor = caf::typed_actor<
   caf::replies_to<remove_set_atom, int32_t>::with<status, int32_t>>;
 
 /// What a rank's supervisor takes from its peers' supervisors: once per
-/// process set, the coordinator's handle, (coordinator, epoch, set id,
-/// registration serial, handle), from the set's lowest rank; (bye, rank,
+/// process set, the coordinator's handle and its control channel's name,
+/// (coordinator, epoch, set id, registration serial, handle, name), from
+/// the set's lowest rank; (bye, rank,
 /// cause, cause text) -> true when a peer leaves (shutdown or reset).
 using peer_actor = caf::typed_actor<
-  caf::reacts_to<coordinator_atom, int64_t, uint32_t, uint64_t, coordinator_actor>,
+  caf::reacts_to<coordinator_atom, int64_t, uint32_t, uint64_t, coordinator_actor, std::string>,
   caf::replies_to<bye_atom, int32_t, int32_t, std::string>::with<bool>>;
 
 /// A rank's supervisor of one membership epoch (workers/supervisor.hpp):

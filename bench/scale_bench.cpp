@@ -116,7 +116,7 @@ public:
     inbox_.members = ranks;
     member_ = caf::actor_cast<member_actor>(sys_.spawn(member, &inbox_));
     for (int32_t r = 0; r < ranks; ++r)
-      caf::anon_send(coordinator_, hello_atom::value, r, member_);
+      caf::anon_send(coordinator_, hello_atom::value, r, member_, false);
     run();
   }
 

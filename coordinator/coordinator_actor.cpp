@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "autotune/step_detector.hpp"
+#include "control/shm_channel.hpp"
 #include "coordinator/fusion.hpp"
 #include "coordinator/message_table.hpp"
 #include "coordinator/response_cache.hpp"
@@ -26,6 +27,10 @@ struct coordinator_state {
   // By set rank; null until the member's (hello).
   std::vector<member_actor> members;
   size_t members_known = 0;
+  // The host's control channel (null: none), and which members use it.
+  std::shared_ptr<control::channel_host> channel;
+  std::vector<bool> on_channel;
+  bool channel_retry_scheduled = false;
   std::unique_ptr<message_table> table;
   std::unique_ptr<stall_inspector> stalls;
   std::unique_ptr<response_cache> cache;
@@ -128,6 +133,26 @@ bool cycle_elapsed(coordinator_self self) {
   return false;
 }
 
+// Writes a response list for the members on the channel; what a slow
+// reader has no room for yet is retried shortly (their lists stay in order
+// in the channel's queue).
+void flush_channel(coordinator_self self) {
+  auto& st = self->state;
+  st.channel_retry_scheduled = false;
+  if (!st.channel->flush() && !st.channel_retry_scheduled) {
+    st.channel_retry_scheduled = true;
+    self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
+  }
+}
+
+void post_on_channel(coordinator_self self, std::string bytes) {
+  auto& st = self->state;
+  if (!st.channel->post(std::move(bytes)) && !st.channel_retry_scheduled) {
+    st.channel_retry_scheduled = true;
+    self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
+  }
+}
+
 void try_emit(coordinator_self self) {
   auto& st = self->state;
   if (st.in_flight > 0 || st.members_known < st.members.size() ||
@@ -163,9 +188,13 @@ void try_emit(coordinator_self self) {
                  "(TROUPE_CACHE_CAPACITY=0) or increasing the cache capacity "
                  "(TROUPE_CACHE_CAPACITY>{}).",
                  st.cache->size());
-  const auto bytes = list.SerializeAsString();
-  for (const auto& member : st.members)
-    self->send(member, response_atom::value, st.epoch, st.set_id, bytes);
+  auto bytes = list.SerializeAsString();
+  for (size_t r = 0; r < st.members.size(); ++r)
+    if (!st.on_channel[r])
+      self->send(st.members[r], response_atom::value, st.epoch, st.set_id, bytes);
+  if (st.channel && std::find(st.on_channel.begin(), st.on_channel.end(), true) !=
+                      st.on_channel.end())
+    post_on_channel(self, std::move(bytes));
   ++st.in_flight;
   st.last_emit = std::chrono::steady_clock::now();
 }
@@ -251,7 +280,7 @@ void check_stalls(coordinator_self self) {
   self->delayed_send(self, st.stalls->interval(), stall_atom::value);
 }
 
-void on_hello(coordinator_self self, int32_t set_rank, member_actor& member) {
+void on_hello(coordinator_self self, int32_t set_rank, member_actor& member, bool on_channel) {
   auto& st = self->state;
   if (set_rank < 0 || static_cast<size_t>(set_rank) >= st.members.size() ||
       st.members[static_cast<size_t>(set_rank)]) {
@@ -261,7 +290,10 @@ void on_hello(coordinator_self self, int32_t set_rank, member_actor& member) {
     return;
   }
   st.members[static_cast<size_t>(set_rank)] = std::move(member);
-  ++st.members_known;
+  st.on_channel[static_cast<size_t>(set_rank)] = on_channel && st.channel;
+  // Every member has opened the channel or decided not to: its name can go.
+  if (++st.members_known == st.members.size() && st.channel)
+    st.channel->unlink();
   try_emit(self);
 }
 
@@ -278,6 +310,19 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
   st.stalls = std::make_unique<stall_inspector>(options.stall);
   st.cache = std::make_unique<response_cache>(options.cache_capacity, set_size);
   st.members.resize(static_cast<size_t>(set_size));
+  st.on_channel.assign(static_cast<size_t>(set_size), false);
+  if (options.control) {
+    st.channel = std::move(options.control);
+    // The reader thread holds the coordinator weakly: the channel belongs
+    // to the coordinator's state and goes with it.
+    auto weak = caf::actor_cast<caf::weak_actor_ptr>(self);
+    const auto epoch = st.epoch;
+    st.channel->start([weak, epoch, set_id](std::string bytes) {
+      if (auto strong = weak.lock())
+        caf::anon_send(caf::actor_cast<coordinator_actor>(strong), request_atom::value, epoch,
+                       set_id, std::move(bytes));
+    });
+  }
   if (options.stall.enabled)
     self->delayed_send(self, st.stalls->interval(), stall_atom::value);
   if (options.autotune) {
@@ -295,9 +340,10 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
       self->state.cycle_timer_set = false;
       try_emit(self);
     },
-    [=](hello_atom, int32_t set_rank, member_actor& member) {
-      on_hello(self, set_rank, member);
+    [=](hello_atom, int32_t set_rank, member_actor& member, bool on_channel) {
+      on_hello(self, set_rank, member, on_channel);
     },
+    [=](flush_atom) { flush_channel(self); },
     [=](request_atom, int64_t epoch, uint32_t set, const std::string& bytes) {
       if (same_epoch(self->state.epoch, epoch, "coordinator", set))
         on_requests(self, bytes);

@@ -15,6 +15,10 @@ namespace troupe::metrics {
 class set_metrics;
 }
 
+namespace troupe::control {
+class channel_host;
+}
+
 namespace troupe::coordinator {
 
 /// How a coordinator batches and caches.
@@ -30,15 +34,22 @@ struct coordinator_options {
   int64_t epoch = 0;
   /// With autotuning: the tuner the coordinator spawns and reports to.
   std::optional<tuner_options> autotune = std::nullopt;
+  /// The set's shared-memory control channel on this host (null: none);
+  /// the coordinator owns it from then on.
+  std::shared_ptr<control::channel_host> control = nullptr;
 };
 
 /// Spawns the coordinator of one process set of `set_size` members (on the
 /// set's lowest rank); protocol: actors::coordinator_actor. Every member
-/// introduces its negotiator, (hello, set rank, handle), then sends
-/// (request, epoch, set id, RequestList bytes) directly; one from another
-/// membership epoch is refused. The coordinator decides what runs and in
-/// which order, and sends one ResponseList to every member as (response,
-/// epoch, set id, bytes), once every member has introduced itself.
+/// introduces its negotiator, (hello, set rank, handle, on the channel),
+/// then sends (request, epoch, set id, RequestList bytes) directly; one
+/// from another membership epoch is refused. The coordinator decides what
+/// runs and in which order, and sends one ResponseList to every member as
+/// (response, epoch, set id, bytes), once every member has introduced
+/// itself. Members that opened `options.control` exchange the same lists
+/// through it: the coordinator writes each list once for all of them, and
+/// the channel's reader thread turns what they write into (request, ...)
+/// messages to the coordinator.
 ///
 /// Readiness is event-driven: a ready tensor is sent at once when the
 /// previous response list has been executed on this rank (reported by the

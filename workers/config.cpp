@@ -113,6 +113,13 @@ const std::vector<knob>& knobs() {
      "0 over loopback TCP as the rest",
      [](config& c, const std::string& s) { c.shared_memory = parse_switch("TROUPE_SHM", s); },
      [](const config& c) { return std::string(c.shared_memory ? "1" : "0"); }},
+    {"TROUPE_SHM_CONTROL", nullptr, "shm-control",
+     "1 sends request and response lists between a process set's coordinator and its members "
+     "on the same host through shared memory, 0 over the control plane's TCP connections",
+     [](config& c, const std::string& s) {
+       c.shm_control = parse_switch("TROUPE_SHM_CONTROL", s);
+     },
+     [](const config& c) { return std::string(c.shm_control ? "1" : "0"); }},
     {"TROUPE_GPU_OPERATIONS", "HOROVOD_GPU_OPERATIONS", "gpu-operations",
      "backend of CUDA tensors: nccl, or gloo / mpi (staged through host memory; the CPU "
      "backend's own library) (default: nccl where built, else the CPU backend)",

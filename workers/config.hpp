@@ -37,6 +37,9 @@ struct config {
   /// Gloo: ranks of a process set on one host reduce allreduces through
   /// shared memory (backends/shm/).
   bool shared_memory = true;
+  /// Request and response lists between a process set's coordinator and its
+  /// members on the same host through shared memory (control/), not TCP.
+  bool shm_control = true;
   /// Backend of CUDA tensors: "nccl", "gloo" / "mpi" (staged through host
   /// memory to the CPU backend), or "" = NCCL where built, else staged.
   std::string gpu_operations;

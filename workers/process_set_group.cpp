@@ -3,11 +3,13 @@
 #include <algorithm>
 
 #include <caf/all.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/negotiator.hpp"
 #include "autotune/autotune_log.hpp"
 #include "backends/backend_actor.hpp"
 #include "backends/registry.hpp"
+#include "control/shm_channel.hpp"
 #include "coordinator/coordinator_actor.hpp"
 #include "metrics/autotune_metrics.hpp"
 #include "metrics/rank_metrics.hpp"
@@ -117,6 +119,16 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
       std::chrono::microseconds(static_cast<int64_t>(cfg.cycle_time_ms * 1000));
     options.epoch = spec.epoch;
     options.autotune = tuner_for(spec);
+    if (cfg.shm_control && set_size > 1) {
+      try {
+        options.control = std::make_shared<control::channel_host>(set_size);
+        g.control_channel = options.control->name();
+      } catch (const std::exception& e) {
+        spdlog::warn("process set {}: no shared-memory control channel ({}); its members "
+                     "send their lists over the network",
+                     spec.set_id, e.what());
+      }
+    }
     g.coordinator = coordinator::spawn_coordinator(sys, spec.set_id, set_size, options, counted);
   }
   const bool tracing = !cfg.timeline.empty() && cfg.timeline != dynamic_timeline;

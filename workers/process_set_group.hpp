@@ -22,6 +22,9 @@ namespace troupe::workers {
 struct process_set_group {
   actors::negotiator_actor negotiator;
   actors::coordinator_actor coordinator;  // only on the set's lowest rank
+  /// The coordinator's shared-memory control channel ("" = none): told to
+  /// the members with its handle.
+  std::string control_channel;
   /// One backend per device kind; spawn_group creates the CPU one.
   actors::backend_actors backends;
   std::vector<int> members;  // the set's global ranks, ascending

@@ -153,14 +153,14 @@ void announce_coordinator(supervisor_self self, const process_set_group& g, uint
   auto& st = self->state;
   for (auto r : g.members)
     self->send(st.peers[static_cast<size_t>(r)], coordinator_atom::value, st.args.epoch, set,
-               g.serial, g.coordinator);
+               g.serial, g.coordinator, g.control_channel);
 }
 
 // Passes a set's coordinator on to this rank's negotiator. The set may have
 // been removed (or removed and its id reused) a moment ago: a late
 // announcement is dropped.
 void on_coordinator(supervisor_self self, int64_t epoch, uint32_t set, uint64_t serial,
-                    const coordinator_actor& coordinator) {
+                    const coordinator_actor& coordinator, const std::string& channel) {
   auto& st = self->state;
   if (!same_epoch(st.args.epoch, epoch, "supervisor", set))
     return;
@@ -172,7 +172,7 @@ void on_coordinator(supervisor_self self, int64_t epoch, uint32_t set, uint64_t 
                  st.args.id.rank, set, serial);
     return;
   }
-  self->send(it->second.negotiator, coordinator_atom::value, coordinator);
+  self->send(it->second.negotiator, coordinator_atom::value, coordinator, channel);
 }
 
 // Starts this rank's part of process set `set_id` (global ranks `members`)
@@ -363,8 +363,8 @@ supervisor_actor::behavior_type supervise(supervisor_self self, supervisor_args 
       return true;
     },
     [=](coordinator_atom, int64_t epoch, uint32_t set, uint64_t serial,
-        const coordinator_actor& coordinator) {
-      on_coordinator(self, epoch, set, serial, coordinator);
+        const coordinator_actor& coordinator, const std::string& channel) {
+      on_coordinator(self, epoch, set, serial, coordinator, channel);
     },
     [=](bye_atom, int32_t rank, int32_t cause, const std::string& cause_text) -> bool {
       on_bye(self, rank, static_cast<status_code>(cause), cause_text);

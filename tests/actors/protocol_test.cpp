@@ -39,7 +39,7 @@ struct inbox {
 // actor under test sends it.
 caf::behavior recorder(caf::event_based_actor*, inbox* box) {
   return {
-    [=](hello_atom, int32_t set_rank, const member_actor& member) {
+    [=](hello_atom, int32_t set_rank, const member_actor& member, bool) {
       box->hellos.emplace_back(set_rank, member);
       box->order.emplace_back("hello");
     },
@@ -111,7 +111,7 @@ protected:
                                             metrics_);
     spawned_.push_back(caf::actor_cast<caf::actor>(c));
     for (size_t r = 0; r < members.size(); ++r)
-      caf::anon_send(c, hello_atom::value, static_cast<int32_t>(r), members[r]);
+      caf::anon_send(c, hello_atom::value, static_cast<int32_t>(r), members[r], false);
     return c;
   }
 
@@ -129,7 +129,7 @@ protected:
                               const coordinator_actor& local_coordinator,
                               const backend_ref& cpu_backend) {
     auto n = negotiator(local_coordinator, {{device_kind::cpu, cpu_backend}});
-    caf::anon_send(n, coordinator_atom::value, coordinator);
+    caf::anon_send(n, coordinator_atom::value, coordinator, std::string());
     return n;
   }
 
@@ -385,7 +385,7 @@ TEST_F(actor_protocol, device_kind_travels_to_the_coordinator_and_picks_the_back
   inbox endpoint, cpu, cuda;
   auto neg =
     negotiator({}, {{device_kind::cpu, backend(cpu)}, {device_kind::cuda, backend(cuda)}});
-  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(endpoint));
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(endpoint), std::string());
   std::vector<float> x(2), y(2);
   auto on_gpu = entry_on("g", x, v1::DEVICE_KIND_CUDA);
   auto on_cpu = entry_on("c", y, v1::DEVICE_KIND_CPU);
@@ -466,7 +466,7 @@ TEST_F(actor_protocol, negotiator_holds_requests_until_told_its_coordinator_then
   sched_.run();
   EXPECT_TRUE(coord.order.empty());
   EXPECT_FALSE(e->handle->done());  // held, not failed
-  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(coord));
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(coord), std::string());
   sched_.run();
   // Directly to the coordinator: first who it is, then what it held back.
   ASSERT_EQ(coord.order, (std::vector<std::string>{"hello", "request"}));
@@ -478,7 +478,7 @@ TEST_F(actor_protocol, negotiator_holds_requests_until_told_its_coordinator_then
   ASSERT_EQ(sent.requests_size(), 1);
   EXPECT_EQ(sent.requests(0).tensor_name(), "early");
   // Told again (a repeated announcement): no second introduction.
-  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(coord));
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(coord), std::string());
   sched_.run();
   EXPECT_EQ(coord.hellos.size(), 1u);
 }
@@ -509,12 +509,12 @@ TEST_F(actor_protocol, coordinator_answers_once_every_member_introduced_itself) 
   o.stall.enabled = false;
   auto coord = coordinator::spawn_coordinator(sys_, 0, 2, o, metrics_);
   spawned_.push_back(caf::actor_cast<caf::actor>(coord));
-  caf::anon_send(coord, hello_atom::value, int32_t{0}, fake<member_actor>(rank0));
+  caf::anon_send(coord, hello_atom::value, int32_t{0}, fake<member_actor>(rank0), false);
   caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(0, "a")}));
   caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(1, "a")}));
   sched_.run();
   EXPECT_TRUE(rank0.responses.empty());  // rank 1 would miss the list
-  caf::anon_send(coord, hello_atom::value, int32_t{1}, fake<member_actor>(rank1));
+  caf::anon_send(coord, hello_atom::value, int32_t{1}, fake<member_actor>(rank1), false);
   sched_.run();
   ASSERT_EQ(rank0.responses.size(), 1u);
   EXPECT_EQ(rank1.responses, rank0.responses);
