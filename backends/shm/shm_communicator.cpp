@@ -73,7 +73,7 @@ void shm_communicator::connect() {
     const auto bytes = shm_group::segment_bytes(layout.members, slot_bytes);
     if (layout.member > 0)
       return shm_segment::open(store.wait_get(name_key, ctx_.timeout), bytes);
-    auto created = shm_group::create_segment(ipc::fresh_segment_name(""), layout.members, slot_bytes);
+    auto created = shm_group::create_segment(ipc::fresh_segment_name("data-"), layout.members, slot_bytes);
     store.set(name_key, created.name());
     return created;
   }();

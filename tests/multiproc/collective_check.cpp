@@ -2,10 +2,11 @@
 // against a reference every rank computes from all ranks' seeded inputs.
 //   collective_check ops [FILE] every op x dtype x reduction, per-rank random
 //                               order; rank 0 writes the support matrix to FILE
-//   collective_check shm-ops MAPPED
+//   collective_check shm-ops DATA [CONTROL]
 //                               ops, then checks that this rank maps a
-//                               shared-memory segment of the Gloo shm path
-//                               (MAPPED 1) or none (MAPPED 0)
+//                               segment of the Gloo shm path (DATA 1) or
+//                               none (DATA 0), and the global set's control
+//                               channel (CONTROL 1) or none (CONTROL 0)
 //   collective_check many N     N small allreduces in flight at once
 //   collective_check cache N    N training steps whose tensors change shape,
 //                               dtype and root now and then (response cache)
@@ -246,15 +247,24 @@ int timeline_dynamic(int rank, int size, const std::string& file) {
   return ok ? 0 : 1;
 }
 
-// Whether this process maps a segment of the Gloo shm path (its name is
-// unlinked once every rank of the host mapped it: "(deleted)").
-bool maps_shm_segment() {
+// Whether this process maps a segment whose name begins "/troupe-<kind>"
+// (names are unlinked once every rank of the host mapped them:
+// "(deleted)"): "data-" the Gloo shm path, "ctl-" a control channel.
+bool maps_shm_segment(const std::string& kind) {
   std::ifstream maps("/proc/self/maps");
   std::string line;
   while (std::getline(maps, line))
-    if (line.find("/dev/shm/troupe-") != std::string::npos)
+    if (line.find("/dev/shm/troupe-" + kind) != std::string::npos)
       return true;
   return false;
+}
+
+// Prints and returns whether `what` is mapped as `want` says.
+bool expect_mapped(int rank, const std::string& kind, const char* what, bool want) {
+  const bool mapped = maps_shm_segment(kind);
+  std::printf("rank %d: %s %s %s\n", rank, want == mapped ? "PASS" : "FAIL", what,
+              mapped ? "mapped" : "not mapped");
+  return want == mapped;
 }
 
 } // namespace
@@ -282,13 +292,12 @@ int main(int argc, char** argv) {
                                                              size);
     }
   }
-  else if (mode == "shm-ops" && argc == 3) {
+  else if (mode == "shm-ops" && (argc == 3 || argc == 4)) {
     rc = troupe::test::run_checks(troupe::test::op_matrix(rank, size), rank, "collectives");
-    const bool want = std::atoi(argv[2]) != 0;
-    const bool mapped = maps_shm_segment();
-    std::printf("rank %d: %s shared-memory segment %s\n", rank, want == mapped ? "PASS" : "FAIL",
-                mapped ? "mapped" : "not mapped");
-    if (want != mapped)
+    if (!expect_mapped(rank, "data-", "shared-memory data segment", std::atoi(argv[2]) != 0))
+      rc = 1;
+    if (argc == 4 &&
+        !expect_mapped(rank, "ctl-", "control channel segment", std::atoi(argv[3]) != 0))
       rc = 1;
   }
   else if (mode == "many")
