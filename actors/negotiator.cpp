@@ -97,8 +97,13 @@ activity_trace activity_tracer(const caf::actor& timeline, const collective_work
   };
 }
 
+// The name may already belong to a newer entry: the backend completes a
+// successful work's handles itself, so the caller can submit the name again
+// before (executed) arrives here.
 void complete(negotiator_state& st, const tensor_entry_ptr& e, status s) {
-  st.table.erase(e->request.tensor_name());
+  auto it = st.table.find(e->request.tensor_name());
+  if (it != st.table.end() && it->second == e)
+    st.table.erase(it);
   e->handle->complete(std::move(s));
 }
 
@@ -131,9 +136,11 @@ void fail_pending(negotiator_state& st, const status& s) {
       running.emplace(e->request.tensor_name(), e);
   auto table = std::move(st.table);
   st.table = std::move(running);
-  for (auto& [name, e] : table)
-    if (!st.table.count(name))
+  for (auto& [name, e] : table) {
+    auto r = st.table.find(name);
+    if (r == st.table.end() || r->second != e)
       e->handle->complete(s);
+  }
 }
 
 void flush_requests(negotiator_self self);
@@ -150,7 +157,9 @@ void on_submit(negotiator_self self, const entry_batch& batch) {
     return fail_batch(*st.broken);
   for (size_t i = 0; i < batch.size(); ++i) {
     const auto& name = batch[i]->request.tensor_name();
-    bool repeated = st.table.count(name) > 0;
+    // A completed handle whose (executed) is still on its way is done.
+    auto it = st.table.find(name);
+    bool repeated = it != st.table.end() && !it->second->handle->done();
     for (size_t j = 0; j < i && !repeated; ++j)
       repeated = batch[j]->request.tensor_name() == name;
     if (repeated)
@@ -159,7 +168,7 @@ void on_submit(negotiator_self self, const entry_batch& batch) {
   for (const auto& e : batch) {
     trace(self, *e, "B", e->request.op(), true);
     st.joined = st.joined || e->request.op() == v1::OP_TYPE_JOIN;
-    st.table.emplace(e->request.tensor_name(), e);
+    st.table.insert_or_assign(e->request.tensor_name(), e);
     e->request.set_request_rank(st.set_rank);
     st.outbox.push_back(e);
   }

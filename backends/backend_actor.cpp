@@ -43,8 +43,14 @@ struct backend_state {
 using self_pointer = actors::backend_actor::stateful_pointer<backend_state>;
 
 // Counts `work`, finished with `result`: what its answer reports it moved.
+// A success completes the callers' handles here, a thread hop before the
+// negotiator hears of it (which keeps its bookkeeping); a failure is the
+// negotiator's to word (it may name a lost peer).
 list_stats finished_work(self_pointer self, const collective_work& work, const status& result,
                          clock::time_point started) {
+  if (result.ok())
+    for (const auto& e : work.entries)
+      e->handle->complete({});
   const double seconds = std::chrono::duration<double>(clock::now() - started).count();
   const uint64_t bytes = payload_bytes(work);
   self->state.metrics->executed(work, result, bytes, seconds, self->mailbox().size());

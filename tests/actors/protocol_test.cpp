@@ -503,6 +503,42 @@ TEST_F(actor_protocol, a_response_list_reaches_the_negotiator_without_a_supervis
   EXPECT_TRUE(e2->handle->result().ok());
 }
 
+// The backend completes a successful work's handles itself, before its
+// (executed) reaches the negotiator: the caller may reuse the name at once,
+// and the late (executed) of the old work leaves the new entry alone.
+TEST_F(actor_protocol, a_name_is_free_again_once_its_handle_completed) {
+  inbox cpu;
+  auto coord = coordinator::spawn_coordinator(sys_, 0, 1, {{false, 0, 0}, 0, 4, {}}, metrics_);
+  spawned_.push_back(caf::actor_cast<caf::actor>(coord));
+  auto neg = negotiator(coord, coord, backend(cpu, 8, false));
+  std::vector<float> x(2, 1.0f);
+  auto first = entry("again", x);
+  submit_batch(neg, entry_batch{first});
+  sched_.run();
+  ASSERT_EQ(cpu.running.size(), 1u);
+  // Still running: the name is taken.
+  auto refused = entry("again", x);
+  submit_batch(neg, entry_batch{refused});
+  sched_.run();
+  ASSERT_TRUE(refused->handle->done());
+  EXPECT_NE(refused->handle->result().message().find("same name"), std::string::npos);
+  // Finished, as the backend reports it to the caller, (executed) not yet
+  // delivered: the name is free.
+  first->handle->complete({});
+  auto second = entry("again", x);
+  submit_batch(neg, entry_batch{second});
+  sched_.run();
+  EXPECT_FALSE(second->handle->done());
+  caf::anon_send(neg, executed_atom::value, cpu.works[0]->id, status{}, list_stats{});
+  sched_.run();
+  EXPECT_FALSE(second->handle->done()) << "the old work's (executed) completed the new entry";
+  ASSERT_EQ(cpu.works.size(), 2u);  // the new one was negotiated and runs
+  caf::anon_send(neg, executed_atom::value, cpu.works[1]->id, status{}, list_stats{});
+  sched_.run();
+  ASSERT_TRUE(second->handle->done());
+  EXPECT_TRUE(second->handle->result().ok());
+}
+
 TEST_F(actor_protocol, coordinator_answers_once_every_member_introduced_itself) {
   inbox rank0, rank1;
   coordinator::coordinator_options o{{}, 0, 4, {}};
