@@ -4,7 +4,7 @@
 #include <fstream>
 #include <string>
 
-#include "autotune/parameter_search.hpp"
+#include "autotune/settings.hpp"
 
 namespace troupe::autotune {
 
