@@ -56,7 +56,8 @@ struct search_options {
 /// again in interleaved rounds, and the best of those scores is frozen.
 class parameter_search {
 public:
-  /// Throws std::invalid_argument for counts below 1 (warm-up: below 0).
+  /// Throws std::invalid_argument for counts below 1 (warm-up and
+  /// finalists: below 0).
   explicit parameter_search(search_options options);
   ~parameter_search();
 
