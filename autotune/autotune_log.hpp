@@ -4,12 +4,13 @@
 #include <fstream>
 #include <string>
 
-#include "autotune/parameter_search.hpp"
+#include "autotune/settings.hpp"
 
 namespace troupe::autotune {
 
 /// Horovod's autotune CSV (HOROVOD_AUTOTUNE_LOG): a header, then one row per
-/// scored setting and, once the search ends, the best setting again:
+/// scored setting, one per finalist scored again (finalist_rescoring) and,
+/// once the search ends, the frozen setting again:
 ///   hierarchical_allreduce,hierarchical_allgather,torus_allreduce,
 ///   cache_enabled,cycle_time_ms,tensor_fusion_threshold,score
 /// No backend has hierarchical or torus collectives, so those columns are

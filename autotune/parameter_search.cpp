@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "autotune/bayesian_optimizer.hpp"
+#include "autotune/finalist_rescoring.hpp"
+#include "autotune/median.hpp"
 
 namespace troupe::autotune {
 
@@ -14,23 +16,15 @@ namespace {
 constexpr int fusion_dim = 0;
 constexpr int cycle_dim = 1;
 
-double median(std::vector<double> v) {
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1)
-    return *mid;
-  return (*mid + *std::max_element(v.begin(), mid)) / 2;
-}
-
 } // namespace
 
 parameter_search::parameter_search(search_options options)
   : options_(std::move(options)), warmup_left_(options_.warmup_samples),
     current_(options_.initial) {
   if (options_.warmup_samples < 0 || options_.max_samples < 1 ||
-      options_.samples_per_setting < 1)
-    throw std::invalid_argument("parameter_search: needs warm-up samples >= 0, and at least "
-                                "one sample per setting and one Bayesian sample");
+      options_.samples_per_setting < 1 || options_.finalists < 0)
+    throw std::invalid_argument("parameter_search: needs warm-up samples >= 0, finalists >= 0, "
+                                "and at least one sample per setting and one Bayesian sample");
   if (options_.tune_fusion)
     dims_.push_back(fusion_dim);
   if (options_.tune_cycle)
@@ -91,6 +85,8 @@ void parameter_search::advance(stage next) {
   if (next == stage::baseline && (best_ || !options_.tune_cache))
     next = stage::cache;  // a Bayesian stage already scored a baseline
   if (next == stage::cache && !options_.tune_cache)
+    next = stage::rescore;
+  if (next == stage::rescore && (options_.finalists == 0 || !best_))
     next = stage::done;
   stage_ = next;
   switch (next) {
@@ -101,6 +97,12 @@ void parameter_search::advance(stage next) {
   case stage::cache:
     current_ = *best_;
     current_.cache_enabled = !current_.cache_enabled;
+    break;
+  case stage::rescore:
+    rescoring_ = std::make_unique<finalist_rescoring>(
+      choose_finalists(history_, options_.initial, options_.finalists),
+      options_.samples_per_setting);
+    current_ = rescoring_->current();
     break;
   case stage::done:
     if (best_)
@@ -120,12 +122,37 @@ parameter_search::step parameter_search::record(double score) {
       advance(stage::bayes);
     return out;
   }
-  scores_.push_back(std::isfinite(score) ? score : 0.0);
-  if (static_cast<int>(scores_.size()) < options_.samples_per_setting)
-    return out;
+  if (!std::isfinite(score))
+    score = 0;
   const settings before = current_;
+  if (stage_ == stage::rescore) {
+    record_finalist(score, out);
+  } else {
+    scores_.push_back(score);
+    if (static_cast<int>(scores_.size()) < options_.samples_per_setting)
+      return out;
+    score_current(out);
+  }
+  out.changed = current_ != before;
+  out.finished = stage_ == stage::done;
+  return out;
+}
+
+void parameter_search::record_finalist(double score, step& out) {
+  if (!rescoring_->record(score)) {
+    current_ = rescoring_->current();
+    return;
+  }
+  out.rescored = rescoring_->scored();
+  best_ = rescoring_->winner().setting;
+  best_score_ = rescoring_->winner().score;
+  advance(stage::done);
+}
+
+void parameter_search::score_current(step& out) {
   out.scored = current_;
   out.score = median(scores_);
+  history_.push_back({current_, out.score});
   if (!best_ || out.score > best_score_) {
     best_ = current_;
     best_score_ = out.score;
@@ -144,12 +171,9 @@ parameter_search::step parameter_search::record(double score) {
     advance(stage::cache);
     break;
   default:
-    advance(stage::done);
+    advance(stage::rescore);
     break;
   }
-  out.changed = current_ != before;
-  out.finished = stage_ == stage::done;
-  return out;
 }
 
 } // namespace troupe::autotune

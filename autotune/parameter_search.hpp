@@ -5,24 +5,12 @@
 #include <optional>
 #include <vector>
 
+#include "autotune/settings.hpp"
+
 namespace troupe::autotune {
 
 class bayesian_optimizer;
-
-/// The settings of one process set that the tuner searches.
-struct settings {
-  int64_t fusion_threshold = 0;  // bytes; 0 = no fusion
-  double cycle_time_ms = 0;
-  bool cache_enabled = true;
-
-  bool operator==(const settings& o) const {
-    return fusion_threshold == o.fusion_threshold && cycle_time_ms == o.cycle_time_ms &&
-           cache_enabled == o.cache_enabled;
-  }
-  bool operator!=(const settings& o) const {
-    return !(*this == o);
-  }
-};
+class finalist_rescoring;
 
 /// The box searched for the continuous settings. Fusion thresholds are
 /// searched on a log scale, from 4 KiB (next to no fusion) to 128 MiB
@@ -47,8 +35,13 @@ struct search_options {
   /// Settings of fusion threshold and cycle time tried by Bayesian
   /// optimisation, the initial one included.
   int max_samples = 20;
-  /// Samples per setting; its score is their median (Horovod: 5).
+  /// Samples per setting; its score is their median (Horovod: 5). Also
+  /// the rounds in which the finalists are scored again.
   int samples_per_setting = 5;
+  /// Settings scored again before one is frozen, besides the configured
+  /// one (finalist_rescoring); 0 freezes the best scored setting, as
+  /// Horovod does.
+  int finalists = 3;
   /// Observation noise of the Gaussian process.
   double noise = 0.8;
   uint64_t seed = 0;
@@ -59,10 +52,12 @@ struct search_options {
 /// which settings to run next. After the warm-up, fusion threshold and cycle
 /// time (those tuned) are searched jointly by Bayesian optimisation, then
 /// the response cache is tried the other way round on the best setting so
-/// far; then the best setting seen is frozen.
+/// far; then the best scored settings and the configured one are scored
+/// again in interleaved rounds, and the best of those scores is frozen.
 class parameter_search {
 public:
-  /// Throws std::invalid_argument for counts below 1 (warm-up: below 0).
+  /// Throws std::invalid_argument for counts below 1 (warm-up and
+  /// finalists: below 0).
   explicit parameter_search(search_options options);
   ~parameter_search();
 
@@ -71,6 +66,9 @@ public:
     /// A setting got its score (the median of its samples).
     std::optional<settings> scored;
     double score = 0;
+    /// The search ended: every finalist with its score in the re-scoring
+    /// (finalist_rescoring), the frozen one the highest.
+    std::vector<scored_setting> rescored;
     /// current() changed: apply it.
     bool changed = false;
     /// The search ended with this sample; current() is the best setting.
@@ -93,7 +91,8 @@ public:
   bool active() const {
     return stage_ != stage::done;
   }
-  /// The best setting scored so far and its score (none before the first).
+  /// The best setting scored so far and its score (none before the first);
+  /// once finished, the frozen setting and its score in the re-scoring.
   const std::optional<settings>& best() const {
     return best_;
   }
@@ -102,10 +101,14 @@ public:
   }
 
 private:
-  enum class stage { warmup, bayes, baseline, cache, done };
+  enum class stage { warmup, bayes, baseline, cache, rescore, done };
 
   // Leaves the current stage for the next one that has work.
   void advance(stage next);
+  // current_ has all its samples: scores it and moves on.
+  void score_current(step& out);
+  // A sample of the re-scoring stage.
+  void record_finalist(double score, step& out);
 
   search_options options_;
   std::vector<int> dims_;  // 0 = fusion, 1 = cycle time, in point order
@@ -114,6 +117,8 @@ private:
   int warmup_left_;
   settings current_;
   std::vector<double> scores_;  // of current_
+  std::vector<scored_setting> history_;  // every setting scored before re-scoring
+  std::unique_ptr<finalist_rescoring> rescoring_;
   std::optional<settings> best_;
   double best_score_ = 0;
 };

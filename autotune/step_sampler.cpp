@@ -3,12 +3,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "autotune/median.hpp"
+
 namespace troupe::autotune {
 
 step_sampler::step_sampler(int steps_per_sample) : steps_per_sample_(steps_per_sample) {
   if (steps_per_sample < 1)
     throw std::invalid_argument("step_sampler: needs at least one step per sample, not " +
                                 std::to_string(steps_per_sample));
+  rates_.reserve(static_cast<size_t>(steps_per_sample));
 }
 
 void step_sampler::change_sent() {
@@ -17,10 +20,17 @@ void step_sampler::change_sent() {
 
 void step_sampler::begin(const list& l) {
   sampling_ = true;
-  start_ = last_end_;
-  steps_ = 1;
-  bytes_ = l.bytes;
+  rates_.clear();
+  step_start_ = last_end_;
+  step_bytes_ = l.bytes;
   last_end_ = l.end;
+}
+
+void step_sampler::end_step() {
+  const double seconds = std::chrono::duration<double>(last_end_ - step_start_).count();
+  rates_.push_back(seconds > 0 ? static_cast<double>(step_bytes_) / seconds : 0.0);
+  step_start_ = last_end_;
+  step_bytes_ = 0;
 }
 
 std::optional<double> step_sampler::add(const list& l) {
@@ -40,15 +50,15 @@ std::optional<double> step_sampler::add(const list& l) {
       last_end_ = l.end;
     return std::nullopt;
   }
-  if (l.begins_step && steps_ == steps_per_sample_) {
-    const double seconds = std::chrono::duration<double>(last_end_ - start_).count();
-    const double score = seconds > 0 ? static_cast<double>(bytes_) / seconds : 0.0;
-    begin(l);
-    return score;
+  if (l.begins_step) {
+    end_step();
+    if (static_cast<int>(rates_.size()) == steps_per_sample_) {
+      const double score = median(rates_);
+      begin(l);
+      return score;
+    }
   }
-  if (l.begins_step)
-    ++steps_;
-  bytes_ += l.bytes;
+  step_bytes_ += l.bytes;
   last_end_ = l.end;
   return std::nullopt;
 }

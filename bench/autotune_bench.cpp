@@ -233,9 +233,10 @@ void write_json(const std::vector<measurement>& rows, const std::vector<tuned_wo
 
 int run(int steps, int rounds, const std::string& log_dir) {
   const auto workloads = make_workloads(false, TROUPE_BENCH_DATA_DIR "/resnet50_gradients.txt");
-  // Bayesian settings, the cache flipped, the best again.
+  // Bayesian settings, the cache flipped, 4 finalists scored again (the 3
+  // best and the configured one), the frozen one again.
   const char* max_samples = std::getenv("TROUPE_AUTOTUNE_BAYES_OPT_MAX_SAMPLES");
-  const size_t rows = static_cast<size_t>(max_samples ? std::atoi(max_samples) : 20) + 2;
+  const size_t rows = static_cast<size_t>(max_samples ? std::atoi(max_samples) : 20) + 6;
   std::vector<tuned_workload> tuned;
   for (const auto& w : workloads)
     if (w.name == "resnet50" || w.name == "small_tensors")

@@ -76,6 +76,13 @@ void finish_sample(tuner_self self, double score) {
       st.log->row(*step.scored, step.score);
     st.options.metrics->scored(step.score, st.search->best_score());
   }
+  for (const auto& f : step.rescored) {
+    spdlog::info("Autotuner of set {}: finalist {} {:.0f} B/s", set, describe(f.setting),
+                 f.score);
+    if (st.log)
+      st.log->row(f.setting, f.score);
+    st.options.metrics->scored(f.score, st.search->best_score());
+  }
   if (step.changed)
     apply(self);
   const auto& now = st.search->current();

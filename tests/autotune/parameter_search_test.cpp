@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,12 +55,120 @@ TEST(ParameterSearch, DiscardsWarmupThenFindsTheBestSettingWithinFivePercent) {
   int scored = 0;
   auto ran = run_to_end(search, &scored);
   EXPECT_EQ(scored, o.max_samples + 1);  // Bayesian samples, then the cache flipped
-  EXPECT_EQ(ran.size(), static_cast<size_t>((o.max_samples + 1) * o.samples_per_setting));
+  // Then the finalists: the 3 best and the configured setting, a sample of
+  // each per round.
+  EXPECT_EQ(ran.size(), static_cast<size_t>((o.max_samples + 1 + o.finalists + 1) *
+                                            o.samples_per_setting));
   ASSERT_TRUE(search.best());
   EXPECT_EQ(search.current(), *search.best());
   EXPECT_GE(throughput(search.current()), 0.95 * best_throughput);
   EXPECT_TRUE(search.current().cache_enabled);
   EXPECT_EQ(ran.front(), o.initial);  // the configured setting is the first candidate
+}
+
+// A shared host: every sample's score is the setting's throughput times
+// log-normal noise (sigma `jitter`), and now and then another job's burst
+// takes `burst_loss` of it for a stretch of samples.
+struct noisy_host {
+  std::mt19937_64 rng;
+  double jitter;
+  double burst_loss;
+  int burst_max;
+  int burst_left = 0;
+
+  noisy_host(uint64_t seed, double jitter, double burst_loss, int burst_max)
+    : rng(seed), jitter(jitter), burst_loss(burst_loss), burst_max(burst_max) {}
+
+  double sample(const settings& s) {
+    if (burst_left > 0)
+      --burst_left;
+    else if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.03)
+      burst_left = std::uniform_int_distribution<int>(burst_max / 4, burst_max)(rng);
+    const double load = burst_left > 0 ? 1 - burst_loss : 1;
+    return throughput(s) * load * std::exp(std::normal_distribution<double>(0, jitter)(rng));
+  }
+};
+
+// Of `runs` searches (seeds 1..runs) on a noisy host, how many froze a
+// setting whose throughput is within 5 % of the fastest setting they ran.
+int froze_within_five_percent(int finalists, int runs, double jitter, double burst_loss,
+                              int burst_max) {
+  int good = 0;
+  for (int seed = 1; seed <= runs; ++seed) {
+    auto o = defaults();
+    o.seed = static_cast<uint64_t>(seed);
+    o.finalists = finalists;
+    parameter_search search(o);
+    noisy_host host(static_cast<uint64_t>(seed) * 7919, jitter, burst_loss, burst_max);
+    double fastest = 0;
+    for (int i = 0; i < 10000 && search.active(); ++i) {
+      fastest = std::max(fastest, throughput(search.current()));
+      search.record(host.sample(search.current()));
+    }
+    EXPECT_FALSE(search.active()) << "seed " << seed;
+    good += throughput(search.current()) >= 0.95 * fastest;
+  }
+  return good;
+}
+
+TEST(ParameterSearch, RescoringFinalistsFreezesANearBestSettingDespiteLoadBursts) {
+  // Bursts of 50-200 samples that halve every score (another job on the
+  // host) and 5 % jitter per sample. Measured with these seeds: 32 of 40
+  // runs froze a setting within 5 % of the fastest one they ran, against 24
+  // of 40 freezing the best scored setting (finalists = 0, Horovod's way).
+  const int rescored = froze_within_five_percent(3, 40, 0.05, 0.5, 200);
+  const int best_scored = froze_within_five_percent(0, 40, 0.05, 0.5, 200);
+  EXPECT_GE(rescored, 30);
+  EXPECT_GT(rescored, best_scored);
+  // Deterministic with a seed.
+  EXPECT_EQ(froze_within_five_percent(3, 5, 0.05, 0.5, 200),
+            froze_within_five_percent(3, 5, 0.05, 0.5, 200));
+}
+
+TEST(ParameterSearch, ReScoresTheBestSettingsAndTheConfiguredOneInRotatingRounds) {
+  auto o = defaults();
+  o.warmup_samples = 0;
+  o.max_samples = 6;
+  o.samples_per_setting = 3;
+  parameter_search search(o);
+  std::vector<settings> scored;
+  std::vector<double> scores;
+  std::vector<scored_setting> rescored;
+  std::vector<settings> ran;
+  bool rescoring = false;
+  for (int i = 0; i < 1000 && search.active(); ++i) {
+    if (rescoring)
+      ran.push_back(search.current());
+    // The configured setting scores low during the search (a burst), then
+    // runs fastest when the finalists are scored again.
+    const bool initial = search.current() == o.initial;
+    auto step = search.record(initial ? (rescoring ? 200.0 : 1.0) : throughput(search.current()));
+    if (step.scored) {
+      scored.push_back(*step.scored);
+      scores.push_back(step.score);
+    }
+    rescored = step.rescored;
+    rescoring = scored.size() == static_cast<size_t>(o.max_samples + 1);
+  }
+  ASSERT_FALSE(search.active());
+  ASSERT_EQ(scored.size(), static_cast<size_t>(o.max_samples + 1));  // Bayesian, cache flipped
+  ASSERT_EQ(rescored.size(), 4u);  // the 3 best scored, then the configured one
+  EXPECT_EQ(rescored.back().setting, o.initial);
+  std::vector<size_t> order(scored.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(rescored[i].setting, scored[order[i]]) << "finalist " << i;
+  // 3 rounds of one sample each, each round starting one finalist later.
+  ASSERT_EQ(ran.size(), 12u);
+  for (size_t k = 0; k < ran.size(); ++k)
+    EXPECT_EQ(ran[k], rescored[(k + k / 4) % 4].setting) << "sample " << k;
+  // The configured setting wins the re-scoring and is frozen.
+  EXPECT_EQ(search.current(), o.initial);
+  EXPECT_EQ(*search.best(), o.initial);
+  EXPECT_GT(search.best_score(), rescored[0].score);
 }
 
 TEST(ParameterSearch, ScoresASettingByTheMedianOfItsSamples) {
@@ -107,7 +216,7 @@ TEST(ParameterSearch, OnlyTheCacheTunedComparesItBothWays) {
   o.samples_per_setting = 1;
   parameter_search search(o);
   auto ran = run_to_end(search);
-  ASSERT_EQ(ran.size(), 2u);
+  ASSERT_EQ(ran.size(), 4u);  // each way, then both again as finalists
   EXPECT_TRUE(ran[0].cache_enabled);
   EXPECT_FALSE(ran[1].cache_enabled);
   EXPECT_TRUE(search.current().cache_enabled);  // 10 % faster with it

@@ -114,6 +114,26 @@ TEST(StepSampler, ListsOfTheOldSettingsAndTheChangeItselfAreNotCounted) {
     EXPECT_NEAR(s, fast.true_throughput(), 1e-6 * fast.true_throughput());
 }
 
+TEST(StepSampler, AStepStalledByAnotherProcessDoesNotMoveTheScore) {
+  // 10-step samples; the 5th step of the first sample waits 200 ms more
+  // (the host busy elsewhere). Over the sample's whole time it would score
+  // a third of the throughput; the median of its steps ignores it.
+  job j;
+  j.lists = 2;
+  j.per_list = microseconds(1000);
+  step_sampler sampler(10);
+  step_detector detector;
+  step_sampler::clock::time_point t{};
+  sampler.add({t, j.generation, 0, false});
+  auto scores = j.run(sampler, detector, t, 5);
+  t += microseconds(200000);
+  const auto more = j.run(sampler, detector, t, 17);
+  scores.insert(scores.end(), more.begin(), more.end());
+  ASSERT_EQ(scores.size(), 2u);
+  for (double s : scores)
+    EXPECT_NEAR(s, j.true_throughput(), 1e-6 * j.true_throughput());
+}
+
 TEST(StepSampler, RefusesSamplesOfNoStep) {
   EXPECT_THROW(step_sampler(0), std::invalid_argument);
 }

@@ -3,7 +3,8 @@
 # 1. A mixed workload (allreduces of four dtypes whose shapes change,
 #    allgathers, broadcasts from moving roots, response cache churn) on 3
 #    ranks with autotuning: every result is checked exactly while the
-#    settings change; the CSV has every scored setting and the best last;
+#    settings change; the CSV has every scored setting, the finalists
+#    scored again and the best of them last;
 #    fusion threshold, cycle time and cache all move; the coordinator's
 #    timeline has the samples.
 # 2. A fusion threshold given explicitly (Horovod's variable) is never
@@ -16,10 +17,13 @@ run=$1 check=$2
 here=$(dirname "$0")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-# 6 Bayesian settings + the cache flipped = 7 scored rows.
+# 6 Bayesian settings + the cache flipped = 7 scored rows, then the 3 best
+# and the configured one scored again.
 knobs=(--autotune --autotune-warmup-samples 1 --autotune-steps-per-sample 2
        --autotune-bayes-opt-max-samples 6)
-csv_check() { /usr/bin/python3 "$here/autotune_csv_check.py" --rows 7 "$@" || exit 1; }
+csv_check() {
+  /usr/bin/python3 "$here/autotune_csv_check.py" --rows 7 --finalists 4 "$@" || exit 1
+}
 
 timeout 150 "$run" --timeout 120 -np 3 "${knobs[@]}" --autotune-log-file "$dir/tune.csv" \
   --timeline-filename "$dir/trace.json" "$check" cache 3000 > "$dir/mixed.log" 2>&1 \

@@ -1,9 +1,11 @@
 """Checks an autotune CSV (Horovod's format) written by one process set's tuner.
 
-autotune_csv_check.py FILE --rows N [--varies COL,...] [--fixed COL=VALUE,...]
+autotune_csv_check.py FILE --rows N --finalists F [--varies COL,...] [--fixed COL=VALUE,...]
 
-N scored settings, then the best one again as the last row; the columns named
-by --varies take more than one value, those named by --fixed only the one given.
+N scored settings (the configured one first), F finalists scored again (the
+configured one last), then the best finalist again as the last row; the columns
+named by --varies take more than one value among the N, those named by --fixed
+only the one given.
 """
 import argparse
 import csv
@@ -22,6 +24,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("path")
     ap.add_argument("--rows", type=int, required=True)
+    ap.add_argument("--finalists", type=int, required=True)
     ap.add_argument("--varies", default="")
     ap.add_argument("--fixed", default="")
     args = ap.parse_args()
@@ -29,17 +32,24 @@ def main():
         rows = list(csv.reader(f))
     if not rows or rows[0] != HEADER:
         fail(args.path, f"header {rows[:1]}")
-    scored, best = rows[1:-1], rows[-1] if len(rows) > 1 else None
-    if len(scored) != args.rows:
-        fail(args.path, f"{len(scored)} scored rows, want {args.rows}: {rows}")
+    body, best = rows[1:-1], rows[-1] if len(rows) > 1 else None
+    if len(body) != args.rows + args.finalists:
+        fail(args.path, f"{len(body)} rows before the last, want {args.rows} scored and "
+                        f"{args.finalists} finalists: {rows}")
+    scored, finalists = body[:args.rows], body[args.rows:]
     for row in rows[1:]:
         if len(row) != len(HEADER) or row[:3] != ["0", "0", "0"] or row[3] not in ("0", "1"):
             fail(args.path, f"malformed row {row}")
         if float(row[6]) <= 0:
             fail(args.path, f"score not positive in {row}")
-    top = max(scored, key=lambda r: float(r[6]))
+    if finalists[-1][:6] != scored[0][:6]:
+        fail(args.path, f"the last finalist {finalists[-1]} is not the configured {scored[0]}")
+    for row in finalists:
+        if not any(row[:6] == s[:6] for s in scored):
+            fail(args.path, f"finalist {row} was never scored before")
+    top = max(finalists, key=lambda r: float(r[6]))
     if best != top:
-        fail(args.path, f"last row {best} is not the best scored one {top}")
+        fail(args.path, f"last row {best} is not the best finalist {top}")
     for col in filter(None, args.varies.split(",")):
         values = {r[HEADER.index(col)] for r in scored}
         if len(values) < 2:
@@ -49,7 +59,7 @@ def main():
         values = {r[HEADER.index(col)] for r in rows[1:]}
         if values != {value}:
             fail(args.path, f"{col} took {values}, want only {value}")
-    print(f"PASS {args.path}: {len(scored)} settings scored, best {best}")
+    print(f"PASS {args.path}: {len(scored)} settings scored, {len(finalists)} again, best {best}")
 
 
 if __name__ == "__main__":

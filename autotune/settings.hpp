@@ -1,0 +1,28 @@
+#pragma once
+
+#include <cstdint>
+
+namespace troupe::autotune {
+
+/// The settings of one process set that the tuner searches.
+struct settings {
+  int64_t fusion_threshold = 0;  // bytes; 0 = no fusion
+  double cycle_time_ms = 0;
+  bool cache_enabled = true;
+
+  bool operator==(const settings& o) const {
+    return fusion_threshold == o.fusion_threshold && cycle_time_ms == o.cycle_time_ms &&
+           cache_enabled == o.cache_enabled;
+  }
+  bool operator!=(const settings& o) const {
+    return !(*this == o);
+  }
+};
+
+/// A setting and the score (bytes per second) it got.
+struct scored_setting {
+  settings setting;
+  double score = 0;
+};
+
+} // namespace troupe::autotune
