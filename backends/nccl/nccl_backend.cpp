@@ -193,8 +193,8 @@ nccl_backend::device& nccl_backend::device_for(int ordinal) {
   if (const auto* l = two_levels()) {
     d->local = join(key + "/local" + std::to_string(l->host), l->member, l->members);
     d->cross = join(key + "/cross" + std::to_string(l->member), l->host, l->hosts);
-    d->hierarchy.reset(new nccl_hierarchy{*l, *d->local, *d->cross, ctx_.hierarchical_allreduce,
-                                          ctx_.hierarchical_allgather});
+    d->hierarchy = std::make_unique<nccl_hierarchy>(nccl_hierarchy{
+      *l, *d->local, *d->cross, ctx_.hierarchical_allreduce, ctx_.hierarchical_allgather});
   }
   std::lock_guard lock(devices_mutex_);
   auto& placed = devices_[ordinal];
@@ -232,7 +232,8 @@ std::unique_ptr<completion> nccl_backend::start(actors::collective_work& work) {
     for (const auto& e : work.entries)
       if (e->input.device.kind == device_kind::cuda)
         cuda::wait_for_producer(e->input.device, dev->stream.get(), dev->producer);
-    if (work.past_trace)
+    const auto op = work.response.op();
+    if (work.past_trace && (op == v1::OP_TYPE_ALLREDUCE || op == v1::OP_TYPE_ALLGATHER))
       timing = std::make_unique<fusion_copy_timing>();
     run({*dev->comm, dev->stream.get(), ctx_.rank, ctx_.size, dev->fusion, dev->host,
          ctx_.timeout, dev->hierarchy.get(), timing.get()},
