@@ -8,6 +8,7 @@
 
 #include "actors/cache_view.hpp"
 #include "actors/timeline.hpp"
+#include "actors/work_tracers.hpp"
 #include "control/shm_channel.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "proto/op_properties.hpp"
@@ -82,19 +83,6 @@ void trace(negotiator_self self, const tensor_entry& e, const char* phase, v1::O
                  std::string(phase),
                  (negotiation ? "NEGOTIATE_" : "") + std::string(properties(op).name),
                  timeline_now_us());
-}
-
-// The backend's activities (MEMCPY_IN_FUSION_BUFFER, GLOO_ALLREDUCE, ...)
-// on the rows of every tensor of a work, sent from the backend's thread.
-activity_trace activity_tracer(const caf::actor& timeline, const collective_work& work) {
-  std::vector<std::string> names;
-  for (const auto& e : work.entries)
-    names.push_back(e->request.tensor_name());
-  return [timeline, names](const std::string& activity, char phase) {
-    const auto now = timeline_now_us();
-    for (const auto& name : names)
-      caf::anon_send(timeline, timeline_atom::value, name, std::string(1, phase), activity, now);
-  };
 }
 
 // The name may already belong to a newer entry: the backend completes a
@@ -339,7 +327,7 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
     work->id = st.next_work_id++;
     work->response = std::move(resp);
     if (st.tracing)
-      work->trace = activity_tracer(st.timeline, *work);
+      attach_tracers(st.timeline, *work);
     st.in_flight.emplace(work->id, work);
     self->send(backend->second.actor, execute_atom::value, work);
     ++launched;

@@ -63,14 +63,21 @@ using submitted_batch_ptr = std::shared_ptr<submitted_batch>;
 /// (MEMCPY_IN_FUSION_BUFFER, GLOO_ALLREDUCE, ...) on every entry of a work.
 using activity_trace = std::function<void(const std::string& activity, char phase)>;
 
+/// Records a backend activity timed elsewhere (by a GPU's events) on every
+/// entry of a work: it began `began_us_ago` and ended `ended_us_ago`
+/// microseconds before the call.
+using past_activity_trace =
+  std::function<void(const std::string& activity, int64_t began_us_ago, int64_t ended_us_ago)>;
+
 /// One coordinator response ready to run on this rank's backend, together
 /// with the local entries it covers (several when fused).
 struct collective_work {
   uint64_t id = 0;
   v1::Response response;
   std::vector<tensor_entry_ptr> entries;
-  /// Empty unless a timeline is being written.
+  /// Both empty unless a timeline is being written.
   activity_trace trace;
+  past_activity_trace past_trace;
 };
 
 using collective_work_ptr = std::shared_ptr<collective_work>;

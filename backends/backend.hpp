@@ -41,6 +41,10 @@ struct backend_context {
   std::chrono::milliseconds timeout{30000};  // per operation
   /// CPU: see backends/cpu run_context; -1 = the backend's default.
   int64_t fusion_chunk_bytes = -1;
+  /// NCCL: allreduces / allgathers in two levels, on each host and across
+  /// hosts, where the set's hosts allow it (backends/host_layout.hpp).
+  bool hierarchical_allreduce = false;
+  bool hierarchical_allgather = false;
 };
 
 /// A collective a backend has started (c10d's Work): finished once the

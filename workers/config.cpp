@@ -130,6 +130,27 @@ const std::vector<knob>& knobs() {
        c.gpu_operations = lower;
      },
      [](const config& c) { return c.gpu_operations.empty() ? "auto" : c.gpu_operations; }},
+    {"TROUPE_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE", "hierarchical-allreduce",
+     "1 = NCCL allreduces go reduce-scatter on each host, allreduce across hosts, allgather "
+     "on each host (needs two or more hosts with equal rank counts, else flat)",
+     [](config& c, const std::string& s) {
+       c.hierarchical_allreduce = parse_switch("TROUPE_HIERARCHICAL_ALLREDUCE", s);
+     },
+     [](const config& c) { return std::string(c.hierarchical_allreduce ? "1" : "0"); }, "1"},
+    {"TROUPE_HIERARCHICAL_ALLGATHER", "HOROVOD_HIERARCHICAL_ALLGATHER", "hierarchical-allgather",
+     "1 = NCCL allgathers go across hosts, then on each host (needs two or more hosts with "
+     "equal rank counts and one tensor of equal rows on every rank, else flat)",
+     [](config& c, const std::string& s) {
+       c.hierarchical_allgather = parse_switch("TROUPE_HIERARCHICAL_ALLGATHER", s);
+     },
+     [](const config& c) { return std::string(c.hierarchical_allgather ? "1" : "0"); }, "1"},
+    {"TROUPE_NCCL_HOSTID_PER_RANK", nullptr, "nccl-host-id-per-rank",
+     "1 = troupe-run gives each rank NCCL_HOSTID=<job id>-<rank> (an NCCL_HOSTID already set "
+     "is kept), so NCCL runs several ranks on one GPU, as in tests",
+     [](config& c, const std::string& s) {
+       c.nccl_host_id_per_rank = parse_switch("TROUPE_NCCL_HOSTID_PER_RANK", s);
+     },
+     [](const config& c) { return std::string(c.nccl_host_id_per_rank ? "1" : "0"); }, "1"},
     {"TROUPE_TIMELINE", "HOROVOD_TIMELINE", "timeline-filename",
      "write a Chrome trace per rank (path gets the rank before .json)",
      [](config& c, const std::string& s) { c.timeline = s; },

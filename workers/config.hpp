@@ -43,6 +43,15 @@ struct config {
   /// Backend of CUDA tensors: "nccl", "gloo" / "mpi" (staged through host
   /// memory to the CPU backend), or "" = NCCL where built, else staged.
   std::string gpu_operations;
+  /// NCCL: allreduces as a reduce-scatter among a host's ranks, an
+  /// allreduce among the ranks of the same local index on each host, an
+  /// allgather on the host; allgathers across hosts first, then on the host
+  /// (docs/gpu.md says when it falls back to the flat collective).
+  bool hierarchical_allreduce = false;
+  bool hierarchical_allgather = false;
+  /// troupe-run gives each rank NCCL_HOSTID=<job id>-<rank> (unless the user
+  /// set NCCL_HOSTID), so that NCCL accepts several ranks on one GPU.
+  bool nccl_host_id_per_rank = false;
   /// Chrome-trace timeline, one file per rank ("t.json" -> "t.<rank>.json");
   /// empty = none; "DYNAMIC" = only between start_timeline / stop_timeline.
   std::string timeline;

@@ -37,8 +37,10 @@ stream::~stream() {
   cudaStreamDestroy(stream_);
 }
 
-event::event() {
-  check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreate");
+event::event(timing t) {
+  check(cudaEventCreateWithFlags(&event_, t == timing::on ? cudaEventDefault
+                                                           : cudaEventDisableTiming),
+        "cudaEventCreate");
 }
 
 event::~event() {
@@ -55,6 +57,12 @@ bool event::done() const {
     return false;
   check(result, "the GPU work of a collective");
   return true;
+}
+
+int64_t elapsed_us(const event& from, const event& to) {
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, from.get(), to.get()), "cudaEventElapsedTime");
+  return static_cast<int64_t>(ms * 1000.0f);
 }
 
 int work_device(const actors::collective_work& work, int fallback) {

@@ -5,6 +5,7 @@
 // backends' .cpp files.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include <cuda_runtime_api.h>
@@ -49,10 +50,12 @@ private:
   cudaStream_t stream_ = nullptr;
 };
 
-/// An event without timing (the cheapest kind to record and query).
+/// An event, without timing (the cheapest kind to record and query) unless
+/// asked for.
 class event {
 public:
-  event();
+  enum class timing { off, on };
+  explicit event(timing t = timing::off);
   ~event();
   event(const event&) = delete;
   event& operator=(const event&) = delete;
@@ -67,6 +70,10 @@ public:
 private:
   cudaEvent_t event_ = nullptr;
 };
+
+/// Microseconds the GPU took from `from` to `to`, two timed events whose
+/// work has completed (cudaEventElapsedTime, about 0.5 us resolution).
+int64_t elapsed_us(const event& from, const event& to);
 
 /// The CUDA device of a work's tensors, or `fallback` when it has none (a
 /// joined rank's zeros are host memory). Throws backend_error when the

@@ -4,8 +4,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "backends/backend.hpp"
+#include "backends/host_layout.hpp"
 
 namespace troupe::backends {
 
@@ -36,8 +38,12 @@ public:
 
 private:
   device& device_for(int ordinal);
+  /// The set's hosts when a hierarchical collective is asked for and they
+  /// have two levels (the first call exchanges them); null: flat.
+  const host_layout* two_levels();
 
   backend_context ctx_;
+  std::optional<host_layout> layout_;
   std::atomic<bool> aborted_{false};
   std::mutex devices_mutex_;  // devices_ against abort()
   std::map<int, std::unique_ptr<device>> devices_;

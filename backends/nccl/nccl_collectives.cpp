@@ -109,6 +109,63 @@ void wait_for_stream(const nccl_run_context& ctx, const std::string& what) {
   }
 }
 
+// The batched copy `copies`, between the events of `span` when a timeline
+// is written.
+void timed_copy(const std::vector<cuda::copy_span>& copies, cudaStream_t stream,
+                timed_span* span) {
+  if (span != nullptr)
+    span->begin.record(stream);
+  cuda::batched_copy(copies, stream);
+  if (span != nullptr) {
+    span->end.record(stream);
+    span->recorded = true;
+  }
+}
+
+void copy_into_fusion_buffer(const nccl_run_context& ctx,
+                             const std::vector<cuda::copy_span>& copies) {
+  timed_copy(copies, ctx.stream, ctx.copy_timing ? &ctx.copy_timing->in : nullptr);
+}
+
+void copy_out_of_fusion_buffer(const nccl_run_context& ctx,
+                               const std::vector<cuda::copy_span>& copies) {
+  timed_copy(copies, ctx.stream, ctx.copy_timing ? &ctx.copy_timing->out : nullptr);
+}
+
+// `count` elements from `in` reduced into `out` in two levels: this rank's
+// share reduce-scattered on the host, allreduced across hosts, gathered on
+// the host; the tail that does not divide evenly over the flat
+// communicator. NCCL's in-place forms: a reduce-scatter into
+// out + member * share, an allgather from there.
+void hierarchical_allreduce(const nccl_run_context& ctx, const void* in, void* out,
+                            size_t count, data_type dtype, ncclDataType_t type,
+                            ncclRedOp_t op) {
+  const auto& h = *ctx.hierarchy;
+  const auto esize = element_size(dtype);
+  const auto split = split_for_hierarchy(count, esize, h.layout.members);
+  const auto share = split.per_member;
+  const auto* from = static_cast<const char*>(in);
+  auto* to = static_cast<char*>(out);
+  char* mine = to + static_cast<size_t>(h.layout.member) * share * esize;
+  if (share > 0) {
+    h.local.run("ncclReduceScatter (hierarchical allreduce, on the host)", [&](ncclComm_t c) {
+      return ncclReduceScatter(from, mine, share, type, op, c, ctx.stream);
+    });
+    h.cross.run("ncclAllReduce (hierarchical allreduce, across hosts)", [&](ncclComm_t c) {
+      return ncclAllReduce(mine, mine, share, type, op, c, ctx.stream);
+    });
+    h.local.run("ncclAllGather (hierarchical allreduce, on the host)", [&](ncclComm_t c) {
+      return ncclAllGather(mine, to, share, type, c, ctx.stream);
+    });
+  }
+  if (split.tail > 0) {
+    const auto at = share * static_cast<size_t>(h.layout.members) * esize;
+    ctx.comm.run("ncclAllReduce (hierarchical allreduce's tail)", [&](ncclComm_t c) {
+      return ncclAllReduce(from + at, to + at, split.tail, type, op, c, ctx.stream);
+    });
+  }
+}
+
 void allreduce_in_place(const nccl_run_context& ctx, const v1::Response& resp, void* in,
                         void* out, size_t count, data_type dtype) {
   const auto type = reduction_type(dtype);
@@ -119,10 +176,36 @@ void allreduce_in_place(const nccl_run_context& ctx, const v1::Response& resp, v
     cuda::scale(out, count, dtype, 1, resp.prescale_factor(), ctx.stream);
     in = out;
   }
-  ctx.comm.run("ncclAllReduce", [&](ncclComm_t comm) {
-    return ncclAllReduce(in, out, count, type, op, comm, ctx.stream);
-  });
+  if (ctx.hierarchy != nullptr && ctx.hierarchy->allreduce) {
+    hierarchical_allreduce(ctx, in, out, count, dtype, type, op);
+  } else {
+    ctx.comm.run("ncclAllReduce", [&](ncclComm_t comm) {
+      return ncclAllReduce(in, out, count, type, op, comm, ctx.stream);
+    });
+  }
   cuda::scale(out, count, dtype, divisor(resp, ctx.size), resp.postscale_factor(), ctx.stream);
+}
+
+// One tensor of `block` bytes per rank gathered in two levels: across hosts
+// into this rank's part of the fusion buffer (member m's part holds every
+// host's block of member m), then on the host (in place), then one batched
+// copy puts each block at its rank's place in `out`.
+void hierarchical_allgather(const nccl_run_context& ctx, const void* in, char* out,
+                            size_t block) {
+  const auto& h = *ctx.hierarchy;
+  const auto per_member = block * static_cast<size_t>(h.layout.hosts);
+  char* scratch = ctx.fusion.at_least(per_member * static_cast<size_t>(h.layout.members));
+  char* mine = scratch + static_cast<size_t>(h.layout.member) * per_member;
+  h.cross.run("ncclAllGather (hierarchical allgather, across hosts)", [&](ncclComm_t c) {
+    return ncclAllGather(in, mine, block, ncclUint8, c, ctx.stream);
+  });
+  h.local.run("ncclAllGather (hierarchical allgather, on the host)", [&](ncclComm_t c) {
+    return ncclAllGather(mine, scratch, per_member, ncclUint8, c, ctx.stream);
+  });
+  std::vector<cuda::copy_span> copies;
+  for (const auto& move : allgather_placement(h.layout, block))
+    copies.push_back({scratch + move.from, out + move.to, block});
+  copy_out_of_fusion_buffer(ctx, copies);
 }
 
 } // namespace
@@ -159,9 +242,9 @@ void nccl_allreduce(const nccl_run_context& ctx, const v1::Response& resp,
                   "cudaMemsetAsync (a joined rank's zeros)");
     }
   }
-  cuda::batched_copy(in, ctx.stream);
+  copy_into_fusion_buffer(ctx, in);
   allreduce_in_place(ctx, resp, buffer, buffer, total / esize, dtype);
-  cuda::batched_copy(out, ctx.stream);
+  copy_out_of_fusion_buffer(ctx, out);
 }
 
 void nccl_allgather(const nccl_run_context& ctx, const v1::Response& resp,
@@ -183,6 +266,10 @@ void nccl_allgather(const nccl_run_context& ctx, const v1::Response& resp,
   const auto& first = *entries.front();
   const auto even = std::all_of(resp.tensor_sizes().begin(), resp.tensor_sizes().end(),
                                 [&](int64_t n) { return n == resp.tensor_sizes(0); });
+  if (entries.size() == 1 && even && ctx.hierarchy != nullptr && ctx.hierarchy->allgather) {
+    hierarchical_allgather(ctx, first.input.data, outputs.front(), first.input.size_bytes());
+    return;
+  }
   if (entries.size() == 1 && even) {
     ctx.comm.run("ncclAllGather", [&](ncclComm_t comm) {
       return ncclAllGather(first.input.data, outputs.front(), first.input.size_bytes(),

@@ -1,13 +1,13 @@
 #include "backends/shm/shm_communicator.hpp"
 
-#include <map>
 #include <string>
 #include <vector>
 
 #include "backends/gloo/gloo_reduction.hpp"
+#include "backends/host_layout.hpp"
+#include "backends/set_hosts.hpp"
 #include "backends/shm/shm_group.hpp"
 #include "elastic/store.hpp"
-#include "elastic/store_exchange.hpp"
 
 namespace troupe::backends {
 
@@ -16,36 +16,6 @@ namespace {
 // Bytes of one member's slot, the size of a round: the round's slots and
 // result (L + 1 of them on L ranks) stay in the caches of a few cores.
 constexpr size_t slot_bytes = size_t{256} << 10;
-
-// Where this rank sits among the set's ranks grouped by host.
-struct host_layout {
-  int host = 0;        // index of this rank's host, in order of first rank
-  int hosts = 1;
-  int member = 0;      // this rank's index among its host's ranks
-  int members = 1;     // ranks on this rank's host
-  bool uniform = true;  // every host has `members` ranks
-};
-
-host_layout layout_of(const std::vector<std::string>& host_of_rank, int rank) {
-  std::map<std::string, int> index;
-  std::vector<int> count;
-  host_layout l;
-  for (int r = 0; r < static_cast<int>(host_of_rank.size()); ++r) {
-    auto [it, fresh] = index.emplace(host_of_rank[r], static_cast<int>(count.size()));
-    if (fresh)
-      count.push_back(0);
-    if (r == rank) {
-      l.host = it->second;
-      l.member = count[it->second];
-    }
-    ++count[it->second];
-  }
-  l.hosts = static_cast<int>(count.size());
-  l.members = count[l.host];
-  for (int c : count)
-    l.uniform = l.uniform && c == l.members;
-  return l;
-}
 
 } // namespace
 
@@ -58,13 +28,7 @@ shm_communicator::~shm_communicator() = default;
 void shm_communicator::connect() {
   gloo_communicator::connect();
   auto& store = *ctx_.store;
-  // Every rank's host, in one listing once all published theirs (O(1) store
-  // operations per rank, as the Gloo mesh's rendezvous).
-  const auto hosts_prefix = ctx_.store_prefix + "shm/host/";
-  store.set(hosts_prefix + std::to_string(ctx_.rank), ctx_.host);
-  const auto host_of_rank = elastic::gather_published(
-    store, hosts_prefix, ctx_.store_prefix + "shm/hosts-published/", ctx_.size, ctx_.timeout);
-  const auto layout = layout_of(host_of_rank, ctx_.rank);
+  const auto layout = layout_of(exchange_hosts(ctx_, "shm/"), ctx_.rank);
   if (layout.members < 2 || !layout.uniform)
     return;  // Gloo for everything
 
@@ -73,7 +37,8 @@ void shm_communicator::connect() {
     const auto bytes = shm_group::segment_bytes(layout.members, slot_bytes);
     if (layout.member > 0)
       return shm_segment::open(store.wait_get(name_key, ctx_.timeout), bytes);
-    auto created = shm_group::create_segment(ipc::fresh_segment_name("data-"), layout.members, slot_bytes);
+    auto created =
+      shm_group::create_segment(ipc::fresh_segment_name("data-"), layout.members, slot_bytes);
     store.set(name_key, created.name());
     return created;
   }();

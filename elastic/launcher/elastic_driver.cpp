@@ -315,6 +315,8 @@ void elastic_driver::spawn(const plan_member& seat, const rank_slot& slot, int s
                            {"HOROVOD_ELASTIC", "1"},
                            {"TROUPE_WORKER_ID", std::to_string(seat.worker_id)},
                            {"TROUPE_SPAWN_HOST", seat.host}});
+  if (job.nccl_host_id_per_rank)
+    vars.push_back(nccl_host_id(job, seat.worker_id));
   auto env = merge_environment(s_.parent_env, vars);
   std::vector<std::string> argv = s_.command;
   std::string input;

@@ -190,6 +190,7 @@ int run_elastic(const launcher::launch_options& opts, const troupe::workers::con
   s.job.job_id = job_id;
   s.job.knobs = opts.knobs;
   s.job.secret_fd = secret_fd;
+  s.job.nccl_host_id_per_rank = launcher::gives_nccl_host_ids(cfg.nccl_host_id_per_rank, parent);
   s.own_hostname = own_hostname();
   std::unique_ptr<launcher::discovery_poller> poller;
   if (!el.discovery_script.empty())
@@ -272,6 +273,9 @@ int main(int argc, char** argv) {
       metrics_server = std::make_unique<troupe::metrics::endpoint>(
         cfg.metrics_address, static_cast<uint16_t>(cfg.metrics_port), counts.registry());
     auto parent = parent_environment();
+    if (cfg.nccl_host_id_per_rank && !launcher::gives_nccl_host_ids(true, parent))
+      to_stderr("troupe-run: NCCL_HOSTID is set, so every rank keeps it "
+                "(--nccl-host-id-per-rank gives none)\n");
     // The job's secret authenticates every store request and is the root of
     // the control plane's certificates; the ranks inherit it in a sealed
     // in-memory file, so it is in no command line, environment or disk.
@@ -303,6 +307,7 @@ int main(int argc, char** argv) {
     job.store = store.endpoint;
     job.knobs = opts.knobs;
     job.secret_fd = secret_fd.get();
+    job.nccl_host_id_per_rank = launcher::gives_nccl_host_ids(cfg.nccl_host_id_per_rank, parent);
     supervisor.observe_exits([&counts](bool failed) { counts.workers_exited(failed); });
     const auto self = own_hostname();
     const auto cwd = current_directory();

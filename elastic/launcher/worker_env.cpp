@@ -2,6 +2,7 @@
 
 #include "elastic/job_secret.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <unordered_map>
@@ -44,7 +45,20 @@ rank_variables(const rank_slot& slot, const job_env& job) {
     vars.insert(vars.end(), {{"TROUPE_STORE_ADDR", job.store.host},
                              {"TROUPE_STORE_PORT", str(job.store.port)}});
   vars.insert(vars.end(), job.knobs.begin(), job.knobs.end());
+  if (job.nccl_host_id_per_rank)
+    vars.push_back(nccl_host_id(job, slot.rank));
   return vars;
+}
+
+bool gives_nccl_host_ids(bool asked, const std::vector<std::string>& parent) {
+  const std::string set = "NCCL_HOSTID=";
+  return asked && std::none_of(parent.begin(), parent.end(), [&](const std::string& entry) {
+           return entry.compare(0, set.size(), set) == 0;
+         });
+}
+
+std::pair<std::string, std::string> nccl_host_id(const job_env& job, int64_t n) {
+  return {"NCCL_HOSTID", job.job_id + "-" + std::to_string(n)};
 }
 
 std::vector<std::string>

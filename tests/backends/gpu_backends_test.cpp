@@ -154,6 +154,41 @@ TEST(nccl_backend, fused_small_tensors_go_through_the_fusion_buffer) {
   }
 }
 
+TEST(nccl_backend, a_fused_allreduces_copies_are_timed_on_the_gpu) {
+  nccl_backend b(one_rank());
+  const size_t n = 1 << 20;  // 4 MiB each: copies long enough to measure
+  const shape_t shape{static_cast<int64_t>(n)};
+  device_copy a(encode(data_type::float32, small_values(n))), b_in(a.download(n * 4));
+  device_copy a_out(std::vector<char>(n * 4)), b_out(std::vector<char>(n * 4));
+  actors::collective_work w;
+  w.response = response(v1::OP_TYPE_ALLREDUCE, data_type::float32);
+  w.entries.push_back(entry("a", a.data, a_out.data, data_type::float32, shape));
+  w.entries.push_back(entry("b", b_in.data, b_out.data, data_type::float32, shape));
+  struct span {
+    std::string activity;
+    int64_t began_us_ago, ended_us_ago;
+  };
+  std::vector<span> spans;
+  std::vector<std::string> edges;
+  w.trace = [&](const std::string& activity, char phase) { edges.push_back(activity + phase); };
+  w.past_trace = [&](const std::string& activity, int64_t began, int64_t ended) {
+    spans.push_back({activity, began, ended});
+  };
+  ASSERT_TRUE(run(b, w).ok());
+  EXPECT_EQ(edges, (std::vector<std::string>{"NCCL_ALLREDUCEB", "NCCL_ALLREDUCEE"}));
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].activity, "MEMCPY_IN_FUSION_BUFFER");
+  EXPECT_EQ(spans[1].activity, "MEMCPY_OUT_FUSION_BUFFER");
+  // 8 MiB each way take microseconds; the copy in ends before the copy
+  // out begins, which ends no later than the work.
+  EXPECT_GT(spans[0].began_us_ago, spans[0].ended_us_ago);
+  EXPECT_GE(spans[0].ended_us_ago, spans[1].began_us_ago);
+  EXPECT_GT(spans[1].began_us_ago, spans[1].ended_us_ago);
+  EXPECT_GE(spans[1].ended_us_ago, 0);
+  EXPECT_EQ(a_out.download(n * 4), a.download(n * 4));
+  EXPECT_EQ(b_out.download(n * 4), b_in.download(n * 4));
+}
+
 TEST(nccl_backend, allgather_broadcast_alltoall_reducescatter_on_one_rank) {
   nccl_backend b(one_rank());
   const auto dtype = data_type::bfloat16;

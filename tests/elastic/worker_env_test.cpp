@@ -77,3 +77,27 @@ TEST(worker_env, job_ids_are_random_hex) {
   EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
   EXPECT_NE(a, b);
 }
+
+TEST(worker_env, nccl_host_ids_are_distinct_per_rank_and_only_when_given) {
+  auto ranks = plan_ranks(parse_host_list("a:2"), 2);
+  job_env job;
+  job.size = 2;
+  job.job_id = "00ff";
+  EXPECT_EQ(as_map(merge_environment({}, rank_variables(ranks[0], job))).count("NCCL_HOSTID"),
+            0u);
+  job.nccl_host_id_per_rank = true;
+  auto first = as_map(merge_environment({}, rank_variables(ranks[0], job)));
+  auto second = as_map(merge_environment({}, rank_variables(ranks[1], job)));
+  EXPECT_EQ(first["NCCL_HOSTID"], "00ff-0");
+  EXPECT_EQ(second["NCCL_HOSTID"], "00ff-1");
+  // An elastic worker's id replaces its rank, appended after the rank's.
+  auto vars = rank_variables(ranks[1], job);
+  vars.push_back(nccl_host_id(job, 7));
+  EXPECT_EQ(as_map(merge_environment({}, vars))["NCCL_HOSTID"], "00ff-7");
+}
+
+TEST(worker_env, a_users_nccl_host_id_is_kept) {
+  EXPECT_TRUE(gives_nccl_host_ids(true, {"PATH=/bin", "NCCL_HOSTIDS=x"}));
+  EXPECT_FALSE(gives_nccl_host_ids(true, {"PATH=/bin", "NCCL_HOSTID=mine"}));
+  EXPECT_FALSE(gives_nccl_host_ids(false, {"PATH=/bin"}));
+}

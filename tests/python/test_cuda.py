@@ -35,6 +35,17 @@ def test_allreduce_matches_the_cpu(dtype, op):
     assert torch.equal(got.cpu(), want)
 
 
+@pytest.mark.parametrize('dtype', [torch.uint8, torch.float16, torch.float64])
+@pytest.mark.parametrize('count', [1, 17, 1000, 4099, 1 << 16])
+def test_allreduce_of_counts_that_do_not_divide_evenly(dtype, count):
+    """Under TROUPE_HIERARCHICAL_ALLREDUCE a host's ranks take aligned
+    shares; what does not divide goes through the flat communicator."""
+    cpu, gpu = both(dtype, (count,))
+    want = hvd.allreduce(cpu, op=hvd.Sum, name='cpu.odd')
+    got = hvd.allreduce(gpu, op=hvd.Sum, name='gpu.odd')
+    assert torch.equal(got.cpu(), want)
+
+
 @pytest.mark.parametrize('dtype', [torch.float16, torch.bfloat16, torch.float32])
 def test_allgather_broadcast_alltoall_reducescatter_match_the_cpu(dtype):
     cpu, gpu = both(dtype)

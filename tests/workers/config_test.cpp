@@ -62,6 +62,34 @@ TEST(config, gpu_operations_take_horovods_name_and_refuse_other_libraries) {
   }
 }
 
+TEST(config, hierarchical_and_nccl_host_id_switches_take_horovods_names) {
+  const auto off = config_from_env(fake_env({}));
+  EXPECT_FALSE(off.hierarchical_allreduce);
+  EXPECT_FALSE(off.hierarchical_allgather);
+  EXPECT_FALSE(off.nccl_host_id_per_rank);
+  const auto on = config_from_env(fake_env({{"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"},
+                                            {"HOROVOD_HIERARCHICAL_ALLGATHER", "1"},
+                                            {"TROUPE_NCCL_HOSTID_PER_RANK", "1"}}));
+  EXPECT_TRUE(on.hierarchical_allreduce);
+  EXPECT_TRUE(on.hierarchical_allgather);
+  EXPECT_TRUE(on.nccl_host_id_per_rank);
+  EXPECT_FALSE(config_from_env(fake_env({{"TROUPE_HIERARCHICAL_ALLREDUCE", "0"},
+                                         {"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"}}))
+                 .hierarchical_allreduce);
+  try {
+    config_from_env(fake_env({{"TROUPE_HIERARCHICAL_ALLGATHER", "yes"}}));
+    FAIL() << "expected config_error";
+  } catch (const config_error& e) {
+    EXPECT_EQ(std::string(e.what()), "TROUPE_HIERARCHICAL_ALLGATHER='yes' is not 0 or 1");
+  }
+  // troupe-run's flags take no value, as horovodrun's.
+  for (const auto& k : knobs())
+    if (std::string(k.env) == "TROUPE_HIERARCHICAL_ALLREDUCE" ||
+        std::string(k.env) == "TROUPE_HIERARCHICAL_ALLGATHER" ||
+        std::string(k.env) == "TROUPE_NCCL_HOSTID_PER_RANK")
+      EXPECT_STREQ(k.flag_value, "1") << k.env;
+}
+
 TEST(config, metrics_port_is_off_unless_set) {
   EXPECT_EQ(config_from_env(fake_env({})).metrics_port, 0);
   EXPECT_EQ(config_from_env(fake_env({})).metrics_address, "127.0.0.1");
