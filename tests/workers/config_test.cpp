@@ -83,11 +83,13 @@ TEST(config, hierarchical_and_nccl_host_id_switches_take_horovods_names) {
     EXPECT_EQ(std::string(e.what()), "TROUPE_HIERARCHICAL_ALLGATHER='yes' is not 0 or 1");
   }
   // troupe-run's flags take no value, as horovodrun's.
-  for (const auto& k : knobs())
+  for (const auto& k : knobs()) {
     if (std::string(k.env) == "TROUPE_HIERARCHICAL_ALLREDUCE" ||
         std::string(k.env) == "TROUPE_HIERARCHICAL_ALLGATHER" ||
-        std::string(k.env) == "TROUPE_NCCL_HOSTID_PER_RANK")
+        std::string(k.env) == "TROUPE_NCCL_HOSTID_PER_RANK") {
       EXPECT_STREQ(k.flag_value, "1") << k.env;
+    }
+  }
 }
 
 TEST(config, metrics_port_is_off_unless_set) {
