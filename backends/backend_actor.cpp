@@ -45,10 +45,13 @@ using self_pointer = actors::backend_actor::stateful_pointer<backend_state>;
 // Counts `work`, finished with `result`: what its answer reports it moved.
 // A success completes the callers' handles here, a thread hop before the
 // negotiator hears of it (which keeps its bookkeeping); a failure is the
-// negotiator's to word (it may name a lost peer).
+// negotiator's to word (it may name a lost peer). While a timeline is
+// written the negotiator completes them too, after it closed the spans: a
+// caller that stops the timeline once its handles completed finds them
+// closed.
 list_stats finished_work(self_pointer self, const collective_work& work, const status& result,
                          clock::time_point started) {
-  if (result.ok())
+  if (result.ok() && !work.trace)
     for (const auto& e : work.entries)
       e->handle->complete({});
   const double seconds = std::chrono::duration<double>(clock::now() - started).count();
