@@ -3,9 +3,15 @@
 //   collective_check ops [FILE] every op x dtype x reduction, per-rank random
 //                               order; rank 0 writes the support matrix to FILE
 //   collective_check shm-ops MAPPED
-//                               ops, then checks that this rank maps a
-//                               shared-memory segment of the Gloo shm path
-//                               (MAPPED 1) or none (MAPPED 0)
+//                               ops, allreduces of sizes around the shm
+//                               path's rounds checked exactly, then checks
+//                               that this rank maps a shared-memory segment
+//                               of the Gloo shm path (MAPPED 1; printed as
+//                               "segment NAME BYTES") or none (MAPPED 0)
+//   collective_check shm-kill VICTIM STAMP_FILE
+//                               VICTIM dies (SIGKILL) in a loop of 16 MiB
+//                               allreduces on the shm path; the others
+//                               report when and how their allreduce failed
 //   collective_check many N     N small allreduces in flight at once
 //   collective_check cache N    N training steps whose tensors change shape,
 //                               dtype and root now and then (response cache)
@@ -79,6 +85,7 @@
 #include "checks.hpp"
 #include "process_set_checks.hpp"
 #include "reset_checks.hpp"
+#include "shm_checks.hpp"
 #include "error_checks.hpp"
 #include "troupe/troupe.hpp"
 
@@ -246,17 +253,6 @@ int timeline_dynamic(int rank, int size, const std::string& file) {
   return ok ? 0 : 1;
 }
 
-// Whether this process maps a segment of the Gloo shm path (its name is
-// unlinked once every rank of the host mapped it: "(deleted)").
-bool maps_shm_segment() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line))
-    if (line.find("/dev/shm/troupe-") != std::string::npos)
-      return true;
-  return false;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -284,13 +280,17 @@ int main(int argc, char** argv) {
   }
   else if (mode == "shm-ops" && argc == 3) {
     rc = troupe::test::run_checks(troupe::test::op_matrix(rank, size), rank, "collectives");
+    rc = troupe::test::run_shm_size_checks(rank, size) != 0 ? 1 : rc;
     const bool want = std::atoi(argv[2]) != 0;
-    const bool mapped = maps_shm_segment();
-    std::printf("rank %d: %s shared-memory segment %s\n", rank, want == mapped ? "PASS" : "FAIL",
-                mapped ? "mapped" : "not mapped");
-    if (want != mapped)
+    const auto segment = troupe::test::mapped_shm_segment();
+    std::printf("rank %d: %s shared-memory segment %s\n", rank,
+                want != segment.empty() ? "PASS" : "FAIL",
+                segment.empty() ? "not mapped" : segment.c_str());
+    if (want == segment.empty())
       rc = 1;
   }
+  else if (mode == "shm-kill" && argc == 4)
+    rc = troupe::test::run_shm_kill(rank, size, std::atoi(argv[2]), argv[3]);
   else if (mode == "many")
     rc = troupe::test::run_checks(
       troupe::test::many_small(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000), rank,
