@@ -8,10 +8,12 @@
 //                               that this rank maps a shared-memory segment
 //                               of the Gloo shm path (MAPPED 1; printed as
 //                               "segment NAME BYTES") or none (MAPPED 0)
-//   collective_check shm-kill VICTIM STAMP_FILE
+//   collective_check shm-kill VICTIM STAMP_FILE [fds-held]
 //                               VICTIM dies (SIGKILL) in a loop of 16 MiB
-//                               allreduces on the shm path; the others
-//                               report when and how their allreduce failed
+//                               allreduces on the shm path (with fds-held,
+//                               leaving a child that holds its sockets); the
+//                               others report when and how their allreduce
+//                               failed
 //   collective_check many N     N small allreduces in flight at once
 //   collective_check cache N    N training steps whose tensors change shape,
 //                               dtype and root now and then (response cache)
@@ -289,8 +291,8 @@ int main(int argc, char** argv) {
     if (want == segment.empty())
       rc = 1;
   }
-  else if (mode == "shm-kill" && argc == 4)
-    rc = troupe::test::run_shm_kill(rank, size, std::atoi(argv[2]), argv[3]);
+  else if (mode == "shm-kill" && (argc == 4 || (argc == 5 && argv[4] == std::string("fds-held"))))
+    rc = troupe::test::run_shm_kill(rank, size, std::atoi(argv[2]), argv[3], argc == 5);
   else if (mode == "many")
     rc = troupe::test::run_checks(
       troupe::test::many_small(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000), rank,

@@ -1,8 +1,10 @@
 #include "shm_checks.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -143,16 +145,20 @@ std::string mapped_shm_segment() {
   return {};
 }
 
-int run_shm_kill(int rank, int size, int victim, const std::string& stamp_file) {
+int run_shm_kill(int rank, int size, int victim, const std::string& stamp_file,
+                 bool fds_held) {
   // troupe-run stops the survivors once the victim is gone; let them report.
   std::signal(SIGTERM, SIG_IGN);
   constexpr size_t count = 4u << 20;  // 16 MiB of float32: 64 rounds
   std::vector<float> data(count);
   const tensor t{data.data(), data_type::float32, {static_cast<int64_t>(count)}};
   const float want = static_cast<float>(size * (size + 1) / 2);
+  std::atomic<int> submitted{0};
   auto step = [&](int i) {
     std::fill(data.begin(), data.end(), static_cast<float>(rank + 1));
-    auto s = allreduce(t, t, "kill-loop." + std::to_string(i % 2)).wait_for(std::chrono::seconds(60));
+    auto h = allreduce(t, t, "kill-loop." + std::to_string(i % 2));
+    submitted = i + 1;
+    auto s = h.wait_for(std::chrono::seconds(60));
     if (s.ok() && (data.front() != want || data.back() != want))
       std::printf("rank %d: FAIL allreduce %d gave %g, want %g\n", rank, i,
                   static_cast<double>(data.front()), static_cast<double>(want));
@@ -168,8 +174,25 @@ int run_shm_kill(int rank, int size, int victim, const std::string& stamp_file) 
               segment.empty() ? "none" : segment.c_str());
   std::fflush(stdout);
   if (rank == victim) {
-    std::thread([stamp_file] {
+    std::thread([stamp_file, fds_held, &submitted] {
+      // 300 ms in, 5 ms after the next submission: the ranks submit in
+      // step, so by then every rank is inside that allreduce's 64 rounds
+      // (tens of ms), past its negotiation.
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const int seen = submitted;
+      while (submitted == seen)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (fds_held && ::fork() == 0) {
+        // As a DataLoader worker would: a child that keeps the rank's
+        // sockets open (only its output goes, so the launcher's forwarding
+        // ends with the job), for 3 s. Async-signal-safe calls only.
+        const int null = ::open("/dev/null", O_RDWR);
+        for (int fd = 0; fd < 3; ++fd)
+          ::dup2(null, fd);
+        ::sleep(3);
+        ::_exit(0);
+      }
       std::ofstream(stamp_file) << std::to_string(now_seconds()) << "\n";
       std::raise(SIGKILL);
     }).detach();

@@ -18,12 +18,16 @@ int run_shm_size_checks(int rank, int size);
 std::string mapped_shm_segment();
 
 /// Every rank reduces 16 MiB allreduces one after another until one fails;
-/// `victim` SIGKILLs itself 300 ms into the loop (first writing the time to
-/// `stamp_file`), so it dies holding the segment, most likely inside a
-/// shared-memory allreduce. Each survivor reports how long after the kill
-/// its pending allreduce failed, and with what error ("FAILED-AFTER"), then
-/// shuts down. Every rank prints its pid and segment first. Returns 3 on a
+/// `victim` SIGKILLs itself 5 ms after its first submission past 300 ms into
+/// the loop (first writing the time to `stamp_file`), so it dies holding
+/// the segment, inside a shared-memory allreduce. With `fds_held` it first forks a child that
+/// keeps its sockets open for 3 s, so that no peer sees a connection close
+/// and only the segment's check of its members' pids finds the loss at
+/// once. Each survivor reports how long after the kill its pending
+/// allreduce failed, and with what error ("FAILED-AFTER"), then shuts
+/// down. Every rank prints its pid and segment first. Returns 3 on a
 /// survivor that saw its allreduce fail, 1 otherwise.
-int run_shm_kill(int rank, int size, int victim, const std::string& stamp_file);
+int run_shm_kill(int rank, int size, int victim, const std::string& stamp_file,
+                 bool fds_held);
 
 } // namespace troupe::test

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# shm_kill.sh TROUPE_RUN CHECK NP VICTIM MAX_SECONDS MAX_JOB_SECONDS [HOSTS]
+# shm_kill.sh TROUPE_RUN CHECK kill|fds-held NP VICTIM MAX_SECONDS MAX_JOB_SECONDS [HOSTS]
 # Gloo's shared-memory allreduce loses a rank: VICTIM SIGKILLs itself while
 # every rank loops over 16 MiB allreduces through the host's segment
-# (collective_check shm-kill), on one host or on HOSTS (troupe-run -H).
+# (collective_check shm-kill), on one host or on HOSTS (troupe-run -H);
+# with fds-held it leaves a child holding its sockets, so that no
+# connection closes: on its host the segment's check of its members' pids
+# finds the loss (50 ms, then the negotiator's 300 ms wait for a peer-loss
+# message), on other hosts the heartbeat timeout.
 # Every survivor's pending allreduce must fail within MAX_SECONDS (far below
-# the 30 s Gloo timeout given) with an error naming the victim, and its
-# shutdown() return; troupe-run must exit non-zero within MAX_JOB_SECONDS,
-# and afterwards no process of the job is left and neither the segments the
-# ranks mapped nor any other segment a rank of the job created
-# (/dev/shm/troupe-<its pid>-*) is in /dev/shm.
+# the 30 s Gloo timeout given) with an error naming whom it lost (see
+# below), and its shutdown() return;
+# troupe-run must exit non-zero within MAX_JOB_SECONDS, and afterwards no
+# process of the job is left and neither the segments the ranks mapped nor
+# any other segment a rank of the job created (/dev/shm/troupe-<its pid>-*)
+# is in /dev/shm.
 set -u
-run=$1 check=$2 np=$3 victim=$4 max=$5 max_job=$6 hosts=${7:-}
+run=$1 check=$2 how=$3 np=$4 victim=$5 max=$6 max_job=$7 hosts=${8:-}
 stamp=$(mktemp)
 out=$(mktemp)
 trap 'rm -f "$stamp" "$out"' EXIT
@@ -19,9 +24,11 @@ fail() {
   exit 1
 }
 
+extra=()
+[ "$how" = fds-held ] && extra=(fds-held)
 start=$(date +%s)
 timeout 90 "$run" --timeout 60 -np "$np" ${hosts:+-H "$hosts"} --gloo-timeout-seconds 30 \
-  "$check" shm-kill "$victim" "$stamp" >"$out" 2>&1
+  "$check" shm-kill "$victim" "$stamp" "${extra[@]}" >"$out" 2>&1
 rc=$?
 took=$(( $(date +%s) - start ))
 cat "$out"
@@ -40,11 +47,15 @@ failed=$(grep -o "<stdout>:rank [0-9]*: FAILED-AFTER [0-9.]* s, [0-9]* allreduce
   fail "$(echo "$failed" | grep -c .) of $survivors survivors saw their allreduce fail"
 slow=$(echo "$failed" | awk -v max="$max" '$4 > max' | wc -l)
 [ "$slow" -eq 0 ] || fail "a survivor's allreduce failed more than $max s after the kill"
-# The error names the victim: its rank (the control plane's loss) or its
-# pid (the segment's own check of its members' processes).
+# The error names whom it was lost with: the victim's rank (the control
+# plane's loss) or pid (the segment's own check of its members' processes),
+# or, on another host with fds-held, possibly the survivor whose shutdown
+# ended the cross-host step first.
 victim_pid=$(grep -o "<stdout>:rank $victim: pid [0-9]*" "$out" | awk '{print $4}')
-unclear=$(echo "$failed" | grep -v -e "): .*rank $victim " -e "): .*(pid $victim_pid)")
-[ -z "$unclear" ] || fail "a survivor's error names neither rank $victim nor pid $victim_pid: $unclear"
+named="rank $victim "
+[ "$how" = fds-held ] && named="rank [0-9]* "
+unclear=$(echo "$failed" | grep -v -e "): .*$named" -e "): .*(pid $victim_pid)")
+[ -z "$unclear" ] || fail "a survivor's error does not name whom it lost: $unclear"
 shut=$(grep -c "<stdout>:rank [0-9]*: SHUT-DOWN after" "$out")
 [ "$shut" -eq "$survivors" ] || fail "$shut of $survivors survivors' shutdown() returned"
 

@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'elastic'))
-from elastic_scenarios import Skip, TwoHosts  # noqa: E402
+from elastic_scenarios import Skip, TwoHosts, expect, failures  # noqa: E402
 
 FAKE_SSH = """#!/usr/bin/python3
 # Stands in for ssh: runs the remote command (the last argument) in the
@@ -30,13 +30,6 @@ os.execvp('ip', ['ip', 'netns', 'exec', %r[sys.argv[-2]], '/bin/sh', '-c', sys.a
 """
 
 ROUND = 256 << 10
-failures = []
-
-
-def expect(ok, what):
-    if not ok:
-        failures.append(what)
-        print('FAIL: ' + what, flush=True)
 
 
 def run_job(net, run, check):
@@ -109,10 +102,8 @@ def main():
         expect(segment[0] == segment[1] and segment[2] == segment[3],
                'each host\'s ranks share a segment: %s' % segment)
         expect(segment[0] != segment[2], 'each host has a segment of its own: %s' % segment)
-    if failures:
-        print('FAILED: %d check(s)' % len(failures))
-        sys.exit(1)
-    print('PASS')
+    print('FAILED: %d check(s)' % len(failures) if failures else 'PASS')
+    sys.exit(1 if failures else 0)
 
 
 if __name__ == '__main__':
