@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "backends/gloo/gloo_reduction.hpp"
 #include "backends/host_layout.hpp"
 #include "backends/set_hosts.hpp"
@@ -23,14 +25,24 @@ shm_communicator::shm_communicator(backend_context ctx)
     : gloo_communicator(ctx), ctx_(std::move(ctx)) {
 }
 
-shm_communicator::~shm_communicator() = default;
+shm_communicator::~shm_communicator() {
+  if (group_)
+    spdlog::info("troupe set rank {}/{}: shared-memory allreduce: {} allreduces, {} bytes through "
+                 "segment {}, {} bytes of this rank's shares across hosts",
+                 ctx_.rank, ctx_.size, allreduces_, bytes_, segment_name_, cross_bytes_);
+}
 
 void shm_communicator::connect() {
   gloo_communicator::connect();
   auto& store = *ctx_.store;
   const auto layout = layout_of(exchange_hosts(ctx_, "shm/"), ctx_.rank);
-  if (layout.members < 2 || !layout.uniform)
-    return;  // Gloo for everything
+  if (layout.members < 2 || !layout.uniform) {
+    spdlog::info("troupe set rank {}/{}: shared-memory allreduce off, Gloo for everything: {}",
+                 ctx_.rank, ctx_.size,
+                 layout.uniform ? "one rank per host"
+                                : "hosts of the set have different numbers of ranks");
+    return;
+  }
 
   const auto name_key = ctx_.store_prefix + "shm/segment/" + std::to_string(layout.host);
   auto segment = [&] {
@@ -42,6 +54,7 @@ void shm_communicator::connect() {
     store.set(name_key, created.name());
     return created;
   }();
+  segment_name_ = segment.name();
   auto group = std::make_unique<shm_group>(std::move(segment), layout.member, layout.members,
                                            ctx_.timeout);
   std::unique_ptr<gloo_communicator> cross;
@@ -53,6 +66,11 @@ void shm_communicator::connect() {
     cross = std::make_unique<gloo_communicator>(c);
     cross->connect();
   }
+  spdlog::info("troupe set rank {}/{}: shared-memory allreduce on host '{}' ({} of {}): local "
+               "rank {} of {}, segment {}, {}",
+               ctx_.rank, ctx_.size, ctx_.host, layout.host, layout.hosts, layout.member,
+               layout.members, segment_name_,
+               cross ? "cross-host step over Gloo" : "no cross-host step");
   std::lock_guard<std::mutex> lock(mutex_);
   group_ = std::move(group);
   cross_ = std::move(cross);
@@ -82,6 +100,7 @@ void shm_communicator::allreduce(const allreduce_options& opts) {
   }
   if (opts.count == 0)
     return;
+  const size_t element_bytes = element_size(opts.dtype);
   shm_group::cross_step cross;
   if (cross_)
     cross = [&](void* data, size_t count) {
@@ -89,9 +108,12 @@ void shm_communicator::allreduce(const allreduce_options& opts) {
       part.data = data;
       part.count = count;
       cross_->allreduce(part);
+      cross_bytes_ += count * element_bytes;
     };
-  group_->allreduce(opts.data, opts.count, element_size(opts.dtype),
-                    reduction_of(opts.dtype, opts.op), cross);
+  group_->allreduce(opts.data, opts.count, element_bytes, reduction_of(opts.dtype, opts.op),
+                    cross);
+  ++allreduces_;
+  bytes_ += opts.count * element_bytes;
 }
 
 } // namespace troupe::backends

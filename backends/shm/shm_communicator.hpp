@@ -1,7 +1,9 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "backends/gloo/gloo_communicator.hpp"
 
@@ -19,11 +21,13 @@ class shm_group;
 class shm_communicator : public gloo_communicator {
 public:
   explicit shm_communicator(backend_context ctx);
+  /// Logs (info) what went through the segment and across hosts.
   ~shm_communicator() override;
 
   /// Gloo's full mesh, then the hosts of the members through the store,
   /// the segment (created by the host's first rank, named in the store),
-  /// and the cross-host contexts.
+  /// and the cross-host contexts. Logs (info) the layout, or why the set
+  /// stays on Gloo.
   void connect() override;
   void allreduce(const allreduce_options& opts) override;
   /// Fails the waits of this host's ranks in the segment and every Gloo
@@ -36,6 +40,12 @@ private:
   std::unique_ptr<shm_group> group_;
   std::unique_ptr<gloo_communicator> cross_;  // none on a single host
   bool aborted_ = false;
+  std::string segment_name_;  // for the log lines
+  // Allreduces through the segment and the bytes involved; bytes of this
+  // rank's shares sent through the cross-host step. The backend's thread only.
+  uint64_t allreduces_ = 0;
+  uint64_t bytes_ = 0;
+  uint64_t cross_bytes_ = 0;
 };
 
 } // namespace troupe::backends

@@ -3,10 +3,19 @@
 //   collective_check ops [FILE] every op x dtype x reduction, per-rank random
 //                               order; rank 0 writes the support matrix to FILE
 //   collective_check shm-ops DATA [CONTROL]
-//                               ops, then checks that this rank maps a
-//                               segment of the Gloo shm path (DATA 1) or
-//                               none (DATA 0), and the global set's control
-//                               channel (CONTROL 1) or none (CONTROL 0)
+//                               ops, allreduces of sizes around the shm
+//                               path's rounds checked exactly, then checks
+//                               that this rank maps a segment of the Gloo
+//                               shm path (DATA 1; printed as "segment NAME
+//                               BYTES") or none (DATA 0), and the global
+//                               set's control channel (CONTROL 1) or none
+//                               (CONTROL 0)
+//   collective_check shm-kill VICTIM STAMP_FILE [fds-held]
+//                               VICTIM dies (SIGKILL) in a loop of 16 MiB
+//                               allreduces on the shm path (with fds-held,
+//                               leaving a child that holds its sockets); the
+//                               others report when and how their allreduce
+//                               failed
 //   collective_check many N     N small allreduces in flight at once
 //   collective_check cache N    N training steps whose tensors change shape,
 //                               dtype and root now and then (response cache)
@@ -80,6 +89,7 @@
 #include "checks.hpp"
 #include "process_set_checks.hpp"
 #include "reset_checks.hpp"
+#include "shm_checks.hpp"
 #include "error_checks.hpp"
 #include "troupe/troupe.hpp"
 
@@ -247,26 +257,6 @@ int timeline_dynamic(int rank, int size, const std::string& file) {
   return ok ? 0 : 1;
 }
 
-// Whether this process maps a segment whose name begins "/troupe-<kind>"
-// (names are unlinked once every rank of the host mapped them:
-// "(deleted)"): "data-" the Gloo shm path, "ctl-" a control channel.
-bool maps_shm_segment(const std::string& kind) {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line))
-    if (line.find("/dev/shm/troupe-" + kind) != std::string::npos)
-      return true;
-  return false;
-}
-
-// Prints and returns whether `what` is mapped as `want` says.
-bool expect_mapped(int rank, const std::string& kind, const char* what, bool want) {
-  const bool mapped = maps_shm_segment(kind);
-  std::printf("rank %d: %s %s %s\n", rank, want == mapped ? "PASS" : "FAIL", what,
-              mapped ? "mapped" : "not mapped");
-  return want == mapped;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -294,12 +284,25 @@ int main(int argc, char** argv) {
   }
   else if (mode == "shm-ops" && (argc == 3 || argc == 4)) {
     rc = troupe::test::run_checks(troupe::test::op_matrix(rank, size), rank, "collectives");
-    if (!expect_mapped(rank, "data-", "shared-memory data segment", std::atoi(argv[2]) != 0))
+    rc = troupe::test::run_shm_size_checks(rank, size) != 0 ? 1 : rc;
+    const bool want = std::atoi(argv[2]) != 0;
+    const auto segment = troupe::test::mapped_shm_segment("data-");
+    std::printf("rank %d: %s shared-memory segment %s\n", rank,
+                want != segment.empty() ? "PASS" : "FAIL",
+                segment.empty() ? "not mapped" : segment.c_str());
+    if (want == segment.empty())
       rc = 1;
-    if (argc == 4 &&
-        !expect_mapped(rank, "ctl-", "control channel segment", std::atoi(argv[3]) != 0))
-      rc = 1;
+    if (argc == 4) {
+      const bool want_channel = std::atoi(argv[3]) != 0;
+      const bool channel = !troupe::test::mapped_shm_segment("ctl-").empty();
+      std::printf("rank %d: %s control channel segment %s\n", rank,
+                  want_channel == channel ? "PASS" : "FAIL", channel ? "mapped" : "not mapped");
+      if (want_channel != channel)
+        rc = 1;
+    }
   }
+  else if (mode == "shm-kill" && (argc == 4 || (argc == 5 && argv[4] == std::string("fds-held"))))
+    rc = troupe::test::run_shm_kill(rank, size, std::atoi(argv[2]), argv[3], argc == 5);
   else if (mode == "many")
     rc = troupe::test::run_checks(
       troupe::test::many_small(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000), rank,

@@ -1,0 +1,217 @@
+#include "shm_checks.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/arith.hpp"
+#include "troupe/troupe.hpp"
+
+namespace troupe::test {
+
+namespace {
+
+// Input of `rank` at element i of check `tag`: small integers (in [-3, 3]
+// for a product), so that any order of reduction gives the exact result in
+// every dtype below, float16 and bfloat16 included.
+double input(unsigned tag, int rank, size_t i, data_type t, reduce_op op) {
+  const uint64_t h = (i * 2654435761u + static_cast<uint64_t>(rank) * 40503u + tag * 97u) >> 7;
+  const int span = op == reduce_op::product ? 3 : 30;
+  const int v = static_cast<int>(h % (2 * span + 1)) - span;
+  return t == data_type::uint8 ? std::abs(v) : v;
+}
+
+double combine(double a, double b, reduce_op op) {
+  return op == reduce_op::min ? std::min(a, b) : op == reduce_op::product ? a * b : a + b;
+}
+
+void store_values(const std::vector<double>& v, data_type t, std::vector<char>& bytes) {
+  if (backends::is_half(t)) {
+    const std::vector<float> f(v.begin(), v.end());
+    backends::float_to_half(t, f.data(), bytes.data(), f.size());
+    return;
+  }
+  backends::with_element_type(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    for (size_t i = 0; i < v.size(); ++i)
+      reinterpret_cast<T*>(bytes.data())[i] = static_cast<T>(v[i]);
+  });
+}
+
+std::vector<double> load_values(const std::vector<char>& bytes, data_type t) {
+  const size_t n = bytes.size() / element_size(t);
+  if (backends::is_half(t)) {
+    std::vector<float> f(n);
+    backends::half_to_float(t, bytes.data(), f.data(), n);
+    return {f.begin(), f.end()};
+  }
+  std::vector<double> v(n);
+  backends::with_element_type(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    for (size_t i = 0; i < n; ++i)
+      v[i] = static_cast<double>(reinterpret_cast<const T*>(bytes.data())[i]);
+  });
+  return v;
+}
+
+// "" when the allreduce of check `tag` gave the exact result.
+std::string check_one(unsigned tag, int rank, int size, data_type t, reduce_op op, size_t n) {
+  std::vector<double> mine(n);
+  for (size_t i = 0; i < n; ++i)
+    mine[i] = input(tag, rank, i, t, op);
+  std::vector<char> bytes(n * element_size(t));
+  store_values(mine, t, bytes);
+  const tensor view{bytes.data(), t, {static_cast<int64_t>(n)}};
+  const auto name = "shm-size." + std::to_string(tag);
+  if (auto s = allreduce(view, view, name, op).wait_for(std::chrono::seconds(60)); !s.ok())
+    return s.message();
+  const auto got = load_values(bytes, t);
+  for (size_t i = 0; i < n; ++i) {
+    double want = input(tag, 0, i, t, op);
+    for (int r = 1; r < size; ++r)
+      want = combine(want, input(tag, r, i, t, op), op);
+    if (got[i] != want)
+      return "element " + std::to_string(i) + " is " + std::to_string(got[i]) + ", want " +
+             std::to_string(want);
+  }
+  return {};
+}
+
+double now_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+} // namespace
+
+int run_shm_size_checks(int rank, int size) {
+  constexpr size_t round = size_t{256} << 10, whole_round = size_t{16} << 10;
+  const data_type dtypes[] = {data_type::uint8,   data_type::int32,    data_type::int64,
+                              data_type::float16, data_type::bfloat16, data_type::float32,
+                              data_type::float64};
+  const auto start = std::chrono::steady_clock::now();
+  unsigned tag = 0;
+  int failed = 0;
+  for (auto t : dtypes) {
+    const size_t e = element_size(t);
+    const size_t bytes[] = {e,         whole_round - e, whole_round + e, round - e,
+                            round,     round + e,       5 * round / 2 + 3 * e};
+    for (auto op : {reduce_op::sum, reduce_op::min, reduce_op::product})
+      for (size_t b : bytes) {
+        const auto err = check_one(++tag, rank, size, t, op, b / e);
+        if (!err.empty()) {
+          ++failed;
+          std::printf("rank %d: FAIL shm allreduce %s %s of %zu bytes: %s\n", rank, to_string(t),
+                      to_string(op), b, err.c_str());
+        }
+      }
+  }
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  if (failed == 0)
+    std::printf("rank %d: PASS %u allreduces of 1 B to 2.5 rounds, exact, in %.3f s\n", rank,
+                tag, took.count());
+  std::fflush(stdout);
+  return failed == 0 ? 0 : 1;
+}
+
+std::string mapped_shm_segment(const std::string& kind) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    // "START-END PERMS OFFSET DEV INODE /dev/shm/troupe-<kind>... (deleted)"
+    const auto at = line.find("/dev/shm/troupe-" + kind);
+    if (at == std::string::npos)
+      continue;
+    std::istringstream fields(line);
+    std::string range;
+    fields >> range;
+    const auto dash = range.find('-');
+    const auto bytes = std::stoull(range.substr(dash + 1), nullptr, 16) -
+                       std::stoull(range.substr(0, dash), nullptr, 16);
+    const auto name = line.substr(at + 8, line.find(' ', at) - at - 8);
+    return name + " " + std::to_string(bytes);
+  }
+  return {};
+}
+
+int run_shm_kill(int rank, int size, int victim, const std::string& stamp_file,
+                 bool fds_held) {
+  // troupe-run stops the survivors once the victim is gone; let them report.
+  std::signal(SIGTERM, SIG_IGN);
+  constexpr size_t count = 4u << 20;  // 16 MiB of float32: 64 rounds
+  std::vector<float> data(count);
+  const tensor t{data.data(), data_type::float32, {static_cast<int64_t>(count)}};
+  const float want = static_cast<float>(size * (size + 1) / 2);
+  std::atomic<int> submitted{0};
+  auto step = [&](int i) {
+    std::fill(data.begin(), data.end(), static_cast<float>(rank + 1));
+    auto h = allreduce(t, t, "kill-loop." + std::to_string(i % 2));
+    submitted = i + 1;
+    auto s = h.wait_for(std::chrono::seconds(60));
+    if (s.ok() && (data.front() != want || data.back() != want))
+      std::printf("rank %d: FAIL allreduce %d gave %g, want %g\n", rank, i,
+                  static_cast<double>(data.front()), static_cast<double>(want));
+    return s;
+  };
+  // Joined: every rank holds the segment from here on.
+  if (auto s = step(0); !s.ok()) {
+    std::printf("rank %d: FAIL first allreduce: %s\n", rank, s.message().c_str());
+    return 1;
+  }
+  const auto segment = mapped_shm_segment("data-");
+  std::printf("rank %d: pid %d segment %s\n", rank, static_cast<int>(::getpid()),
+              segment.empty() ? "none" : segment.c_str());
+  std::fflush(stdout);
+  if (rank == victim) {
+    std::thread([stamp_file, fds_held, &submitted] {
+      // 300 ms in, 5 ms after the next submission: the ranks submit in
+      // step, so by then every rank is inside that allreduce's 64 rounds
+      // (tens of ms), past its negotiation.
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const int seen = submitted;
+      while (submitted == seen)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (fds_held && ::fork() == 0) {
+        // As a DataLoader worker would: a child that keeps the rank's
+        // sockets open (only its output goes, so the launcher's forwarding
+        // ends with the job), for 3 s. Async-signal-safe calls only.
+        const int null = ::open("/dev/null", O_RDWR);
+        for (int fd = 0; fd < 3; ++fd)
+          ::dup2(null, fd);
+        ::sleep(3);
+        ::_exit(0);
+      }
+      std::ofstream(stamp_file) << std::to_string(now_seconds()) << "\n";
+      std::raise(SIGKILL);
+    }).detach();
+  }
+  status s;
+  int done = 1;
+  // Bounded: the victim dies 300 ms in; 10000 steps would take minutes.
+  for (; done < 10000 && (s = step(done)).ok(); ++done) {
+  }
+  const double failed_at = now_seconds();
+  double stamped = 0;
+  std::ifstream(stamp_file) >> stamped;
+  std::printf("rank %d: FAILED-AFTER %.3f s, %d allreduces done (%s): %s\n", rank,
+              failed_at - stamped, done, to_string(s.code()), s.message().c_str());
+  std::fflush(stdout);
+  shutdown();
+  std::printf("rank %d: SHUT-DOWN after %.3f s\n", rank, now_seconds() - stamped);
+  std::fflush(stdout);
+  return s.ok() ? 1 : 3;
+}
+
+} // namespace troupe::test
