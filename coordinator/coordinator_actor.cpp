@@ -133,24 +133,14 @@ bool cycle_elapsed(coordinator_self self) {
   return false;
 }
 
-// Writes a response list for the members on the channel; what a slow
-// reader has no room for yet is retried shortly (their lists stay in order
-// in the channel's queue).
-void flush_channel(coordinator_self self) {
+// Retries shortly what the channel could not take yet (a member reads
+// slowly); the lists stay in order in the channel's queue.
+void retry_channel_unless(coordinator_self self, bool written) {
   auto& st = self->state;
-  st.channel_retry_scheduled = false;
-  if (!st.channel->flush() && !st.channel_retry_scheduled) {
-    st.channel_retry_scheduled = true;
-    self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
-  }
-}
-
-void post_on_channel(coordinator_self self, std::string bytes) {
-  auto& st = self->state;
-  if (!st.channel->post(std::move(bytes)) && !st.channel_retry_scheduled) {
-    st.channel_retry_scheduled = true;
-    self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
-  }
+  if (written || st.channel_retry_scheduled)
+    return;
+  st.channel_retry_scheduled = true;
+  self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
 }
 
 void try_emit(coordinator_self self) {
@@ -194,7 +184,7 @@ void try_emit(coordinator_self self) {
       self->send(st.members[r], response_atom::value, st.epoch, st.set_id, bytes);
   if (st.channel && std::find(st.on_channel.begin(), st.on_channel.end(), true) !=
                       st.on_channel.end())
-    post_on_channel(self, std::move(bytes));
+    retry_channel_unless(self, st.channel->post(std::move(bytes)));
   ++st.in_flight;
   st.last_emit = std::chrono::steady_clock::now();
 }
@@ -343,7 +333,10 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
     [=](hello_atom, int32_t set_rank, member_actor& member, bool on_channel) {
       on_hello(self, set_rank, member, on_channel);
     },
-    [=](flush_atom) { flush_channel(self); },
+    [=](flush_atom) {
+      self->state.channel_retry_scheduled = false;
+      retry_channel_unless(self, self->state.channel->flush());
+    },
     [=](request_atom, int64_t epoch, uint32_t set, const std::string& bytes) {
       if (same_epoch(self->state.epoch, epoch, "coordinator", set))
         on_requests(self, bytes);
