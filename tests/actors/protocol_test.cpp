@@ -4,7 +4,11 @@
 
 #include <caf/all.hpp>
 
+#include <mutex>
+#include <thread>
+
 #include "actors/negotiator.hpp"
+#include "control/shm_channel.hpp"
 #include "coordinator/coordinator_actor.hpp"
 #include "metrics/rank_metrics.hpp"
 
@@ -537,6 +541,57 @@ TEST_F(actor_protocol, a_name_is_free_again_once_its_handle_completed) {
   sched_.run();
   ASSERT_TRUE(second->handle->done());
   EXPECT_TRUE(second->handle->result().ok());
+}
+
+// A member on the coordinator's control channel gets the same lists as one
+// over the network, also when each is longer than the channel's stream: the
+// coordinator writes what fits and retries the rest from its timer.
+TEST_F(actor_protocol, response_lists_longer_than_the_channel_reach_its_member_whole_and_in_order) {
+  inbox rank0, rank1;
+  coordinator::coordinator_options o{{}, 0, 4, {}};
+  o.stall.enabled = false;
+  o.control = std::make_shared<control::channel_host>(2, control::channel_sizes{256, 256});
+  auto member = control::channel_member::open(o.control->name(), 1);
+  ASSERT_NE(member, nullptr);
+  std::mutex mutex;
+  std::vector<std::string> on_channel;
+  member->start([&](std::string list) {
+    std::lock_guard<std::mutex> lock(mutex);
+    on_channel.push_back(std::move(list));
+  });
+  auto coord = coordinator::spawn_coordinator(sys_, 0, 2, o, metrics_);
+  spawned_.push_back(caf::actor_cast<caf::actor>(coord));
+  caf::anon_send(coord, hello_atom::value, int32_t{0}, fake<member_actor>(rank0), false);
+  caf::anon_send(coord, hello_atom::value, int32_t{1}, fake<member_actor>(rank1), true);
+  const auto received = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return on_channel.size();
+  };
+  constexpr size_t lists = 3;
+  for (size_t l = 0; l < lists; ++l) {
+    for (int r = 0; r < 2; ++r) {
+      std::vector<v1::Request> requests;
+      for (int t = 0; t < 20; ++t)
+        requests.push_back(request(r, "list" + std::to_string(l) + ".a.rather.long.name." +
+                                         std::to_string(t)));
+      caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list(requests));
+    }
+    sched_.run();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (received() < l + 1 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      sched_.trigger_timeouts();
+      sched_.run();
+    }
+    ASSERT_EQ(received(), l + 1) << "list " << l << " did not come through the channel";
+    caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});  // rank 0 ran it
+    sched_.run();
+  }
+  ASSERT_EQ(rank0.responses.size(), lists);
+  EXPECT_GT(rank0.responses[0].size(), 256u);  // longer than the stream
+  EXPECT_TRUE(rank1.responses.empty());        // nothing over the network
+  std::lock_guard<std::mutex> lock(mutex);
+  EXPECT_EQ(on_channel, rank0.responses);
 }
 
 TEST_F(actor_protocol, coordinator_answers_once_every_member_introduced_itself) {
