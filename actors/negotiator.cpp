@@ -361,8 +361,12 @@ void on_executed(negotiator_self self, uint64_t id, status& result, const list_s
   }
   // A work that failed after the set broke failed because of it.
   const auto& outcome = result.ok() || !st.broken ? result : *st.broken;
+  // Only a span this work began is ended: its caller may have seen the
+  // backend complete it and started the timeline since.
+  const bool traced = static_cast<bool>(node.mapped()->trace);
   for (auto& e : node.mapped()->entries) {
-    trace(self, *e, "E", node.mapped()->response.op(), false);
+    if (traced)
+      trace(self, *e, "E", node.mapped()->response.op(), false);
     complete(st, e, outcome);
   }
   if (!st.lists_running.empty()) {
