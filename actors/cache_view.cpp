@@ -4,15 +4,16 @@
 
 namespace troupe::actors {
 
-uint32_t cache_view::hit(const v1::Request& request) const {
+cache_ref cache_view::hit(const v1::Request& request) const {
   auto it = by_name_.find(request.tensor_name());
   if (it == by_name_.end() || !it->second.has_request ||
       !same_parameters(it->second.request, request))
-    return 0;
-  return it->second.id;
+    return {};
+  return {it->second.id, it->second.list};
 }
 
-void cache_view::assign(uint32_t id, const std::string& name, const v1::Request* local) {
+void cache_view::assign(uint32_t id, const std::string& name, const v1::Request* local,
+                        uint64_t list) {
   // The id moved to another tensor: the coordinator evicted the old one.
   if (auto old = by_id_.find(id); old != by_id_.end() && old->second != name)
     by_name_.erase(old->second);
@@ -23,6 +24,7 @@ void cache_view::assign(uint32_t id, const std::string& name, const v1::Request*
   const bool unchanged = s.id == id && s.has_request && local &&
                          same_parameters(s.request, *local);
   s.id = id;
+  s.list = list;
   if (!unchanged) {
     s.has_request = local != nullptr;
     if (local)

@@ -8,6 +8,17 @@
 
 namespace troupe::actors {
 
+/// A tensor's cache id as a member knows it, with the response list that
+/// last named it (the state the id is resolved against; every member that
+/// applied that list holds the same pair). Empty: the request goes in full.
+struct cache_ref {
+  uint32_t id = 0;
+  uint64_t list = 0;
+  explicit operator bool() const {
+    return id != 0;
+  }
+};
+
 /// A member's view of its process set's response cache (the coordinator
 /// owns the cache, see coordinator/response_cache.hpp): which tensor holds
 /// which id, with the request this rank sent for it. Updated from every
@@ -26,7 +37,7 @@ public:
         if (resp.op() == v1::OP_TYPE_ERROR)
           erase(name);
         else if (i < resp.cache_ids_size() && resp.cache_ids(i) != 0)
-          assign(resp.cache_ids(i), name, local(name));
+          assign(resp.cache_ids(i), name, local(name), lists_applied_ + 1);
       }
     }
     ++lists_applied_;
@@ -38,8 +49,8 @@ public:
     by_id_.clear();
   }
 
-  /// The id to send instead of `request`, or 0 when it must go in full.
-  uint32_t hit(const v1::Request& request) const;
+  /// The id to send instead of `request`, or none when it must go in full.
+  cache_ref hit(const v1::Request& request) const;
 
   uint64_t lists_applied() const {
     return lists_applied_;
@@ -51,11 +62,12 @@ public:
 private:
   struct slot {
     uint32_t id = 0;
+    uint64_t list = 0;  // the response list that last named it
     bool has_request = false;
     v1::Request request;
   };
 
-  void assign(uint32_t id, const std::string& name, const v1::Request* local);
+  void assign(uint32_t id, const std::string& name, const v1::Request* local, uint64_t list);
   void erase(const std::string& name);
 
   std::unordered_map<std::string, slot> by_name_;

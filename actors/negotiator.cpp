@@ -192,9 +192,10 @@ void flush_requests(negotiator_self self) {
     if (it == st.table.end() || it->second != e)
       continue;  // failed (aborted) meanwhile
     auto* req = list.add_requests();
-    if (auto id = st.cache.hit(e->request)) {
+    if (auto ref = st.cache.hit(e->request)) {
       st.metrics->cache_hit();
-      req->set_cache_id(id);
+      req->set_cache_id(ref.id);
+      req->set_cache_list(ref.list);
       req->set_request_rank(st.set_rank);
     } else {
       st.metrics->cache_miss();

@@ -8,11 +8,18 @@
 //
 //   scale_bench [--ranks 2,64,256,1024] [--workload resnet50|small]
 //               [--steps 4] [--order ascending|random] [--lists step|tensor]
-//               [--cache on|off|both] [--json FILE]
+//               [--cache on|off|both] [--fanout F] [--json FILE]
+//
+// With --fanout F the members form the control tree (coordinator/
+// control_tree.hpp): a rank sends to its tree parent, inner nodes aggregate
+// their subtree's cache hits (coordinator/hit_aggregator.hpp, the real
+// class, each node's CPU timed apart) and forward at once what they have,
+// and the coordinator sends lists to the root's children only.
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -21,6 +28,7 @@
 #include <caf/all.hpp>
 
 #include "actors/cache_view.hpp"
+#include "coordinator/hit_aggregator.hpp"
 #include "bench/workloads.hpp"
 #include "coordinator/coordinator_actor.hpp"
 #include "metrics/rank_metrics.hpp"
@@ -38,6 +46,7 @@ struct options {
   bool random_order = false;
   bool list_per_tensor = false;
   std::vector<bool> cache{true, false};
+  int fanout = 0;  // 0: a star
   std::string json;
 };
 
@@ -46,6 +55,7 @@ struct result {
   int ranks = 0;
   bool cache = false;
   double coordinator_ms = 0;   // coordinator CPU per step
+  double node_ms = 0;          // the busiest inner tree node's CPU per step
   double bytes_in = 0;         // RequestList bytes into the coordinator per step
   double bytes_out = 0;        // ResponseList bytes out of it per step
   double messages_in = 0;
@@ -109,11 +119,19 @@ public:
     o.stall.enabled = false;
     o.fusion_threshold = 64 << 20;  // Horovod's default
     o.cache_capacity = cache ? 1024 : 0;
+    o.tree_fanout = opt.fanout;
+    for (int32_t r = 0; r < ranks; ++r) {
+      nodes_.push_back(coordinator::control_tree_node(r, ranks, opt.fanout));
+      aggregators_.emplace_back();
+      if (r > 0 && !nodes_.back().children.empty())
+        aggregators_.back().emplace(nodes_.back(), std::chrono::hours(1));
+    }
+    node_seconds_.assign(static_cast<size_t>(ranks), 0);
     coordinator_ = coordinator::spawn_coordinator(sys_, 0, ranks, o,
                                                   metrics_->for_set(0, ranks, "sim"));
     coordinator_job_ =
       dynamic_cast<caf::resumable*>(caf::actor_cast<caf::abstract_actor*>(coordinator_));
-    inbox_.members = ranks;
+    inbox_.members = static_cast<int32_t>(nodes_.front().children.size()) + 1;
     member_ = caf::actor_cast<member_actor>(sys_.spawn(member, &inbox_));
     for (int32_t r = 0; r < ranks; ++r)
       caf::anon_send(coordinator_, hello_atom::value, r, member_, false);
@@ -133,6 +151,7 @@ public:
     const auto before_in = std::make_pair(messages_in_, bytes_in_);
     const auto before_out = std::make_pair(inbox_.received, inbox_.bytes);
     coordinator_seconds_ = 0;
+    std::fill(node_seconds_.begin(), node_seconds_.end(), 0.0);
     std::vector<std::vector<size_t>> order(static_cast<size_t>(ranks_));
     for (auto& o : order) {
       o.resize(requests_.size());
@@ -167,6 +186,7 @@ public:
     }
     out.ranks = ranks_;
     out.coordinator_ms = coordinator_seconds_ * 1e3;
+    out.node_ms = *std::max_element(node_seconds_.begin(), node_seconds_.end()) * 1e3;
     out.messages_in = static_cast<double>(messages_in_ - before_in.first);
     out.bytes_in = static_cast<double>(bytes_in_ - before_in.second);
     out.messages_out = static_cast<double>(inbox_.received - before_out.first);
@@ -198,19 +218,46 @@ private:
   void send(const std::vector<size_t>& which, int32_t rank) {
     v1::RequestList list;
     list.set_lists_applied(view_.lists_applied());
+    list.set_sender_rank(rank);
+    list.set_ranks_end(rank + 1);
     for (auto i : which) {
       auto* req = list.add_requests();
-      if (auto id = view_.hit(requests_[i])) {
-        req->set_cache_id(id);
+      if (auto ref = view_.hit(requests_[i])) {
+        req->set_cache_id(ref.id);
+        req->set_cache_list(ref.list);
       } else {
         *req = requests_[i];
       }
       req->set_request_rank(rank);
     }
-    auto bytes = list.SerializeAsString();
-    ++messages_in_;
-    bytes_in_ += bytes.size();
-    caf::anon_send(coordinator_, request_atom::value, int64_t{0}, 0u, std::move(bytes));
+    // An inner node's own member goes through the node's aggregator too.
+    const auto& node = nodes_[static_cast<size_t>(rank)];
+    deliver(list.SerializeAsString(), rank == 0 || aggregators_[static_cast<size_t>(rank)]
+                                        ? rank
+                                        : node.parent);
+  }
+
+  // Hands a list to tree node `to`: the coordinator at the root, else the
+  // node's aggregator, which forwards at once whatever it has to send to its
+  // parent (its parsing and serialising timed with it).
+  void deliver(std::string bytes, int32_t to) {
+    if (to == 0) {
+      ++messages_in_;
+      bytes_in_ += bytes.size();
+      caf::anon_send(coordinator_, request_atom::value, int64_t{0}, 0u, std::move(bytes));
+      return;
+    }
+    auto& node = *aggregators_[static_cast<size_t>(to)];
+    const double start = thread_cpu_seconds();
+    v1::RequestList in;
+    in.ParseFromString(bytes);
+    const auto now = coordinator::hit_aggregator::clock::now();
+    node.add(in, now);
+    auto up = node.take(now);
+    std::string up_bytes = up ? up->SerializeAsString() : std::string();
+    node_seconds_[static_cast<size_t>(to)] += thread_cpu_seconds() - start;
+    if (up)
+      deliver(std::move(up_bytes), nodes_[static_cast<size_t>(to)].parent);
   }
 
   // Applies one response list as every member does, tells the coordinator
@@ -241,6 +288,10 @@ private:
   caf::resumable* coordinator_job_ = nullptr;
   member_actor member_;
   member_inbox inbox_;
+  std::vector<coordinator::tree_node> nodes_;
+  // By set rank: the aggregator of each inner node but the root.
+  std::vector<std::optional<coordinator::hit_aggregator>> aggregators_;
+  std::vector<double> node_seconds_;
   std::vector<v1::Request> requests_;
   // Every simulated member applies the same lists: one view stands for all.
   cache_view view_;
@@ -275,6 +326,8 @@ options parse(int argc, char** argv) {
     else if (flag == "--cache")
       o.cache = value == "both" ? std::vector<bool>{true, false}
                                 : std::vector<bool>{value == "on"};
+    else if (flag == "--fanout")
+      o.fanout = std::stoi(value);
     else if (flag == "--json")
       o.json = value;
     else
@@ -303,8 +356,10 @@ int main(int argc, char** argv) {
               opt.workload.c_str(), w.counts.size(), opt.random_order ? "random" : "ascending",
               opt.list_per_tensor ? "one list per tensor" : "one list per rank and step",
               opt.steps);
-  std::printf("%6s %5s %12s %12s %12s %10s %10s %7s\n", "ranks", "cache", "coord ms/step",
-              "bytes in", "bytes out", "msgs in", "msgs out", "lists");
+  std::printf("control tree: %s\n",
+              opt.fanout > 0 ? ("fanout " + std::to_string(opt.fanout)).c_str() : "star");
+  std::printf("%6s %5s %12s %12s %12s %12s %10s %10s %7s\n", "ranks", "cache", "coord ms/step",
+              "node ms/step", "bytes in", "bytes out", "msgs in", "msgs out", "lists");
   std::vector<result> all;
   for (bool cache : opt.cache) {
     for (int n : opt.ranks) {
@@ -326,13 +381,14 @@ int main(int argc, char** argv) {
       m.ranks = n;
       m.cache = cache;
       m.coordinator_ms = pick(&result::coordinator_ms);
+      m.node_ms = pick(&result::node_ms);
       m.bytes_in = pick(&result::bytes_in);
       m.bytes_out = pick(&result::bytes_out);
       m.messages_in = pick(&result::messages_in);
       m.messages_out = pick(&result::messages_out);
       m.lists = pick(&result::lists);
-      std::printf("%6d %5s %12.2f %12.0f %12.0f %10.0f %10.0f %7.0f\n", n, cache ? "on" : "off",
-                  m.coordinator_ms, m.bytes_in, m.bytes_out, m.messages_in, m.messages_out,
+      std::printf("%6d %5s %12.2f %12.2f %12.0f %12.0f %10.0f %10.0f %7.0f\n", n,
+                  cache ? "on" : "off", m.coordinator_ms, m.node_ms, m.bytes_in, m.bytes_out, m.messages_in, m.messages_out,
                   m.lists);
       std::fflush(stdout);
       all.push_back(m);
@@ -342,11 +398,12 @@ int main(int argc, char** argv) {
     std::ofstream out(opt.json);
     out << "{\"workload\": \"" << opt.workload << "\", \"order\": \""
         << (opt.random_order ? "random" : "ascending") << "\", \"lists\": \""
-        << (opt.list_per_tensor ? "tensor" : "step") << "\", \"rows\": [";
+        << (opt.list_per_tensor ? "tensor" : "step") << "\", \"fanout\": " << opt.fanout
+        << ", \"rows\": [";
     for (size_t i = 0; i < all.size(); ++i) {
       const auto& r = all[i];
       out << (i ? ", " : "") << "{\"ranks\": " << r.ranks << ", \"cache\": "
-          << (r.cache ? "true" : "false") << ", \"coordinator_ms\": " << r.coordinator_ms
+          << (r.cache ? "true" : "false") << ", \"coordinator_ms\": " << r.coordinator_ms << ", \"node_ms\": " << r.node_ms
           << ", \"bytes_in\": " << r.bytes_in << ", \"bytes_out\": " << r.bytes_out
           << ", \"messages_in\": " << r.messages_in << ", \"messages_out\": " << r.messages_out
           << ", \"lists\": " << r.lists << "}";

@@ -9,8 +9,10 @@
 
 #include "autotune/step_detector.hpp"
 #include "control/shm_channel.hpp"
+#include "coordinator/control_tree.hpp"
 #include "coordinator/fusion.hpp"
 #include "coordinator/message_table.hpp"
+#include "coordinator/request_intake.hpp"
 #include "coordinator/response_cache.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "proto/op_properties.hpp"
@@ -26,6 +28,9 @@ struct coordinator_state {
   int64_t epoch = 0;
   // By set rank; null until the member's (hello).
   std::vector<member_actor> members;
+  // Set ranks the coordinator sends lists to (the control tree passes them
+  // on to the others), ascending.
+  std::vector<int32_t> listeners;
   size_t members_known = 0;
   // The host's control channel (null: none), and which members use it.
   std::shared_ptr<control::channel_host> channel;
@@ -62,13 +67,6 @@ struct coordinator_state {
 
 using coordinator_self = coordinator_actor::stateful_pointer<coordinator_state>;
 
-bool cacheable(const v1::Response& resp, const message_table::sent& sent) {
-  // A joined rank has no request of its own to send as a cache hit.
-  return properties(resp.op()).cacheable &&
-         (sent.cached || std::all_of(sent.by_rank.begin(), sent.by_rank.end(),
-                                     [](const auto& r) { return r.has_value(); }));
-}
-
 // Applies the waiting settings change as of list `seq` and records it in
 // the list, so members switch at the same boundary. A new cache capacity
 // empties the cache (members empty theirs before applying the list's ids).
@@ -93,27 +91,6 @@ void merge_tuning(coordinator_state& st, const v1::Tuning& change) {
   if (!st.tuning)
     st.tuning.emplace();
   st.tuning->MergeFrom(change);
-}
-
-// Records the list's outcome in the cache exactly as every member will when
-// it applies the list, in list order: successes get (or keep) an id,
-// failures lose theirs. `sent` holds what the members sent, by tensor.
-void update_cache(coordinator_state& st, v1::ResponseList& list,
-                  std::unordered_map<std::string, message_table::sent>& sent, uint64_t seq) {
-  for (auto& resp : *list.mutable_responses()) {
-    for (const auto& name : resp.tensor_names()) {
-      if (resp.op() == v1::OP_TYPE_ERROR) {
-        st.cache->erase(name, seq);
-        continue;
-      }
-      auto it = sent.find(name);
-      uint32_t id = 0;
-      if (it != sent.end() && cacheable(resp, it->second))
-        id = it->second.cached ? st.cache->touch(it->second.cached, seq)
-                               : st.cache->put(name, std::move(it->second.by_rank), seq);
-      resp.add_cache_ids(id);
-    }
-  }
 }
 
 // With a cycle time, lists go out at most once per cycle: returns false
@@ -165,7 +142,7 @@ void try_emit(coordinator_self self) {
   for (auto& resp : fuse(std::move(ready), st.fusion_threshold))
     *list.add_responses() = std::move(resp);
   if (st.cache->enabled())
-    update_cache(st, list, sent, seq);
+    record_outcome(list, sent, *st.cache, seq);
   if (st.tuner) {
     for (const auto& resp : list.responses())
       for (const auto& name : resp.tensor_names())
@@ -179,9 +156,10 @@ void try_emit(coordinator_self self) {
                  "(TROUPE_CACHE_CAPACITY>{}).",
                  st.cache->size());
   auto bytes = list.SerializeAsString();
-  for (size_t r = 0; r < st.members.size(); ++r)
-    if (!st.on_channel[r])
-      self->send(st.members[r], response_atom::value, st.epoch, st.set_id, bytes);
+  for (auto r : st.listeners)
+    if (!st.on_channel[static_cast<size_t>(r)])
+      self->send(st.members[static_cast<size_t>(r)], response_atom::value, st.epoch, st.set_id,
+                 bytes);
   if (st.channel && std::find(st.on_channel.begin(), st.on_channel.end(), true) !=
                       st.on_channel.end())
     retry_channel_unless(self, st.channel->post(std::move(bytes)));
@@ -226,24 +204,8 @@ void on_requests(coordinator_self self, const std::string& bytes) {
   }
   if (list.has_tuning())
     merge_tuning(st, list.tuning());
-  for (const auto& req : list.requests()) {
-    std::optional<std::string> err;
-    if (req.cache_id() == 0) {
-      err = st.table->add(req);
-    } else if (auto cached =
-                 st.cache->resolve(req.cache_id(), req.request_rank(), list.lists_applied())) {
-      err = st.table->add_hit(req.request_rank(), cached);
-    } else {
-      spdlog::error("coordinator of set {}: rank {} sent unknown cache id {} (after {} "
-                    "lists); request ignored",
-                    st.set_id, req.request_rank(), req.cache_id(), list.lists_applied());
-      continue;
-    }
-    if (err)
-      spdlog::error("coordinator of set {}: ignored {}", st.set_id, *err);
-  }
-  if (list.requests_size() > 0)
-    st.cache->member_progress(list.requests(0).request_rank(), list.lists_applied());
+  for (const auto& why : take_requests(list, *st.table, *st.cache))
+    spdlog::error("coordinator of set {}: ignored {}", st.set_id, why);
   st.metrics->mailbox_depth(metrics::actor_kind::coordinator, self->mailbox().size());
   schedule_deadline_check(self);
   try_emit(self);
@@ -301,6 +263,8 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
   st.cache = std::make_unique<response_cache>(options.cache_capacity, set_size);
   st.members.resize(static_cast<size_t>(set_size));
   st.on_channel.assign(static_cast<size_t>(set_size), false);
+  st.listeners = control_tree_node(0, set_size, options.tree_fanout).children;
+  st.listeners.insert(st.listeners.begin(), 0);
   if (options.control) {
     st.channel = std::move(options.control);
     // The reader thread holds the coordinator weakly: the channel belongs

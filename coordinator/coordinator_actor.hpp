@@ -34,6 +34,10 @@ struct coordinator_options {
   int64_t epoch = 0;
   /// With autotuning: the tuner the coordinator spawns and reports to.
   std::optional<tuner_options> autotune = std::nullopt;
+  /// Children per node of the set's control tree (control_tree.hpp): the
+  /// coordinator sends response lists to set rank 0 and the root's children
+  /// only, which pass them down their subtrees. 0: a star (every member).
+  int32_t tree_fanout = 0;
   /// The set's shared-memory control channel on this host (null: none);
   /// the coordinator owns it from then on.
   std::shared_ptr<control::channel_host> control = nullptr;

@@ -234,24 +234,47 @@ std::optional<std::string> message_table::add(const v1::Request& request) {
   return std::nullopt;
 }
 
-std::optional<std::string> message_table::add_hit(int32_t rank, const cached_tensor_ptr& tensor) {
-  if (rank < 0 || rank >= set_size_ || static_cast<size_t>(set_size_) != tensor->by_rank.size())
-    return fmt::format("cache hit for '{}' from rank {} outside the set of size {}",
-                       tensor->name, rank, set_size_);
+std::optional<std::string> message_table::add_hits(int32_t first, int32_t end,
+                                                   const cached_tensor_ptr& tensor) {
+  if (first < 0 || end <= first || end > set_size_ ||
+      static_cast<size_t>(set_size_) != tensor->by_rank.size())
+    return fmt::format("cache hit for '{}' from set ranks [{}, {}) outside the set of size {}",
+                       tensor->name, first, end, set_size_);
+  if (tombstones_.empty())
+    return record_hits(first, end, tensor);
+  // Ranks that still owe a failed round of this name get its error instead.
+  std::optional<std::string> err;
+  int32_t run = first;
+  for (int32_t r = first; r <= end; ++r) {
+    if (r < end && !answer_late(tensor->name, r))
+      continue;
+    if (run < r)
+      if (auto e = record_hits(run, r, tensor))
+        err = e;
+    run = r + 1;
+  }
+  return err;
+}
+
+std::optional<std::string> message_table::record_hits(int32_t first, int32_t end,
+                                                      const cached_tensor_ptr& tensor) {
   const auto& name = tensor->name;
-  if (answer_late(name, rank))
-    return std::nullopt;
   // Only the first member's request is read here: the others' sit in
   // memory a hit need not touch (one cache miss each at scale).
   auto& e = open(name, *tensor->by_rank.front());
-  if (auto err = mark_asked(name, e, rank))
-    return err;
+  const auto from = e.asked.begin() + first, to = e.asked.begin() + end;
+  if (auto twice = std::find(from, to, true); twice != to)
+    return fmt::format("rank {} requested '{}' twice before it completed",
+                       twice - e.asked.begin(), name);
+  std::fill(from, to, true);
+  e.asked_count += end - first;
   if (e.by_rank.empty() && (!e.cached || e.cached == tensor)) {
     e.cached = tensor;
   } else {
     // Members named different versions, or sent requests: check them all.
     materialize(e);
-    e.by_rank[static_cast<size_t>(rank)] = tensor->by_rank[static_cast<size_t>(rank)];
+    std::copy(tensor->by_rank.begin() + first, tensor->by_rank.begin() + end,
+              e.by_rank.begin() + first);
   }
   if (!e.released && is_ready(e))
     release(name, e);

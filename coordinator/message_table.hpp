@@ -32,11 +32,17 @@ public:
   /// member that asked).
   std::optional<std::string> add(const v1::Request& request);
 
-  /// Records that member `rank` named `tensor` by its cache id. Its request
-  /// was checked when it entered the cache: a hit is counted, not checked
-  /// or copied, and when every member named the same cached tensor its
-  /// response needs no agreement check. Errors as add().
-  std::optional<std::string> add_hit(int32_t rank, const cached_tensor_ptr& tensor);
+  /// Records that set ranks [first, end) named `tensor` by its cache id
+  /// (one member, or a control-tree node's aggregate of its subtree). Its
+  /// requests were checked when it entered the cache: a hit is counted, not
+  /// checked or copied, and when every member named the same cached tensor
+  /// its response needs no agreement check. Errors as add(); a rank that
+  /// had already asked records nothing of the range.
+  std::optional<std::string> add_hits(int32_t first, int32_t end,
+                                      const cached_tensor_ptr& tensor);
+  std::optional<std::string> add_hit(int32_t rank, const cached_tensor_ptr& tensor) {
+    return add_hits(rank, rank + 1, tensor);
+  }
 
   /// Names that every member has requested, oldest first.
   bool has_ready() const {
@@ -113,6 +119,9 @@ private:
 
   // The entry of `name`, created from the first request for it.
   entry& open(const std::string& name, const v1::Request& first);
+  // add_hits for ranks that owe no failed round of the tensor.
+  std::optional<std::string> record_hits(int32_t first, int32_t end,
+                                         const cached_tensor_ptr& tensor);
   // Records that `rank` asked; an error if it had already.
   std::optional<std::string> mark_asked(const std::string& name, entry& e, int32_t rank);
   // Turns an entry of cache hits into requests, one per rank that asked.

@@ -94,11 +94,11 @@ cached_tensor_ptr response_cache::resolve(uint32_t id, int32_t rank,
   return nullptr;
 }
 
-void response_cache::member_progress(int32_t rank, uint64_t lists_applied) {
-  if (rank < 0 || static_cast<size_t>(rank) >= applied_.size())
+void response_cache::member_progress(int32_t first, int32_t end, uint64_t lists_applied) {
+  if (first < 0 || end <= first || static_cast<size_t>(end) > applied_.size())
     return;
-  auto& a = applied_[static_cast<size_t>(rank)];
-  a = std::max(a, lists_applied);
+  for (auto r = static_cast<size_t>(first); r < static_cast<size_t>(end); ++r)
+    applied_[r] = std::max(applied_[r], lists_applied);
   if (retired_.empty())
     return;
   const auto oldest = *std::min_element(applied_.begin(), applied_.end());

@@ -60,9 +60,10 @@ public:
   /// never had or a rank outside the set.
   cached_tensor_ptr resolve(uint32_t id, int32_t rank, uint64_t lists_applied) const;
 
-  /// Notes how many lists `rank` has applied; retired entries no member can
-  /// refer to any more are released.
-  void member_progress(int32_t rank, uint64_t lists_applied);
+  /// Notes that set ranks [first, end) have applied `lists_applied` lists
+  /// at least; retired entries no member can refer to any more are
+  /// released.
+  void member_progress(int32_t first, int32_t end, uint64_t lists_applied);
 
   /// Empties the cache as of list `list_seq` and gives it `capacity`
   /// entries from then on (0 = off). Members that have not applied that

@@ -12,6 +12,7 @@
 
 #include "actors/cache_view.hpp"
 #include "coordinator/message_table.hpp"
+#include "coordinator/request_intake.hpp"
 #include "coordinator/response_cache.hpp"
 #include "troupe/v1/control.pb.h"
 
@@ -28,13 +29,13 @@ void as_coordinator(int32_t set_size, const std::string& bytes) {
   troupe::coordinator::message_table table{set_size};
   troupe::coordinator::response_cache cache{4, set_size};
   uint64_t lists = 0;
+  // One request at a time, popping what is ready in between, so later ids
+  // in the input can name tensors the earlier ones put in the cache.
   for (const auto& req : list.requests()) {
-    if (req.cache_id() == 0)
-      table.add(req);
-    else if (auto cached = cache.resolve(req.cache_id(), req.request_rank(), list.lists_applied()))
-      table.add_hit(req.request_rank(), cached);
-    else
-      continue;
+    v1::RequestList one = list;
+    one.clear_requests();
+    *one.add_requests() = req;
+    troupe::coordinator::take_requests(one, table, cache);
     while (table.has_ready()) {
       troupe::coordinator::message_table::sent sent;
       auto resp = table.pop_ready(&sent);
@@ -46,8 +47,6 @@ void as_coordinator(int32_t set_size, const std::string& bytes) {
         cache.put(resp.tensor_names(0), std::move(sent.by_rank), ++lists);
     }
   }
-  if (list.requests_size() > 0)
-    cache.member_progress(list.requests(0).request_rank(), list.lists_applied());
   const auto later = troupe::coordinator::message_table::clock::now() + std::chrono::hours(24 * 365);
   table.missing_ranks(later);
   table.expire(later);

@@ -51,9 +51,9 @@ TEST(response_cache, changed_parameters_and_failures_are_seen_only_by_later_stat
   EXPECT_FALSE(cache.resolve(1, 0, 3));
   EXPECT_EQ(cache.resolve(1, 0, 2)->by_rank[0]->shape(0), 8);
   // Retired states go once every member has applied the lists past them.
-  cache.member_progress(0, 3);
+  cache.member_progress(0, 1, 3);
   EXPECT_EQ(cache.retired(), 2u);
-  cache.member_progress(1, 3);
+  cache.member_progress(1, 2, 3);
   EXPECT_EQ(cache.retired(), 0u);
 }
 
@@ -91,14 +91,17 @@ void simulate(size_t capacity, unsigned seed) {
     response_cache::requests by_rank(members);
     for (int m = 0; m < members; ++m) {
       auto req = request(name, m, length);
-      if (auto id = views[m].hit(req)) {
+      if (auto ref = views[m].hit(req)) {
         ++hits;
-        auto resolved = cache.resolve(id, m, views[m].lists_applied());
+        auto resolved = cache.resolve(ref.id, m, views[m].lists_applied());
         ASSERT_TRUE(resolved) << "step " << step;
+        // The list that last named the id resolves to the same tensor (what
+        // a control-tree aggregate of several members carries).
+        ASSERT_EQ(cache.resolve(ref.id, m, ref.list), resolved) << "step " << step;
         ASSERT_EQ(resolved->name, name) << "step " << step;
         ASSERT_EQ(resolved->by_rank[static_cast<size_t>(m)]->shape(0), length) << "step " << step;
       }
-      cache.member_progress(m, views[m].lists_applied());
+      cache.member_progress(m, m + 1, views[m].lists_applied());
       by_rank[static_cast<size_t>(m)] = req;
     }
     v1::ResponseList list;
@@ -205,16 +208,16 @@ void agree_over_random_steps(size_t capacity, unsigned seed, int steps) {
     for (const auto& [m, name] : submissions) {
       const auto& req = *meant[name][static_cast<size_t>(m)];
       std::optional<std::string> err;
-      if (auto id = views[m].hit(req)) {
+      if (auto ref = views[m].hit(req)) {
         ++hits;
-        auto tensor = cache.resolve(id, m, views[m].lists_applied());
+        auto tensor = cache.resolve(ref.id, m, views[m].lists_applied());
         ASSERT_TRUE(tensor) << "step " << step;
         err = table.add_hit(m, tensor);
       } else {
         err = table.add(req);
       }
       ASSERT_FALSE(err) << *err;
-      cache.member_progress(m, views[m].lists_applied());
+      cache.member_progress(m, m + 1, views[m].lists_applied());
     }
     // Pop, check against what the members meant, record as the coordinator.
     v1::ResponseList list;

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace troupe::coordinator {
+
+/// One node of a process set's control tree. Set rank 0 (the
+/// coordinator's) is the root; every node's subtree is a contiguous range of
+/// set ranks starting at the node itself, so an aggregate over a subtree is
+/// named by two numbers. Ranks are placed host by host, so a subtree of a
+/// few ranks is mostly one host's.
+struct tree_node {
+  int32_t rank = 0;
+  int32_t end = 1;       // the subtree is [rank, end)
+  int32_t parent = -1;   // -1: the root
+  // First ranks of the children's subtrees, ascending: child i covers
+  // [children[i], children[i + 1]), the last one up to `end`.
+  std::vector<int32_t> children;
+
+  /// The end of child i's subtree.
+  int32_t child_end(size_t i) const {
+    return i + 1 < children.size() ? children[i + 1] : end;
+  }
+};
+
+/// `rank`'s node in the tree of a set of `set_size` where every node has
+/// at most `fanout` children, the rest of its range split into equal blocks
+/// (depth log_fanout(set_size)). fanout 0 or at least set_size - 1: a star,
+/// every member a child of the root.
+tree_node control_tree_node(int32_t rank, int32_t set_size, int32_t fanout);
+
+} // namespace troupe::coordinator

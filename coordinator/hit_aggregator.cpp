@@ -1,0 +1,139 @@
+#include "coordinator/hit_aggregator.hpp"
+
+#include <algorithm>
+
+namespace troupe::coordinator {
+
+hit_aggregator::hit_aggregator(tree_node node, clock::duration hold)
+  : node_(std::move(node)), hold_(hold), applied_(node_.children.size() + 1, 0) {
+}
+
+size_t hit_aggregator::sender_slot(int32_t rank) const {
+  const auto pos = std::upper_bound(node_.children.begin(), node_.children.end(), rank);
+  return static_cast<size_t>(pos - node_.children.begin());
+}
+
+void hit_aggregator::add(const v1::RequestList& list, clock::time_point now) {
+  if (list.has_tuning()) {
+    out_.mutable_tuning()->MergeFrom(list.tuning());
+    out_pending_ = true;
+  }
+  const int32_t sender = list.ranks_end() > 0       ? list.sender_rank()
+                         : list.requests_size() > 0 ? list.requests(0).request_rank()
+                                                    : -1;
+  if (sender >= node_.rank && sender < node_.end) {
+    auto& a = applied_[sender_slot(sender)];
+    a = std::max(a, list.lists_applied());
+  }
+  bool miss = false;
+  for (const auto& req : list.requests()) {
+    if (req.cache_id() != 0) {
+      hit(req, list.lists_applied(), now);
+      continue;
+    }
+    // A full request names its state itself (it has none): it goes up as is.
+    *out_.add_requests() = req;
+    out_pending_ = true;
+    miss = true;
+    joined_ = joined_ || req.op() == v1::OP_TYPE_JOIN;
+  }
+  // A miss may be the changed parameters or the join that the held hits of
+  // other ranks wait for in vain: the coordinator sees them all now.
+  if (miss)
+    for (auto it = held_.begin(); it != held_.end(); it = held_.erase(it))
+      release(it->first, it->second);
+}
+
+void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::time_point now) {
+  const key k{req.cache_id(), req.cache_list() > 0 ? req.cache_list() : lists_applied};
+  const int32_t first = req.request_rank();
+  const int32_t end = req.hit_ranks_end() > 0 ? req.hit_ranks_end() : first + 1;
+  auto direct = direct_.find(k.first);
+  if (direct != direct_.end() && direct->second != k.second) {
+    direct_.erase(direct);  // a new round of the id
+    direct = direct_.end();
+  }
+  if (joined_ || direct != direct_.end() || first < node_.rank || end > node_.end ||
+      end <= first) {
+    // (Out of range: the coordinator names the error.)
+    auto* up = out_.add_requests();
+    *up = req;
+    up->set_cache_list(k.second);
+    up->set_hit_ranks_end(end);
+    out_pending_ = true;
+    return;
+  }
+  auto [it, fresh] = held_.try_emplace(k);
+  auto& p = it->second;
+  if (fresh)
+    p.since = now;
+  p.ranges.emplace_back(first, end);
+  p.count += end - first;
+  p.progress = std::min(p.progress, lists_applied);
+  if (p.count < node_.end - node_.rank)
+    return;
+  auto& up = *out_.add_requests();
+  up.set_cache_id(k.first);
+  up.set_cache_list(k.second);
+  up.set_request_rank(node_.rank);
+  up.set_hit_ranks_end(node_.end);
+  out_pending_ = true;
+  held_.erase(it);
+}
+
+void hit_aggregator::release(const key& k, pending& p) {
+  std::sort(p.ranges.begin(), p.ranges.end());
+  for (size_t i = 0; i < p.ranges.size();) {
+    // Adjacent ranges go up as one.
+    auto [first, end] = p.ranges[i];
+    for (++i; i < p.ranges.size() && p.ranges[i].first == end; ++i)
+      end = p.ranges[i].second;
+    auto& up = *out_.add_requests();
+    up.set_cache_id(k.first);
+    up.set_cache_list(k.second);
+    up.set_request_rank(first);
+    up.set_hit_ranks_end(end);
+  }
+  out_pending_ = true;
+  direct_[k.first] = k.second;
+}
+
+std::optional<v1::RequestList> hit_aggregator::take(clock::time_point now) {
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (now - it->second.since < hold_) {
+      ++it;
+      continue;
+    }
+    release(it->first, it->second);
+    it = held_.erase(it);
+  }
+  if (!out_pending_)
+    return std::nullopt;
+  v1::RequestList list = std::move(out_);
+  out_.Clear();
+  out_pending_ = false;
+  list.set_sender_rank(node_.rank);
+  list.set_ranks_end(node_.end);
+  list.set_lists_applied(progress());
+  return list;
+}
+
+uint64_t hit_aggregator::progress() const {
+  // A held hit was resolved against its sender's state then: the
+  // coordinator must keep that state until the hit has gone up. (Hits in
+  // the same list are resolved before the list's progress is recorded.)
+  auto least = *std::min_element(applied_.begin(), applied_.end());
+  for (const auto& [k, p] : held_)
+    least = std::min(least, p.progress);
+  return least;
+}
+
+std::optional<hit_aggregator::clock::time_point> hit_aggregator::next_deadline() const {
+  std::optional<clock::time_point> next;
+  for (const auto& [k, p] : held_)
+    if (!next || p.since + hold_ < *next)
+      next = p.since + hold_;
+  return next;
+}
+
+} // namespace troupe::coordinator

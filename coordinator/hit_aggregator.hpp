@@ -1,0 +1,93 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "coordinator/control_tree.hpp"
+#include "troupe/v1/control.pb.h"
+
+namespace troupe::coordinator {
+
+/// What an inner node of the control tree does with the RequestLists of its
+/// subtree (its own member's and its children's aggregates) before they go
+/// up: cache hits are held until every rank of the subtree named the same
+/// tensor, then go up as ONE hit for the whole range, so in the steady
+/// state (everything cached) the coordinator receives one message per
+/// child of the root per step instead of one per rank. Pure logic, no
+/// actors.
+///
+/// Nothing is held for ever, so nothing the coordinator must see is hidden
+/// from it: full requests (a miss, changed parameters, a join) go up at
+/// once and take every held hit with them, as per-range hits; a hit held
+/// longer than `hold` goes up the same way (a stalled rank: the
+/// coordinator's stall inspector then names the missing ranks). After such
+/// a flush, the rest of that round of the tensor goes up as it arrives.
+/// Every hit reaches the coordinator exactly once, aggregated or not;
+/// which way only changes how many messages carry it.
+///
+/// Hits are keyed by (cache id, the list that last named it): every member
+/// that applied that list means the same tensor by it. Members a list
+/// behind may mean another tensor by the same id; their key differs, so
+/// they are never merged (at worst they wait for the hold).
+class hit_aggregator {
+public:
+  using clock = std::chrono::steady_clock;
+
+  hit_aggregator(tree_node node, clock::duration hold);
+
+  /// A RequestList from the node's own member or one of its children.
+  void add(const v1::RequestList& list, clock::time_point now);
+
+  /// What goes up now, if anything: one RequestList from this node's
+  /// subtree. Hits held past `hold` by `now` are included.
+  std::optional<v1::RequestList> take(clock::time_point now);
+
+  /// When take() will have held hits to send without new input.
+  std::optional<clock::time_point> next_deadline() const;
+
+  /// A JOIN round ended on this rank: hits are aggregated again (while a
+  /// rank of the subtree has joined, it sends no hits, so none complete).
+  void join_ended() {
+    joined_ = false;
+  }
+
+  size_t held() const {
+    return held_.size();
+  }
+
+private:
+  using key = std::pair<uint32_t, uint64_t>;  // cache id, list that named it
+  struct pending {
+    std::vector<std::pair<int32_t, int32_t>> ranges;  // [first, end) each
+    int32_t count = 0;
+    uint64_t progress = UINT64_MAX;  // least lists_applied of the senders
+    clock::time_point since;
+  };
+
+  // The child whose subtree holds `rank` (0: this node's own member).
+  size_t sender_slot(int32_t rank) const;
+  // Sends a held tensor's ranges up one by one; the rest of its round
+  // follows as it arrives.
+  void release(const key& k, pending& p);
+  void hit(const v1::Request& req, uint64_t lists_applied, clock::time_point now);
+  uint64_t progress() const;
+
+  tree_node node_;
+  clock::duration hold_;
+  // What goes up at the next take().
+  v1::RequestList out_;
+  bool out_pending_ = false;
+  std::map<key, pending> held_;
+  // Per id, the list of the round whose hits go up as they come.
+  std::unordered_map<uint32_t, uint64_t> direct_;
+  // Lists applied, as last reported: this node's member, then each child.
+  std::vector<uint64_t> applied_;
+  bool joined_ = false;
+};
+
+} // namespace troupe::coordinator

@@ -1,0 +1,458 @@
+// The control tree: its shape, what an inner node does with its subtree's
+// cache hits, and a whole set of 1,024 simulated ranks agreeing through it.
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "actors/cache_view.hpp"
+#include "coordinator/control_tree.hpp"
+#include "coordinator/hit_aggregator.hpp"
+#include "coordinator/message_table.hpp"
+#include "coordinator/request_intake.hpp"
+#include "coordinator/response_cache.hpp"
+
+namespace troupe::coordinator {
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = hit_aggregator::clock;
+
+TEST(control_tree, subtrees_are_contiguous_ranges_that_partition_the_set) {
+  for (int32_t n : {1, 2, 3, 17, 18, 100, 1024}) {
+    for (int32_t fanout : {0, 1, 2, 3, 16}) {
+      std::vector<tree_node> nodes;
+      for (int32_t r = 0; r < n; ++r)
+        nodes.push_back(control_tree_node(r, n, fanout));
+      EXPECT_EQ(nodes[0].end, n);
+      EXPECT_EQ(nodes[0].parent, -1);
+      int depth = 0;
+      for (int32_t r = 0; r < n; ++r) {
+        const auto& node = nodes[static_cast<size_t>(r)];
+        ASSERT_EQ(node.rank, r);
+        int32_t at = r + 1;
+        for (size_t i = 0; i < node.children.size(); ++i) {
+          ASSERT_EQ(node.children[i], at) << "n " << n << " fanout " << fanout << " rank " << r;
+          const auto& child = nodes[static_cast<size_t>(node.children[i])];
+          EXPECT_EQ(child.parent, r);
+          EXPECT_EQ(child.end, node.child_end(i));
+          at = node.child_end(i);
+        }
+        EXPECT_EQ(at, node.end) << "n " << n << " fanout " << fanout << " rank " << r;
+        if (fanout > 0) {
+          EXPECT_LE(node.children.size(), static_cast<size_t>(fanout));
+        }
+        int d = 0;
+        for (auto p = node.parent; p >= 0; p = nodes[static_cast<size_t>(p)].parent)
+          ++d;
+        depth = std::max(depth, d);
+      }
+      if (fanout == 0 || fanout >= n - 1) {
+        EXPECT_EQ(nodes[0].children.size(), static_cast<size_t>(std::max(n - 1, 0)));
+      }
+      if (fanout >= 2) {
+        EXPECT_LE(depth, static_cast<int>(std::ceil(std::log(n) / std::log(fanout))) + 1)
+          << "n " << n << " fanout " << fanout;
+      }
+    }
+  }
+}
+
+// One member's RequestList: hits (id, list that named it) from `rank`.
+v1::RequestList hits(int32_t rank, uint64_t applied,
+                     std::vector<std::pair<uint32_t, uint64_t>> ids) {
+  v1::RequestList list;
+  list.set_sender_rank(rank);
+  list.set_ranks_end(rank + 1);
+  list.set_lists_applied(applied);
+  for (auto [id, named] : ids) {
+    auto* req = list.add_requests();
+    req->set_request_rank(rank);
+    req->set_cache_id(id);
+    req->set_cache_list(named);
+  }
+  return list;
+}
+
+struct hit_up {
+  uint32_t id;
+  uint64_t list;
+  int32_t first, end;
+  bool operator==(const hit_up& o) const {
+    return id == o.id && list == o.list && first == o.first && end == o.end;
+  }
+};
+
+std::ostream& operator<<(std::ostream& out, const hit_up& h) {
+  return out << "(" << h.id << "@" << h.list << " [" << h.first << "," << h.end << "))";
+}
+
+std::vector<hit_up> hits_in(const v1::RequestList& list) {
+  std::vector<hit_up> out;
+  for (const auto& r : list.requests())
+    if (r.cache_id() != 0)
+      out.push_back({r.cache_id(), r.cache_list(), r.request_rank(), r.hit_ranks_end()});
+  return out;
+}
+
+// Set rank 1 of 7 with fanout 2: the subtree [1, 4), children 2 and 3.
+tree_node inner_node() {
+  auto node = control_tree_node(1, 7, 2);
+  EXPECT_EQ(node.end, 4);
+  EXPECT_EQ(node.children, (std::vector<int32_t>{2, 3}));
+  return node;
+}
+
+TEST(hit_aggregator, a_subtree_whose_ranks_all_hit_goes_up_as_one_hit) {
+  const auto t = clock_type::now();
+  hit_aggregator agg(inner_node(), 1s);
+  agg.add(hits(1, 9, {{5, 9}}), t);
+  agg.add(hits(3, 9, {{5, 9}}), t);
+  EXPECT_FALSE(agg.take(t));
+  agg.add(hits(2, 9, {{5, 9}}), t);
+  auto up = agg.take(t);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 9, 1, 4}}));
+  EXPECT_EQ(up->sender_rank(), 1);
+  EXPECT_EQ(up->ranks_end(), 4);
+  EXPECT_EQ(up->lists_applied(), 9u);
+  EXPECT_EQ(agg.held(), 0u);
+  EXPECT_FALSE(agg.next_deadline());
+}
+
+TEST(hit_aggregator, a_full_request_takes_the_held_hits_up_and_their_round_follows_as_it_comes) {
+  const auto t = clock_type::now();
+  hit_aggregator agg(inner_node(), 1s);
+  agg.add(hits(1, 9, {{5, 9}, {6, 9}}), t);
+  agg.add(hits(2, 9, {{6, 9}}), t);
+  EXPECT_FALSE(agg.take(t));
+  v1::RequestList full;
+  full.set_sender_rank(3);
+  full.set_ranks_end(4);
+  auto* req = full.add_requests();
+  req->set_request_rank(3);
+  req->set_tensor_name("x");  // rank 3 changed x's shape, say
+  agg.add(full, t);
+  auto up = agg.take(t);
+  ASSERT_TRUE(up);
+  ASSERT_EQ(up->requests_size(), 3);
+  EXPECT_EQ(up->requests(0).tensor_name(), "x");
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 9, 1, 2}, {6, 9, 1, 3}}));
+  // The rest of those rounds goes up at once; a new round is held again.
+  agg.add(hits(3, 9, {{6, 9}}), t);
+  up = agg.take(t);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{6, 9, 3, 4}}));
+  agg.add(hits(1, 12, {{6, 12}}), t);
+  EXPECT_FALSE(agg.take(t));
+  EXPECT_EQ(agg.held(), 1u);
+}
+
+TEST(hit_aggregator, hits_held_past_the_hold_go_up_for_the_stall_inspector) {
+  const auto t = clock_type::now();
+  hit_aggregator agg(inner_node(), 1s);
+  agg.add(hits(1, 9, {{5, 9}}), t);
+  agg.add(hits(3, 9, {{5, 9}}), t + 10ms);
+  ASSERT_TRUE(agg.next_deadline());
+  EXPECT_EQ(*agg.next_deadline(), t + 1s);
+  EXPECT_FALSE(agg.take(t + 999ms));
+  auto up = agg.take(t + 1s);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 9, 1, 2}, {5, 9, 3, 4}}));
+  agg.add(hits(2, 9, {{5, 9}}), t + 2s);  // the late rank: straight up
+  up = agg.take(t + 2s);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 9, 2, 3}}));
+}
+
+TEST(hit_aggregator, members_a_list_behind_are_never_merged_with_the_others) {
+  const auto t = clock_type::now();
+  hit_aggregator agg(inner_node(), 1s);
+  // Rank 3 has not applied list 9, which gave id 5 to another tensor.
+  agg.add(hits(1, 9, {{5, 9}}), t);
+  agg.add(hits(2, 9, {{5, 9}}), t);
+  agg.add(hits(3, 8, {{5, 4}}), t);
+  EXPECT_FALSE(agg.take(t));
+  auto up = agg.take(t + 1s);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 4, 3, 4}, {5, 9, 1, 3}}));
+}
+
+TEST(hit_aggregator, it_reports_the_least_progress_of_its_subtree_and_of_what_it_holds) {
+  const auto t = clock_type::now();
+  hit_aggregator agg(inner_node(), 1s);
+  agg.add(hits(1, 20, {}), t);
+  agg.add(hits(2, 30, {}), t);
+  agg.add(hits(3, 26, {{7, 18}}), t);
+  agg.add(hits(1, 40, {}), t);
+  agg.add(hits(2, 41, {}), t);
+  agg.add(hits(3, 42, {}), t);
+  EXPECT_FALSE(agg.take(t));  // progress alone is not worth a message
+  agg.add(hits(1, 43, {{8, 43}}), t);
+  agg.add(hits(2, 45, {{8, 43}}), t);
+  agg.add(hits(3, 44, {{8, 43}}), t);
+  // Rank 3's held hit still names the state after list 18, as its sender
+  // saw it after 26 lists: the coordinator must keep what that needs.
+  auto up = agg.take(t);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{8, 43, 1, 4}}));
+  EXPECT_EQ(up->lists_applied(), 26u);
+  // Once it goes up (the hits of a list are resolved before its progress
+  // is recorded), the subtree's least progress is the news.
+  up = agg.take(t + 2s);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{7, 18, 3, 4}}));
+  EXPECT_EQ(up->lists_applied(), 43u);
+}
+
+// The coordinator's bookkeeping as coordinator_actor drives it (no fusion,
+// no actors): what arrives is taken, what is ready goes out in one list.
+struct coordinator_stub {
+  explicit coordinator_stub(int32_t n, size_t capacity) : table(n), cache(capacity, n) {
+  }
+  void take(const v1::RequestList& list) {
+    for (auto& why : take_requests(list, table, cache))
+      ignored.push_back(std::move(why));
+  }
+  std::optional<v1::ResponseList> emit() {
+    if (!table.has_ready() && !table.has_failed())
+      return std::nullopt;
+    v1::ResponseList list;
+    for (auto& resp : table.take_failed())
+      *list.add_responses() = std::move(resp);
+    std::unordered_map<std::string, message_table::sent> sent;
+    while (table.has_ready()) {
+      message_table::sent members_sent;
+      auto resp = table.pop_ready(&members_sent);
+      sent.emplace(resp.tensor_names(0), std::move(members_sent));
+      *list.add_responses() = std::move(resp);
+    }
+    record_outcome(list, sent, cache, ++seq);
+    return list;
+  }
+  message_table table;
+  response_cache cache;
+  uint64_t seq = 0;
+  std::vector<std::string> ignored;
+};
+
+struct sim_rank {
+  actors::cache_view view;
+  std::deque<std::shared_ptr<const v1::ResponseList>> inbox;
+  std::map<std::string, v1::Request> pending;  // submitted, not yet answered
+};
+
+// A set of `n` simulated ranks talking to the coordinator through the
+// control tree of `fanout`, with the real aggregators at its inner nodes.
+// Ranks submit in random orders and random list sizes, interleaved at
+// random, and apply response lists late; the cache is smaller than the
+// working set (evictions), shapes change now and then (every rank at
+// once), one round has one rank disagree on a shape (an error) and one
+// round has one rank withhold a tensor (a stall). Every tensor must run
+// exactly once per round on every rank, with the shape each submitted,
+// and the coordinator must never see a hit it cannot place.
+class tree_simulation {
+public:
+  tree_simulation(int32_t n, int32_t fanout, unsigned seed)
+    : n_(n), ranks_(static_cast<size_t>(n)), coordinator_(n, 24), gen_(seed) {
+    for (int32_t r = 0; r < n; ++r) {
+      nodes_.push_back(control_tree_node(r, n, fanout));
+      aggregators_.emplace_back();
+      if (r > 0 && !nodes_.back().children.empty())
+        aggregators_.back().emplace(nodes_.back(), 1s);
+    }
+  }
+
+  void run(int rounds, int mismatch_round, int stall_round) {
+    for (int round = 0; round < rounds; ++round) {
+      // Twelve of 40 names, so the 24 cache entries churn.
+      std::vector<std::string> names;
+      for (int i = 0; i < 40; ++i)
+        names.push_back("t" + std::to_string(i));
+      std::shuffle(names.begin(), names.end(), gen_);
+      names.resize(12);
+      const auto length = [&](const std::string& name) {
+        return 1 + static_cast<int64_t>((round / 7 + name.size()) % 3);
+      };
+      // Each rank's submissions in its own order and list sizes.
+      std::vector<std::deque<std::vector<std::string>>> chunks(ranks_.size());
+      for (auto& mine : chunks) {
+        auto order = names;
+        std::shuffle(order.begin(), order.end(), gen_);
+        for (size_t at = 0; at < order.size();) {
+          const size_t size = std::min<size_t>(1 + gen_() % 4, order.size() - at);
+          mine.emplace_back(order.begin() + static_cast<long>(at),
+                            order.begin() + static_cast<long>(at + size));
+          at += size;
+        }
+      }
+      const int32_t odd_rank = n_ * 3 / 4;
+      const std::string odd_name = names.front();
+      std::vector<std::string> withheld;
+      for (size_t left = names.size() * ranks_.size(); left > 0;) {
+        const auto r = static_cast<int32_t>(gen_() % ranks_.size());
+        auto& mine = chunks[static_cast<size_t>(r)];
+        if (mine.empty())
+          continue;
+        auto chunk = std::move(mine.front());
+        mine.pop_front();
+        left -= chunk.size();
+        if (round == stall_round && r == odd_rank) {
+          auto it = std::find(chunk.begin(), chunk.end(), odd_name);
+          if (it != chunk.end()) {
+            withheld.push_back(*it);
+            chunk.erase(it);
+          }
+        }
+        submit(r, chunk, [&](const std::string& name) {
+          return round == mismatch_round && r == odd_rank && name == odd_name
+                   ? length(name) + 10
+                   : length(name);
+        });
+      }
+      if (round == stall_round) {
+        // Everyone else submitted it; its hits wait in the tree until the
+        // hold, then the coordinator can name the one rank missing.
+        now_ += 2s;
+        for (int32_t r = n_ - 1; r > 0; --r)
+          if (auto& agg = aggregators_[static_cast<size_t>(r)])
+            if (auto up = agg->take(now_))
+              deliver(*up, nodes_[static_cast<size_t>(r)].parent);
+        const auto missing = coordinator_.table.missing_ranks(clock_type::now() + 1h);
+        ASSERT_EQ(missing.size(), 1u);
+        EXPECT_EQ(missing[0].first, odd_name);
+        EXPECT_EQ(missing[0].second, (std::vector<int32_t>{odd_rank}));
+        submit(odd_rank, withheld, length);
+      }
+      // The round is over: every rank applies what it has not yet.
+      for (int32_t r = 0; r < n_; ++r) {
+        apply_all(r);
+        ASSERT_TRUE(ranks_[static_cast<size_t>(r)].pending.empty()) << "rank " << r;
+      }
+      for (const auto& name : names) {
+        const bool fails = round == mismatch_round && name == odd_name;
+        ASSERT_EQ(ran_[name], fails ? 0 : n_) << name << " round " << round;
+        ASSERT_EQ(failed_[name], fails ? n_ : 0) << name << " round " << round;
+      }
+      ran_.clear();
+      failed_.clear();
+      ASSERT_TRUE(coordinator_.ignored.empty()) << coordinator_.ignored.front();
+    }
+    EXPECT_GT(coordinator_.cache.size(), 0u);
+  }
+
+  uint64_t messages_to_coordinator() const {
+    return messages_;
+  }
+
+private:
+  template <class Length>
+  void submit(int32_t r, const std::vector<std::string>& chunk, Length length) {
+    auto& me = ranks_[static_cast<size_t>(r)];
+    v1::RequestList list;
+    for (const auto& name : chunk) {
+      // A name runs again only once its last round has run here; other
+      // lists may still wait (a member behind).
+      while (me.pending.count(name) || (gen_() % 3 == 0 && !me.inbox.empty()))
+        apply_one(r);
+      v1::Request req;
+      req.set_tensor_name(name);
+      req.set_request_rank(r);
+      req.set_op(v1::OP_TYPE_ALLREDUCE);
+      req.set_dtype(v1::DATA_TYPE_FLOAT32);
+      req.add_shape(length(name));
+      auto* out = list.add_requests();
+      if (auto ref = me.view.hit(req)) {
+        out->set_cache_id(ref.id);
+        out->set_cache_list(ref.list);
+        out->set_request_rank(r);
+      } else {
+        *out = req;
+      }
+      me.pending.emplace(name, req);
+    }
+    list.set_sender_rank(r);
+    list.set_ranks_end(r + 1);
+    list.set_lists_applied(me.view.lists_applied());
+    deliver(list, r == 0 || aggregators_[static_cast<size_t>(r)]
+                    ? r
+                    : nodes_[static_cast<size_t>(r)].parent);
+  }
+
+  void deliver(const v1::RequestList& list, int32_t to) {
+    now_ += 1us;
+    if (to == 0) {
+      ++messages_;
+      coordinator_.take(list);
+      if (auto out = coordinator_.emit()) {
+        auto shared = std::make_shared<const v1::ResponseList>(std::move(*out));
+        for (auto& rank : ranks_)
+          rank.inbox.push_back(shared);
+      }
+      return;
+    }
+    auto& agg = *aggregators_[static_cast<size_t>(to)];
+    agg.add(list, now_);
+    if (auto up = agg.take(now_))
+      deliver(*up, nodes_[static_cast<size_t>(to)].parent);
+  }
+
+  void apply_one(int32_t r) {
+    auto& me = ranks_[static_cast<size_t>(r)];
+    ASSERT_FALSE(me.inbox.empty()) << "rank " << r << " waits for a list that never came";
+    auto list = me.inbox.front();
+    me.inbox.pop_front();
+    me.view.apply(*list, [&](const std::string& name) -> const v1::Request* {
+      auto it = me.pending.find(name);
+      return it == me.pending.end() ? nullptr : &it->second;
+    });
+    for (const auto& resp : list->responses()) {
+      for (int i = 0; i < resp.tensor_names_size(); ++i) {
+        const auto& name = resp.tensor_names(i);
+        auto it = me.pending.find(name);
+        ASSERT_NE(it, me.pending.end()) << "rank " << r << " got '" << name << "' unasked";
+        if (resp.op() == v1::OP_TYPE_ERROR) {
+          ++failed_[name];
+        } else {
+          ASSERT_EQ(resp.tensor_sizes(i), it->second.shape(0)) << name << " on rank " << r;
+          ++ran_[name];
+        }
+        me.pending.erase(it);
+      }
+    }
+  }
+
+  void apply_all(int32_t r) {
+    while (!ranks_[static_cast<size_t>(r)].inbox.empty())
+      apply_one(r);
+  }
+
+  int32_t n_;
+  std::vector<sim_rank> ranks_;
+  std::vector<tree_node> nodes_;
+  std::vector<std::optional<hit_aggregator>> aggregators_;
+  coordinator_stub coordinator_;
+  std::mt19937 gen_;
+  clock_type::time_point now_ = clock_type::now();
+  uint64_t messages_ = 0;
+  std::map<std::string, int32_t> ran_, failed_;
+};
+
+TEST(control_tree, a_thousand_ranks_agree_through_the_tree_with_evictions_an_error_and_a_stall) {
+  tree_simulation sim(1024, 4, 7);
+  sim.run(30, 11, 19);
+}
+
+TEST(control_tree, a_star_and_a_deep_tree_agree_the_same_way) {
+  for (int32_t fanout : {0, 1, 2}) {
+    tree_simulation sim(37, fanout, 3);
+    sim.run(40, 5, 23);
+  }
+}
+
+} // namespace
+} // namespace troupe::coordinator
