@@ -14,8 +14,11 @@ namespace troupe::actors {
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
 // Negotiator to itself: send the requests collected so far.
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
-// Negotiator -> coordinator (RequestList bytes), across processes.
+// Negotiator -> coordinator or its control-tree parent (RequestList
+// bytes), across processes.
 using request_atom = caf::atom_constant<caf::atom("request")>;
+// Coordinator -> a member: its place in the set's control tree, once.
+using tree_atom = caf::atom_constant<caf::atom("tree")>;
 // Coordinator -> every member's negotiator (ResponseList bytes), across
 // processes.
 using response_atom = caf::atom_constant<caf::atom("response")>;

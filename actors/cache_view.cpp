@@ -12,6 +12,16 @@ cache_ref cache_view::hit(const v1::Request& request) const {
   return {it->second.id, it->second.list};
 }
 
+std::optional<std::string> cache_view::name_of(uint32_t id, uint64_t list) const {
+  auto it = by_id_.find(id);
+  if (it == by_id_.end())
+    return std::nullopt;
+  auto slot = by_name_.find(it->second);
+  if (slot == by_name_.end() || slot->second.list != list)
+    return std::nullopt;
+  return it->second;
+}
+
 void cache_view::assign(uint32_t id, const std::string& name, const v1::Request* local,
                         uint64_t list) {
   // The id moved to another tensor: the coordinator evicted the old one.

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -51,6 +52,10 @@ public:
 
   /// The id to send instead of `request`, or none when it must go in full.
   cache_ref hit(const v1::Request& request) const;
+
+  /// The tensor that `id` names as of list `list` (the last that named
+  /// it), if this view holds exactly that.
+  std::optional<std::string> name_of(uint32_t id, uint64_t list) const;
 
   uint64_t lists_applied() const {
     return lists_applied_;

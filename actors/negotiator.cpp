@@ -10,6 +10,7 @@
 #include "actors/timeline.hpp"
 #include "actors/work_tracers.hpp"
 #include "control/shm_channel.hpp"
+#include "control/hit_aggregator.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "proto/op_properties.hpp"
 
@@ -21,6 +22,11 @@ namespace {
 // one within milliseconds. Waiting this long lets the handles carry the
 // precise "rank N was lost" message instead of a socket error.
 constexpr auto backend_failure_grace = std::chrono::milliseconds(300);
+
+// How long an inner node of the control tree holds cache hits of some of
+// its subtree's ranks before it sends them up as they are: far below the
+// stall inspector's check time, far above a training step's skew.
+constexpr auto tree_hold = std::chrono::seconds(1);
 
 const char* duplicate_name_error =
   "Requested to allreduce, allgather, or broadcast a tensor with the same name as "
@@ -38,6 +44,15 @@ struct negotiator_state {
   // on this host (null: lists go over the network).
   std::unique_ptr<control::channel_member> channel;
   bool channel_retry_scheduled = false;
+  // This rank's place in the set's control tree (none: a leaf under the
+  // coordinator, as in a star): the parent its lists go to (null: the
+  // coordinator), the children it passes response lists on to, and, at an
+  // inner node, what it does with its subtree's lists on the way up.
+  member_actor parent;
+  std::vector<member_actor> children;
+  std::optional<control::hit_aggregator> aggregator;
+  std::optional<control::hit_aggregator::clock::time_point> hold_timer;
+  bool told_aggregated = false;
   backend_actors backends;
   caf::actor timeline;  // null when no timeline can be written
   bool tracing = false;   // a timeline file is open: send it events
@@ -172,9 +187,40 @@ void on_submit(negotiator_self self, const entry_batch& batch) {
   }
 }
 
+// Sends a RequestList (none: only what the channel still holds) up: to
+// the parent in the control tree, else to the coordinator, through the
+// control channel or over the network. What the channel has no room for
+// yet goes out on a later flush, in order behind what it holds.
+void send_up(negotiator_self self, std::optional<std::string> bytes) {
+  auto& st = self->state;
+  if (st.parent || !st.channel) {
+    if (bytes && st.parent)
+      self->send(st.parent, request_atom::value, st.epoch, st.set_id, std::move(*bytes));
+    else if (bytes)
+      self->send(st.coordinator, request_atom::value, st.epoch, st.set_id, std::move(*bytes));
+    return;
+  }
+  const bool written = bytes ? st.channel->send(std::move(*bytes)) : st.channel->flush();
+  if (!written && !st.channel_retry_scheduled) {
+    st.channel_retry_scheduled = true;
+    self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
+  }
+}
+
+// Wakes an inner node when the hits it holds are due to go up anyway.
+void schedule_hold(negotiator_self self, control::hit_aggregator::clock::time_point now) {
+  auto& st = self->state;
+  const auto next = st.aggregator->next_deadline();
+  if (!next || (st.hold_timer && *st.hold_timer <= *next))
+    return;
+  st.hold_timer = next;
+  self->delayed_send(self, *next - now, flush_atom::value);
+}
+
 // Sends what was submitted since the last flush as one RequestList, once
-// the coordinator is known. Cache hits are decided here, against the cache
-// state the list reports.
+// the coordinator is known; an inner node of the control tree sends it
+// with its children's, aggregated. Cache hits are decided here, against
+// the cache state the list reports.
 void flush_requests(negotiator_self self) {
   auto& st = self->state;
   st.flush_scheduled = false;
@@ -183,6 +229,8 @@ void flush_requests(negotiator_self self) {
   v1::RequestList list;
   list.set_process_set_id(st.set_id);
   list.set_lists_applied(st.cache.lists_applied());
+  list.set_sender_rank(st.set_rank);
+  list.set_ranks_end(st.set_rank + 1);
   if (st.tuning) {
     *list.mutable_tuning() = std::move(*st.tuning);
     st.tuning.reset();
@@ -204,19 +252,78 @@ void flush_requests(negotiator_self self) {
   }
   st.outbox.clear();
   const bool any = list.requests_size() > 0 || list.has_tuning();
-  if (!st.channel) {
-    if (any)
-      self->send(st.coordinator, request_atom::value, st.epoch, st.set_id,
-                 list.SerializeAsString());
+  if (!st.aggregator) {
+    send_up(self, any ? std::optional<std::string>(list.SerializeAsString()) : std::nullopt);
     return;
   }
-  // What the channel has no room for yet goes out on a later flush, in
-  // order behind what it holds.
-  const bool written = any ? st.channel->send(list.SerializeAsString()) : st.channel->flush();
-  if (!written && !st.channel_retry_scheduled) {
-    st.channel_retry_scheduled = true;
-    self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
+  const auto now = control::hit_aggregator::clock::now();
+  if (st.hold_timer && now >= *st.hold_timer)
+    st.hold_timer.reset();
+  if (any)
+    st.aggregator->add(list, now);
+  auto up = st.aggregator->take(now);
+  schedule_hold(self, now);
+  if (!st.told_aggregated && st.aggregator->aggregated() > 0) {
+    st.told_aggregated = true;
+    spdlog::info("process set {}: set rank {} sent the cache hits of set ranks [{}, {}) up as "
+                 "one (control tree)",
+                 st.set_id, st.set_rank, st.set_rank, st.aggregator->subtree_end());
   }
+  if (up) {
+    up->set_process_set_id(st.set_id);
+    send_up(self, up->SerializeAsString());
+  } else {
+    send_up(self, std::nullopt);
+  }
+}
+
+// A child's RequestList (an inner node of the control tree): aggregated
+// with the rest of the subtree's, sent up with the next flush. Lists queued
+// behind it join the same flush.
+void on_child_list(negotiator_self self, const std::string& bytes) {
+  auto& st = self->state;
+  v1::RequestList list;
+  if (!list.ParseFromString(bytes)) {
+    spdlog::error("negotiator of set {}: dropped a malformed request list from a control-tree "
+                  "child ({} bytes)",
+                  st.set_id, bytes.size());
+    return;
+  }
+  if (!st.aggregator) {
+    spdlog::error("negotiator of set {}: set rank {} has no control-tree children; passed a "
+                  "request list up as it came",
+                  st.set_id, st.set_rank);
+    send_up(self, bytes);
+    return;
+  }
+  st.aggregator->add(list, control::hit_aggregator::clock::now());
+  if (self->mailbox().empty())
+    flush_requests(self);
+  else if (!st.flush_scheduled) {
+    st.flush_scheduled = true;
+    self->send(self, flush_atom::value);
+  }
+}
+
+// Takes this rank's place in the control tree (once, from the coordinator).
+bool on_placed(negotiator_self self, int32_t fanout, int32_t size, caf::actor& parent,
+               std::vector<caf::actor>& children) {
+  auto& st = self->state;
+  if (st.set_rank >= size || !st.children.empty() || st.aggregator || st.parent) {
+    spdlog::error("negotiator of set {}: ignored a second or invalid place in the control tree "
+                  "(set rank {}, set size {})",
+                  st.set_id, st.set_rank, size);
+    return false;
+  }
+  auto node = control::control_tree_node(st.set_rank, size, fanout);
+  if (!node.children.empty())
+    st.aggregator.emplace(std::move(node), tree_hold, [&view = st.cache](uint32_t id, uint64_t list) {
+      return view.name_of(id, list);
+    });
+  st.parent = caf::actor_cast<member_actor>(parent);
+  for (auto& c : children)
+    st.children.push_back(caf::actor_cast<member_actor>(c));
+  return true;
 }
 
 // Opens the set's control channel when the coordinator is another process
@@ -287,6 +394,8 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
   size_t launched = 0;
   for (auto& resp : *list.mutable_responses()) {
     if (resp.op() == v1::OP_TYPE_JOIN) {
+      if (st.aggregator)
+        st.aggregator->join_ended();
       on_all_joined(st, resp);
       continue;
     }
@@ -403,8 +512,20 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
       flush_requests(self);
     },
     [=](response_atom, int64_t epoch, uint32_t set, const std::string& bytes) {
+      if (!same_epoch(self->state.epoch, epoch, "negotiator", set))
+        return;
+      // The subtree first: its ranks wait for the list as this one does.
+      for (const auto& child : self->state.children)
+        self->send(child, response_atom::value, epoch, set, bytes);
+      on_response_list(self, bytes);
+    },
+    [=](request_atom, int64_t epoch, uint32_t set, const std::string& bytes) {
       if (same_epoch(self->state.epoch, epoch, "negotiator", set))
-        on_response_list(self, bytes);
+        on_child_list(self, bytes);
+    },
+    [=](tree_atom, int32_t fanout, int32_t size, caf::actor& parent,
+        std::vector<caf::actor>& children) {
+      return on_placed(self, fanout, size, parent, children);
     },
     // Once per set: the introduction goes first, so the coordinator knows
     // where to answer before it sees this rank's first request.

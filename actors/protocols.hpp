@@ -24,8 +24,16 @@ using backend_actor = caf::typed_actor<
 
 /// What a coordinator needs of a member: somewhere to send its response
 /// lists, (response, epoch, set id, ResponseList bytes), possibly in another
-/// process.
-using member_actor = caf::typed_actor<caf::reacts_to<response_atom, int64_t, uint32_t, std::string>>;
+/// process. In a control tree (control/control_tree.hpp) a member is
+/// also a node: told its place once, (tree, fanout, set size, parent or
+/// null when that is the coordinator, children to pass lists on to) ->
+/// true, before the coordinator's first list, it passes every list on to
+/// those children and takes its children's (request, epoch, set id,
+/// RequestList bytes).
+using member_actor = caf::typed_actor<
+  caf::reacts_to<response_atom, int64_t, uint32_t, std::string>,
+  caf::reacts_to<request_atom, int64_t, uint32_t, std::string>,
+  caf::replies_to<tree_atom, int32_t, int32_t, caf::actor, std::vector<caf::actor>>::with<bool>>;
 
 /// The autotuner of a process set (coordinator/tuner_actor.hpp), next to its
 /// coordinator: told each response list executed on that rank, (executed,
@@ -57,8 +65,7 @@ using coordinator_actor = caf::typed_actor<
 /// The negotiator of a process set (actors/negotiator.hpp): a member, told
 /// its coordinator once, (coordinator, handle, name of the set's
 /// shared-memory control channel or ""), by the supervisor.
-using negotiator_actor = caf::typed_actor<
-  caf::reacts_to<response_atom, int64_t, uint32_t, std::string>,
+using negotiator_actor = member_actor::extend<
   caf::reacts_to<coordinator_atom, coordinator_actor, std::string>,
   caf::reacts_to<submit_atom, submitted_batch_ptr>,
   caf::reacts_to<flush_atom>,

@@ -12,7 +12,7 @@
 //
 // With --fanout F the members form the control tree (coordinator/
 // control_tree.hpp): a rank sends to its tree parent, inner nodes aggregate
-// their subtree's cache hits (coordinator/hit_aggregator.hpp, the real
+// their subtree's cache hits (control/hit_aggregator.hpp, the real
 // class, each node's CPU timed apart) and forward at once what they have,
 // and the coordinator sends lists to the root's children only.
 #include <algorithm>
@@ -28,7 +28,7 @@
 #include <caf/all.hpp>
 
 #include "actors/cache_view.hpp"
-#include "coordinator/hit_aggregator.hpp"
+#include "control/hit_aggregator.hpp"
 #include "bench/workloads.hpp"
 #include "coordinator/coordinator_actor.hpp"
 #include "metrics/rank_metrics.hpp"
@@ -121,10 +121,13 @@ public:
     o.cache_capacity = cache ? 1024 : 0;
     o.tree_fanout = opt.fanout;
     for (int32_t r = 0; r < ranks; ++r) {
-      nodes_.push_back(coordinator::control_tree_node(r, ranks, opt.fanout));
+      nodes_.push_back(control::control_tree_node(r, ranks, opt.fanout));
       aggregators_.emplace_back();
       if (r > 0 && !nodes_.back().children.empty())
-        aggregators_.back().emplace(nodes_.back(), std::chrono::hours(1));
+        aggregators_.back().emplace(nodes_.back(), std::chrono::hours(1),
+                                    [this](uint32_t id, uint64_t list) {
+                                      return view_.name_of(id, list);
+                                    });
     }
     node_seconds_.assign(static_cast<size_t>(ranks), 0);
     coordinator_ = coordinator::spawn_coordinator(sys_, 0, ranks, o,
@@ -251,7 +254,7 @@ private:
     const double start = thread_cpu_seconds();
     v1::RequestList in;
     in.ParseFromString(bytes);
-    const auto now = coordinator::hit_aggregator::clock::now();
+    const auto now = control::hit_aggregator::clock::now();
     node.add(in, now);
     auto up = node.take(now);
     std::string up_bytes = up ? up->SerializeAsString() : std::string();
@@ -288,9 +291,9 @@ private:
   caf::resumable* coordinator_job_ = nullptr;
   member_actor member_;
   member_inbox inbox_;
-  std::vector<coordinator::tree_node> nodes_;
+  std::vector<control::tree_node> nodes_;
   // By set rank: the aggregator of each inner node but the root.
-  std::vector<std::optional<coordinator::hit_aggregator>> aggregators_;
+  std::vector<std::optional<control::hit_aggregator>> aggregators_;
   std::vector<double> node_seconds_;
   std::vector<v1::Request> requests_;
   // Every simulated member applies the same lists: one view stands for all.

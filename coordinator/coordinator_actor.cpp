@@ -9,7 +9,7 @@
 
 #include "autotune/step_detector.hpp"
 #include "control/shm_channel.hpp"
-#include "coordinator/control_tree.hpp"
+#include "control/control_tree.hpp"
 #include "coordinator/fusion.hpp"
 #include "coordinator/message_table.hpp"
 #include "coordinator/request_intake.hpp"
@@ -28,9 +28,12 @@ struct coordinator_state {
   int64_t epoch = 0;
   // By set rank; null until the member's (hello).
   std::vector<member_actor> members;
-  // Set ranks the coordinator sends lists to (the control tree passes them
-  // on to the others), ascending.
+  // The control tree: its fanout, the set ranks the coordinator sends
+  // lists to (the tree passes them on to the others), and how many members
+  // have yet to confirm their place in it (no list goes out before).
+  int32_t tree_fanout = 0;
   std::vector<int32_t> listeners;
+  size_t unplaced = 0;
   size_t members_known = 0;
   // The host's control channel (null: none), and which members use it.
   std::shared_ptr<control::channel_host> channel;
@@ -122,7 +125,7 @@ void retry_channel_unless(coordinator_self self, bool written) {
 
 void try_emit(coordinator_self self) {
   auto& st = self->state;
-  if (st.in_flight > 0 || st.members_known < st.members.size() ||
+  if (st.in_flight > 0 || st.members_known < st.members.size() || st.unplaced > 0 ||
       (!st.table->has_ready() && !st.table->has_failed() && !st.tuning) || !cycle_elapsed(self))
     return;
   const auto seq = ++st.lists_emitted;
@@ -232,6 +235,49 @@ void check_stalls(coordinator_self self) {
   self->delayed_send(self, st.stalls->interval(), stall_atom::value);
 }
 
+// Tells every member of a control tree its place: where its lists go
+// (its parent, or the coordinator) and which children it passes response
+// lists on to (not those on the control channel: they read every list
+// there). Each confirms before the first list goes out, so a node never
+// gets a list before it knows its children. A member that does not answer
+// in time is left as it is (the set is broken then: the supervisor sees
+// the lost rank).
+void place_members(coordinator_self self) {
+  auto& st = self->state;
+  const auto n = static_cast<int32_t>(st.members.size());
+  if (st.listeners.size() == st.members.size())
+    return;  // a star
+  for (int32_t r = 1; r < n; ++r) {
+    const auto node = control::control_tree_node(r, n, st.tree_fanout);
+    if (node.parent == 0 && node.children.empty())
+      continue;  // a leaf under the root, as in a star
+    caf::actor parent;
+    if (node.parent > 0)
+      parent = caf::actor_cast<caf::actor>(st.members[static_cast<size_t>(node.parent)]);
+    std::vector<caf::actor> relay;
+    for (auto c : node.children)
+      if (!st.on_channel[static_cast<size_t>(c)])
+        relay.push_back(caf::actor_cast<caf::actor>(st.members[static_cast<size_t>(c)]));
+    ++st.unplaced;
+    auto placed = [self, n](bool) {
+      auto& st = self->state;
+      if (--st.unplaced == 0)
+        spdlog::info("process set {}: control tree of fanout {} over {} ranks in place; the "
+                     "coordinator sends lists to {} of them",
+                     st.set_id, st.tree_fanout, n, st.listeners.size());
+      try_emit(self);
+    };
+    self->request(st.members[static_cast<size_t>(r)], std::chrono::seconds(30), tree_atom::value,
+                  st.tree_fanout, n, std::move(parent), std::move(relay))
+      .then(placed, [self, r, placed](caf::error& err) {
+        spdlog::error("coordinator of set {}: set rank {} did not take its place in the "
+                      "control tree: {}",
+                      self->state.set_id, r, self->system().render(err));
+        placed(false);
+      });
+  }
+}
+
 void on_hello(coordinator_self self, int32_t set_rank, member_actor& member, bool on_channel) {
   auto& st = self->state;
   if (set_rank < 0 || static_cast<size_t>(set_rank) >= st.members.size() ||
@@ -243,9 +289,12 @@ void on_hello(coordinator_self self, int32_t set_rank, member_actor& member, boo
   }
   st.members[static_cast<size_t>(set_rank)] = std::move(member);
   st.on_channel[static_cast<size_t>(set_rank)] = on_channel && st.channel;
-  // Every member has opened the channel or decided not to: its name can go.
-  if (++st.members_known == st.members.size() && st.channel)
-    st.channel->unlink();
+  if (++st.members_known == st.members.size()) {
+    // Every member has opened the channel or decided not to: its name can go.
+    if (st.channel)
+      st.channel->unlink();
+    place_members(self);
+  }
   try_emit(self);
 }
 
@@ -263,7 +312,8 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
   st.cache = std::make_unique<response_cache>(options.cache_capacity, set_size);
   st.members.resize(static_cast<size_t>(set_size));
   st.on_channel.assign(static_cast<size_t>(set_size), false);
-  st.listeners = control_tree_node(0, set_size, options.tree_fanout).children;
+  st.tree_fanout = options.tree_fanout;
+  st.listeners = control::control_tree_node(0, set_size, options.tree_fanout).children;
   st.listeners.insert(st.listeners.begin(), 0);
   if (options.control) {
     st.channel = std::move(options.control);

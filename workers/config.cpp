@@ -120,6 +120,14 @@ const std::vector<knob>& knobs() {
        c.shm_control = parse_switch("TROUPE_SHM_CONTROL", s);
      },
      [](const config& c) { return std::string(c.shm_control ? "1" : "0"); }},
+    {"TROUPE_CONTROL_FANOUT", nullptr, "control-fanout",
+     "children per node of a process set's control tree: a member sends its lists to its tree "
+     "parent, which sends its subtree's cache hits up as one; 0 = every member talks to the "
+     "coordinator (sets of up to fanout + 1 ranks are that star anyway)",
+     [](config& c, const std::string& s) {
+       c.control_fanout = s == "0" ? 0 : parse_count("TROUPE_CONTROL_FANOUT", s);
+     },
+     [](const config& c) { return std::to_string(c.control_fanout); }},
     {"TROUPE_GPU_OPERATIONS", "HOROVOD_GPU_OPERATIONS", "gpu-operations",
      "backend of CUDA tensors: nccl, or gloo / mpi (staged through host memory; the CPU "
      "backend's own library) (default: nccl where built, else the CPU backend)",

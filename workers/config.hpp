@@ -40,6 +40,9 @@ struct config {
   /// Request and response lists between a process set's coordinator and its
   /// members on the same host through shared memory (control/), not TCP.
   bool shm_control = true;
+  /// Children per node of a process set's control tree
+  /// (control/control_tree.hpp); 0 = a star.
+  int control_fanout = 16;
   /// Backend of CUDA tensors: "nccl", "gloo" / "mpi" (staged through host
   /// memory to the CPU backend), or "" = NCCL where built, else staged.
   std::string gpu_operations;

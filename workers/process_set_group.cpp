@@ -120,6 +120,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
     options.cycle_time =
       std::chrono::microseconds(static_cast<int64_t>(cfg.cycle_time_ms * 1000));
     options.epoch = spec.epoch;
+    options.tree_fanout = cfg.control_fanout;
     options.autotune = tuner_for(spec);
     if (cfg.shm_control && set_size > 1) {
       try {

@@ -1,11 +1,12 @@
-#include "coordinator/hit_aggregator.hpp"
+#include "control/hit_aggregator.hpp"
 
 #include <algorithm>
 
-namespace troupe::coordinator {
+namespace troupe::control {
 
-hit_aggregator::hit_aggregator(tree_node node, clock::duration hold)
-  : node_(std::move(node)), hold_(hold), applied_(node_.children.size() + 1, 0) {
+hit_aggregator::hit_aggregator(tree_node node, clock::duration hold, name_lookup name_of)
+  : node_(std::move(node)), hold_(hold), name_of_(std::move(name_of)),
+    applied_(node_.children.size() + 1, 0) {
 }
 
 size_t hit_aggregator::sender_slot(int32_t rank) const {
@@ -25,23 +26,36 @@ void hit_aggregator::add(const v1::RequestList& list, clock::time_point now) {
     auto& a = applied_[sender_slot(sender)];
     a = std::max(a, list.lists_applied());
   }
-  bool miss = false;
   for (const auto& req : list.requests()) {
     if (req.cache_id() != 0) {
       hit(req, list.lists_applied(), now);
       continue;
     }
-    // A full request names its state itself (it has none): it goes up as is.
+    // A full request goes up as is. It may be the changed parameters (or
+    // the lagging member's view) that held hits of the same tensor wait for
+    // in vain, or a join that every held hit waits for: the coordinator
+    // sees those now.
     *out_.add_requests() = req;
     out_pending_ = true;
-    miss = true;
-    joined_ = joined_ || req.op() == v1::OP_TYPE_JOIN;
+    const bool join = req.op() == v1::OP_TYPE_JOIN;
+    joined_ = joined_ || join;
+    if (!join && name_of_) {
+      // Hits of this round of the tensor, held or still to come, cannot
+      // complete here either (they name a list before the sender's state).
+      if (missed_.size() >= max_missed)
+        missed_.clear();  // forgetting only delays: held hits wait for the hold
+      auto& state = missed_[req.tensor_name()];
+      state = std::max(state, list.lists_applied());
+    }
+    for (auto it = held_.begin(); it != held_.end();) {
+      if (join || !it->second.name || *it->second.name == req.tensor_name()) {
+        release(it->first, it->second);
+        it = held_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
-  // A miss may be the changed parameters or the join that the held hits of
-  // other ranks wait for in vain: the coordinator sees them all now.
-  if (miss)
-    for (auto it = held_.begin(); it != held_.end(); it = held_.erase(it))
-      release(it->first, it->second);
 }
 
 void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::time_point now) {
@@ -54,19 +68,24 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
     direct = direct_.end();
   }
   if (joined_ || direct != direct_.end() || first < node_.rank || end > node_.end ||
-      end <= first) {
-    // (Out of range: the coordinator names the error.)
-    auto* up = out_.add_requests();
-    *up = req;
-    up->set_cache_list(k.second);
-    up->set_hit_ranks_end(end);
-    out_pending_ = true;
-    return;
+      end <= first)
+    return pass_up(req, k, end);  // (out of range: the coordinator names the error)
+  std::optional<std::string> name;
+  if (name_of_ && !held_.count(k)) {
+    name = name_of_(k.first, k.second);
+    auto missed = name ? missed_.find(*name) : missed_.end();
+    if (missed != missed_.end() && k.second <= missed->second) {
+      // A rank of the subtree sent this round of it in full: up as it comes.
+      direct_[k.first] = k.second;
+      return pass_up(req, k, end);
+    }
   }
   auto [it, fresh] = held_.try_emplace(k);
   auto& p = it->second;
-  if (fresh)
+  if (fresh) {
     p.since = now;
+    p.name = std::move(name);
+  }
   p.ranges.emplace_back(first, end);
   p.count += end - first;
   p.progress = std::min(p.progress, lists_applied);
@@ -78,7 +97,16 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   up.set_request_rank(node_.rank);
   up.set_hit_ranks_end(node_.end);
   out_pending_ = true;
+  ++aggregated_;
   held_.erase(it);
+}
+
+void hit_aggregator::pass_up(const v1::Request& req, const key& k, int32_t end) {
+  auto* up = out_.add_requests();
+  *up = req;
+  up->set_cache_list(k.second);
+  up->set_hit_ranks_end(end);
+  out_pending_ = true;
 }
 
 void hit_aggregator::release(const key& k, pending& p) {
@@ -136,4 +164,4 @@ std::optional<hit_aggregator::clock::time_point> hit_aggregator::next_deadline()
   return next;
 }
 
-} // namespace troupe::coordinator
+} // namespace troupe::control

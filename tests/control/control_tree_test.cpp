@@ -10,16 +10,18 @@
 #include <gtest/gtest.h>
 
 #include "actors/cache_view.hpp"
-#include "coordinator/control_tree.hpp"
-#include "coordinator/hit_aggregator.hpp"
+#include "control/control_tree.hpp"
+#include "control/hit_aggregator.hpp"
 #include "coordinator/message_table.hpp"
 #include "coordinator/request_intake.hpp"
 #include "coordinator/response_cache.hpp"
 
-namespace troupe::coordinator {
+namespace troupe::control {
 namespace {
 
 using namespace std::chrono_literals;
+using coordinator::message_table;
+using coordinator::response_cache;
 using clock_type = hit_aggregator::clock;
 
 TEST(control_tree, subtrees_are_contiguous_ranges_that_partition_the_set) {
@@ -152,6 +154,76 @@ TEST(hit_aggregator, a_full_request_takes_the_held_hits_up_and_their_round_follo
   EXPECT_EQ(agg.held(), 1u);
 }
 
+TEST(hit_aggregator, a_full_request_takes_up_only_the_held_hits_of_its_tensor_when_named) {
+  const auto t = clock_type::now();
+  // This node's member knows id 5 as "x" and id 6 as "y" (as of list 9);
+  // id 7 only as of another list.
+  hit_aggregator agg(inner_node(), 1s, [](uint32_t id, uint64_t list) -> std::optional<std::string> {
+    if (list != 9)
+      return std::nullopt;
+    return id == 5 ? "x" : id == 6 ? "y" : std::optional<std::string>();
+  });
+  agg.add(hits(1, 9, {{5, 9}, {6, 9}, {7, 4}}), t);
+  v1::RequestList full;
+  full.set_sender_rank(2);
+  full.set_ranks_end(3);
+  auto* req = full.add_requests();
+  req->set_request_rank(2);
+  req->set_tensor_name("x");  // rank 2 changed x's shape
+  agg.add(full, t);
+  auto up = agg.take(t);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 9, 1, 2}, {7, 4, 1, 2}}));
+  // y still waits for its subtree.
+  agg.add(hits(2, 9, {{6, 9}}), t);
+  agg.add(hits(3, 9, {{6, 9}}), t);
+  up = agg.take(t);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{6, 9, 1, 4}}));
+  // A join takes every held hit up, and nothing is held until it ends.
+  agg.add(hits(1, 10, {{6, 11}}), t);
+  v1::RequestList join;
+  join.set_sender_rank(3);
+  join.set_ranks_end(4);
+  join.add_requests()->set_op(v1::OP_TYPE_JOIN);
+  join.mutable_requests(0)->set_request_rank(3);
+  agg.add(join, t);
+  agg.add(hits(2, 10, {{6, 11}}), t);
+  up = agg.take(t);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{6, 11, 1, 2}, {6, 11, 2, 3}}));
+  agg.join_ended();
+  agg.add(hits(1, 12, {{6, 12}}), t);
+  EXPECT_FALSE(agg.take(t));
+}
+
+TEST(hit_aggregator, hits_after_a_full_request_of_their_round_are_not_held) {
+  const auto t = clock_type::now();
+  hit_aggregator agg(inner_node(), 1s, [](uint32_t id, uint64_t) -> std::optional<std::string> {
+    return id == 5 ? "x" : "y";
+  });
+  // Rank 2 sends x in full after applying 9 lists; the others' hits name
+  // list 9 (this round): rank 2 will not hit it, so they go up at once.
+  v1::RequestList full;
+  full.set_sender_rank(2);
+  full.set_ranks_end(3);
+  full.set_lists_applied(9);
+  full.add_requests()->set_tensor_name("x");
+  full.mutable_requests(0)->set_request_rank(2);
+  agg.add(full, t);
+  agg.add(hits(1, 9, {{5, 9}, {6, 9}}), t);
+  agg.add(hits(3, 9, {{5, 9}}), t);
+  auto up = agg.take(t);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->requests(0).tensor_name(), "x");
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 9, 1, 2}, {5, 9, 3, 4}}));
+  EXPECT_EQ(agg.held(), 1u);  // y
+  // The next round of x names the list that ran this one: held again.
+  agg.add(hits(1, 12, {{5, 12}}), t);
+  EXPECT_FALSE(agg.take(t));
+  EXPECT_EQ(agg.held(), 2u);
+}
+
 TEST(hit_aggregator, hits_held_past_the_hold_go_up_for_the_stall_inspector) {
   const auto t = clock_type::now();
   hit_aggregator agg(inner_node(), 1s);
@@ -215,7 +287,7 @@ struct coordinator_stub {
   explicit coordinator_stub(int32_t n, size_t capacity) : table(n), cache(capacity, n) {
   }
   void take(const v1::RequestList& list) {
-    for (auto& why : take_requests(list, table, cache))
+    for (auto& why : coordinator::take_requests(list, table, cache))
       ignored.push_back(std::move(why));
   }
   std::optional<v1::ResponseList> emit() {
@@ -231,7 +303,7 @@ struct coordinator_stub {
       sent.emplace(resp.tensor_names(0), std::move(members_sent));
       *list.add_responses() = std::move(resp);
     }
-    record_outcome(list, sent, cache, ++seq);
+    coordinator::record_outcome(list, sent, cache, ++seq);
     return list;
   }
   message_table table;
@@ -263,7 +335,9 @@ public:
       nodes_.push_back(control_tree_node(r, n, fanout));
       aggregators_.emplace_back();
       if (r > 0 && !nodes_.back().children.empty())
-        aggregators_.back().emplace(nodes_.back(), 1s);
+        aggregators_.back().emplace(nodes_.back(), 1s, [this, r](uint32_t id, uint64_t list) {
+          return ranks_[static_cast<size_t>(r)].view.name_of(id, list);
+        });
     }
   }
 
@@ -455,4 +529,4 @@ TEST(control_tree, a_star_and_a_deep_tree_agree_the_same_way) {
 }
 
 } // namespace
-} // namespace troupe::coordinator
+} // namespace troupe::control

@@ -1,9 +1,9 @@
-#include "coordinator/control_tree.hpp"
+#include "control/control_tree.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
-namespace troupe::coordinator {
+namespace troupe::control {
 
 namespace {
 
@@ -42,4 +42,4 @@ tree_node control_tree_node(int32_t rank, int32_t set_size, int32_t fanout) {
   return node;
 }
 
-} // namespace troupe::coordinator
+} // namespace troupe::control

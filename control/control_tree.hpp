@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace troupe::coordinator {
+namespace troupe::control {
 
 /// One node of a process set's control tree. Set rank 0 (the
 /// coordinator's) is the root; every node's subtree is a contiguous range of
@@ -31,4 +31,4 @@ struct tree_node {
 /// every member a child of the root.
 tree_node control_tree_node(int32_t rank, int32_t set_size, int32_t fanout);
 
-} // namespace troupe::coordinator
+} // namespace troupe::control

@@ -2,16 +2,18 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "coordinator/control_tree.hpp"
+#include "control/control_tree.hpp"
 #include "troupe/v1/control.pb.h"
 
-namespace troupe::coordinator {
+namespace troupe::control {
 
 /// What an inner node of the control tree does with the RequestLists of its
 /// subtree (its own member's and its children's aggregates) before they go
@@ -23,7 +25,10 @@ namespace troupe::coordinator {
 ///
 /// Nothing is held for ever, so nothing the coordinator must see is hidden
 /// from it: full requests (a miss, changed parameters, a join) go up at
-/// once and take every held hit with them, as per-range hits; a hit held
+/// once and take the held hits of the same tensor with them (of every
+/// tensor for a join, and those whose tensor the node cannot name), as
+/// per-range hits, and the rest of that round of the tensor follows as it
+/// arrives; a hit held
 /// longer than `hold` goes up the same way (a stalled rank: the
 /// coordinator's stall inspector then names the missing ranks). After such
 /// a flush, the rest of that round of the tensor goes up as it arrives.
@@ -38,7 +43,11 @@ class hit_aggregator {
 public:
   using clock = std::chrono::steady_clock;
 
-  hit_aggregator(tree_node node, clock::duration hold);
+  /// The tensor a cache id meant as of the list that named it, as this
+  /// node's member knows it (nullopt: it does not know).
+  using name_lookup = std::function<std::optional<std::string>(uint32_t id, uint64_t list)>;
+
+  hit_aggregator(tree_node node, clock::duration hold, name_lookup name_of = nullptr);
 
   /// A RequestList from the node's own member or one of its children.
   void add(const v1::RequestList& list, clock::time_point now);
@@ -59,6 +68,14 @@ public:
   size_t held() const {
     return held_.size();
   }
+  /// The end of the node's subtree, [its rank, end).
+  int32_t subtree_end() const {
+    return node_.end;
+  }
+  /// Hits that went up as one for the whole subtree, so far.
+  uint64_t aggregated() const {
+    return aggregated_;
+  }
 
 private:
   using key = std::pair<uint32_t, uint64_t>;  // cache id, list that named it
@@ -67,10 +84,13 @@ private:
     int32_t count = 0;
     uint64_t progress = UINT64_MAX;  // least lists_applied of the senders
     clock::time_point since;
+    std::optional<std::string> name;  // nullopt: unknown here
   };
 
   // The child whose subtree holds `rank` (0: this node's own member).
   size_t sender_slot(int32_t rank) const;
+  // Sends one hit up as it came (with the key's list and its range end).
+  void pass_up(const v1::Request& req, const key& k, int32_t end);
   // Sends a held tensor's ranges up one by one; the rest of its round
   // follows as it arrives.
   void release(const key& k, pending& p);
@@ -79,15 +99,22 @@ private:
 
   tree_node node_;
   clock::duration hold_;
+  name_lookup name_of_;
   // What goes up at the next take().
   v1::RequestList out_;
   bool out_pending_ = false;
   std::map<key, pending> held_;
   // Per id, the list of the round whose hits go up as they come.
   std::unordered_map<uint32_t, uint64_t> direct_;
+  // Per tensor name, the latest state a member of the subtree had applied
+  // when it sent the tensor in full: hits naming a list up to it belong to
+  // a round that rank will not hit. Bounded; forgetting only delays.
+  static constexpr size_t max_missed = 4096;
+  std::unordered_map<std::string, uint64_t> missed_;
   // Lists applied, as last reported: this node's member, then each child.
   std::vector<uint64_t> applied_;
   bool joined_ = false;
+  uint64_t aggregated_ = 0;
 };
 
-} // namespace troupe::coordinator
+} // namespace troupe::control

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# control_tree.sh TROUPE_RUN CHECK
+# 7 ranks in a control tree of fanout 2 (inner nodes 1 and 4, over set
+# ranks [1, 4) and [4, 7)), with the control channel and without it (then
+# the inner nodes pass every response list on to their children): cached
+# training steps checked exactly while the cache churns, every user error
+# on every rank, join, and a stall warning naming the withheld rank. The
+# tree must be in place and both inner nodes must have sent their
+# subtree's hits up as one.
+set -u
+run=$1 check=$2
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+fail() { cat "$out"; echo "FAIL: $*"; exit 1; }
+for ctl in 1 0; do
+  common=(--timeout 100 -np 7 --control-fanout 2 --shm-control "$ctl")
+  timeout 120 "$run" "${common[@]}" --log-level info "$check" cache 1000 >"$out" 2>&1 \
+    || fail "cache steps (channel $ctl)"
+  [ "$(grep -c 'PASS 1000 cached steps' "$out")" -eq 7 ] || fail "not every rank passed the steps"
+  grep -q "control tree of fanout 2 over 7 ranks in place; the coordinator sends lists to 3 of them" \
+    "$out" || fail "the tree was not put in place (channel $ctl)"
+  for node in "1, 4" "4, 7"; do
+    grep -q "cache hits of set ranks \[$node) up as one" "$out" \
+      || fail "the node over [$node) never aggregated (channel $ctl)"
+  done
+  # A cache of 8 entries for tensors that churn: misses and evictions flush
+  # what the inner nodes hold.
+  timeout 120 "$run" "${common[@]}" --cache-capacity 8 "$check" cache 1000 >"$out" 2>&1 \
+    || fail "cache steps, capacity 8 (channel $ctl)"
+  [ "$(grep -c 'PASS 1000 cached steps' "$out")" -eq 7 ] || fail "not every rank passed the steps"
+  for mode in errors join; do
+    timeout 120 "$run" "${common[@]}" "$check" "$mode" >"$out" 2>&1 || fail "$mode (channel $ctl)"
+  done
+  timeout 120 "$run" "${common[@]}" --stall-check-time-seconds 1 \
+    --stall-shutdown-time-seconds 3 "$check" stall >"$out" 2>&1 || fail "stall (channel $ctl)"
+  grep -q "6: \[stall.withheld\]" "$out" || fail "no stall warning naming rank 6 (channel $ctl)"
+  [ "$(grep -c 'PASS stalled tensor failed' "$out")" -eq 7 ] || fail "not every rank passed the stall"
+  echo "PASS: control tree, channel $ctl"
+done
