@@ -23,11 +23,6 @@ namespace {
 // precise "rank N was lost" message instead of a socket error.
 constexpr auto backend_failure_grace = std::chrono::milliseconds(300);
 
-// How long an inner node of the control tree holds cache hits of some of
-// its subtree's ranks before it sends them up as they are: far below the
-// stall inspector's check time, far above a training step's skew.
-constexpr auto tree_hold = std::chrono::seconds(1);
-
 const char* duplicate_name_error =
   "Requested to allreduce, allgather, or broadcast a tensor with the same name as "
   "another tensor that is currently being processed. If you want to request another "
@@ -51,6 +46,7 @@ struct negotiator_state {
   member_actor parent;
   std::vector<member_actor> children;
   std::optional<control::hit_aggregator> aggregator;
+  std::chrono::milliseconds tree_hold{0};
   std::optional<control::hit_aggregator::clock::time_point> hold_timer;
   bool told_aggregated = false;
   backend_actors backends;
@@ -317,7 +313,7 @@ bool on_placed(negotiator_self self, int32_t fanout, int32_t size, caf::actor& p
   }
   auto node = control::control_tree_node(st.set_rank, size, fanout);
   if (!node.children.empty())
-    st.aggregator.emplace(std::move(node), tree_hold, [&view = st.cache](uint32_t id, uint64_t list) {
+    st.aggregator.emplace(std::move(node), st.tree_hold, [&view = st.cache](uint32_t id, uint64_t list) {
       return view.name_of(id, list);
     });
   st.parent = caf::actor_cast<member_actor>(parent);
@@ -498,6 +494,7 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
   st.set_id = args.process_set_id;
   st.set_rank = args.set_rank;
   st.epoch = args.epoch;
+  st.tree_hold = args.tree_hold;
   st.local_coordinator = std::move(local_coordinator);
   st.backends = std::move(backends);
   st.timeline = std::move(timeline);

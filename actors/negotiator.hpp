@@ -2,6 +2,7 @@
 
 // Include only from .cpp files: CAF headers are expensive.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -25,6 +26,11 @@ struct negotiator_args {
   bool tracing = false;
   /// The membership epoch: stamped on every request list sent.
   int64_t epoch = 0;
+  /// As an inner node of the control tree: how long cache hits of part of
+  /// the subtree wait for the rest before they go up as they are. Well
+  /// below the stall inspector's check time, so its warnings name only
+  /// ranks that really are missing.
+  std::chrono::milliseconds tree_hold{1000};
 };
 
 /// Spawns the negotiator of one process set on this rank. It owns the set's
@@ -37,7 +43,9 @@ struct negotiator_args {
 /// It talks to the coordinator directly, wherever that lives, once told its
 /// handle, (coordinator, handle): it then introduces itself, (hello, set
 /// rank, self), and sends what it held back meanwhile as (request, epoch,
-/// set id, RequestList bytes). A response list from another membership
+/// set id, RequestList bytes), or, once placed in the set's control tree,
+/// to its tree parent, passing each response list on to its children (see
+/// docs/architecture.md, "Control tree"). A response list from another membership
 /// epoch is refused. `local_coordinator` is the coordinator itself when it
 /// lives in this process (else a null handle): it is told when this rank
 /// has executed a response list, so it can batch the next. `timeline` (or

@@ -136,7 +136,11 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   }
   const bool tracing = !cfg.timeline.empty() && cfg.timeline != dynamic_timeline;
   g.negotiator = actors::spawn_negotiator(
-    sys, actors::negotiator_args{spec.set_id, set_rank, counted, tracing, spec.epoch},
+    sys,
+    actors::negotiator_args{spec.set_id, set_rank, counted, tracing, spec.epoch,
+                            // A quarter of the stall check time, 1 s at most.
+                            std::chrono::milliseconds(static_cast<int64_t>(
+                              std::min(1000.0, cfg.stall_check_seconds * 250)))},
     g.coordinator, g.backends, spec.timeline);
   return g;
 }

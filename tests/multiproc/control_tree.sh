@@ -4,7 +4,8 @@
 # ranks [1, 4) and [4, 7)), with the control channel and without it (then
 # the inner nodes pass every response list on to their children): cached
 # training steps checked exactly while the cache churns, every user error
-# on every rank, join, and a stall warning naming the withheld rank. The
+# on every rank, join, and a stall warning naming the withheld rank (a
+# cached tensor: the other ranks' hits wait at inner nodes) and no other. The
 # tree must be in place and both inner nodes must have sent their
 # subtree's hits up as one.
 set -u
@@ -34,6 +35,11 @@ for ctl in 1 0; do
   timeout 120 "$run" "${common[@]}" --stall-check-time-seconds 1 \
     --stall-shutdown-time-seconds 3 "$check" stall >"$out" 2>&1 || fail "stall (channel $ctl)"
   grep -q "6: \[stall.withheld\]" "$out" || fail "no stall warning naming rank 6 (channel $ctl)"
+  # The hits of ranks 4 and 5 wait at their node a quarter of the check
+  # time at most: no warning may name them.
+  if grep -E "<stderr>:[0-9]+: \[stall.withheld\]" "$out" | grep -vq "<stderr>:6: "; then
+    fail "a stall warning named a rank that had submitted (channel $ctl)"
+  fi
   [ "$(grep -c 'PASS stalled tensor failed' "$out")" -eq 7 ] || fail "not every rank passed the stall"
   echo "PASS: control tree, channel $ctl"
 done
