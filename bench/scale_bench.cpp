@@ -90,6 +90,11 @@ caf::behavior member(caf::event_based_actor*, member_inbox* box) {
         box->lists.push_back(bytes);
       box->bytes += bytes.size();
     },
+    // Its place in the control tree: the simulation routes by the same
+    // control_tree_node.
+    [=](tree_atom, int32_t, int32_t, const caf::actor&, const std::vector<caf::actor>&) {
+      return true;
+    },
   };
 }
 

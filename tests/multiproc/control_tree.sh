@@ -7,7 +7,9 @@
 # on every rank, join, and a stall warning naming the withheld rank (a
 # cached tensor: the other ranks' hits wait at inner nodes) and no other. The
 # tree must be in place and both inner nodes must have sent their
-# subtree's hits up as one.
+# subtree's hits up as one. Then fanout 1 (a chain: every rank but the
+# last an inner node) under dynamic process sets (each set its own tree),
+# 50 in-place resets (the trees rebuilt each time) and join.
 set -u
 run=$1 check=$2
 out=$(mktemp)
@@ -43,3 +45,9 @@ for ctl in 1 0; do
   [ "$(grep -c 'PASS stalled tensor failed' "$out")" -eq 7 ] || fail "not every rank passed the stall"
   echo "PASS: control tree, channel $ctl"
 done
+chain=(--timeout 100 --control-fanout 1 --dynamic-process-sets 1)
+timeout 150 "$run" "${chain[@]}" -np 4 "$check" process-sets >"$out" 2>&1 || fail "process sets in a chain"
+timeout 150 "$run" "${chain[@]}" -np 4 "$check" reset 50 >"$out" 2>&1 || fail "resets in a chain"
+[ "$(grep -c 'PASS 50 in-place resets' "$out")" -eq 4 ] || fail "not every rank passed the resets"
+timeout 150 "$run" "${chain[@]}" -np 5 "$check" join >"$out" 2>&1 || fail "join in a chain"
+echo "PASS: process sets, resets and join in a chain"
