@@ -32,20 +32,26 @@ os.execvp('ip', ['ip', 'netns', 'exec', %r[sys.argv[-2]], '/bin/sh', '-c', sys.a
 ROUND = 256 << 10
 
 
-def run_job(net, run, check):
+def run_two_hosts(net, run, per_host, args, timeout=150):
+    """troupe-run in A with PER_HOST ranks on each of A and B, the ranks
+    started in their host's namespace; ARGS follow the host list."""
     d = tempfile.mkdtemp(prefix='troupe-ssh-')
     try:
         with open(os.path.join(d, 'ssh'), 'w') as f:
             f.write(FAKE_SSH % {net.A: net.a, net.B: net.b})
         os.chmod(os.path.join(d, 'ssh'), 0o755)
         env = dict(os.environ, PATH=d + ':' + os.environ['PATH'])
-        return subprocess.run(['ip', 'netns', 'exec', net.a, run, '-np', '4',
-                               '-H', '%s:2,%s:2' % (net.A, net.B), '--network-interface', 'tp0',
-                               '--log-level', 'info', '--timeout', '120',
-                               check, 'shm-ops', '1'],
-                              env=env, capture_output=True, text=True, timeout=150)
+        return subprocess.run(['ip', 'netns', 'exec', net.a, run, '-np', str(2 * per_host),
+                               '-H', '%s:%d,%s:%d' % (net.A, per_host, net.B, per_host),
+                               '--network-interface', 'tp0'] + args,
+                              env=env, capture_output=True, text=True, timeout=timeout)
     finally:
         shutil.rmtree(d, True)
+
+
+def run_job(net, run, check):
+    return run_two_hosts(net, run, 2, ['--log-level', 'info', '--timeout', '120',
+                                       check, 'shm-ops', '1'])
 
 
 def main():

@@ -1,0 +1,62 @@
+"""control_tree_netns.py TROUPE_RUN CHECK
+
+The control tree across two simulated hosts (network namespaces A and B
+joined by a veth pair, as in shm_netns.py): 3 ranks on each, fanout 1 (a
+chain), so set rank 3, the first of host B, is the inner node over B's
+ranks [3, 6) and its lists cross the veth pair for all three. First cached training
+steps checked exactly, with the tree in place and host B's node sending
+its ranks' hits up as one; then that node is SIGKILLed mid-collective and
+every survivor, on both hosts, must fail its collective naming rank 3
+within 5 s (heartbeat deadline 3 s). Exit 77 without root or ip netns."""
+
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'elastic'))
+from elastic_scenarios import Skip, TwoHosts, expect, failures  # noqa: E402
+from shm_netns import run_two_hosts  # noqa: E402
+
+
+def main():
+    run, check = sys.argv[1], sys.argv[2]
+    tree = ['--control-fanout', '1', '--timeout', '100']
+    os.environ['TROUPE_HEARTBEAT_TIMEOUT_SECONDS'] = '3'
+    stamp = tempfile.NamedTemporaryFile(prefix='troupe-stamp-', delete=False).name
+    try:
+        with TwoHosts() as net:
+            steps = run_two_hosts(net, run, 3, tree + ['--log-level', 'info', check, 'cache', '500'])
+            lost = run_two_hosts(net, run, 3, tree + [check, 'lose-peer', 'kill', '3', stamp])
+    except Skip as e:
+        print('SKIP: %s' % e)
+        sys.exit(77)
+    finally:
+        os.unlink(stamp)
+    print(steps.stdout)
+    print(steps.stderr)
+    expect(steps.returncode == 0, 'the steps job exited %d' % steps.returncode)
+    for r in range(6):
+        expect(re.search(r'^\[%d\]<stdout>:rank %d: PASS 500 cached steps$' % (r, r), steps.stdout,
+                         re.M), 'rank %d passed the cached steps' % r)
+    expect('control tree of fanout 1 over 6 ranks in place; the coordinator sends lists to 2 of '
+           'them' in steps.stderr, 'the tree was put in place')
+    expect('sent the cache hits of set ranks [3, 6) up as one' in steps.stderr,
+           'host B\'s node aggregated its ranks\' hits')
+    print(lost.stdout)
+    print(lost.stderr)
+    expect(lost.returncode not in (0, 124), 'the job that lost rank 3 exited %d, not an error'
+           % lost.returncode)
+    for r in (0, 1, 2, 4, 5):
+        m = re.search(r'^\[%d\]<stdout>:rank %d: DETECTED after ([0-9.]+) s \(peer lost\): '
+                      r'rank 3 ' % (r, r), lost.stdout, re.M)
+        expect(m is not None, 'rank %d failed its collective naming rank 3' % r)
+        if m:
+            expect(float(m.group(1)) <= 5, 'rank %d noticed within 5 s (%s s)' % (r, m.group(1)))
+    print('FAILED: %d check(s)' % len(failures) if failures else 'PASS')
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == '__main__':
+    main()
