@@ -1,5 +1,6 @@
 #include "actors/negotiator.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <optional>
 #include <unordered_map>
@@ -47,6 +48,7 @@ struct negotiator_state {
   std::vector<member_actor> children;
   std::optional<control::hit_aggregator> aggregator;
   std::chrono::milliseconds tree_hold{0};
+  std::string host;
   std::optional<control::hit_aggregator::clock::time_point> hold_timer;
   bool told_aggregated = false;
   backend_actors backends;
@@ -302,22 +304,26 @@ void on_child_list(negotiator_self self, const std::string& bytes) {
 }
 
 // Takes this rank's place in the control tree (once, from the coordinator).
-bool on_placed(negotiator_self self, int32_t fanout, int32_t size, caf::actor& parent,
-               std::vector<caf::actor>& children) {
+bool on_placed(negotiator_self self, int32_t parent_rank, int32_t end,
+               std::vector<int32_t>& children, caf::actor& parent,
+               std::vector<caf::actor>& relay) {
   auto& st = self->state;
-  if (st.set_rank >= size || !st.children.empty() || st.aggregator || st.parent) {
+  const bool ascending = std::is_sorted(children.begin(), children.end()) &&
+                         std::adjacent_find(children.begin(), children.end()) == children.end();
+  if (!st.children.empty() || st.aggregator || st.parent || end <= st.set_rank || !ascending ||
+      (!children.empty() && (children.front() <= st.set_rank || children.back() >= end))) {
     spdlog::error("negotiator of set {}: ignored a second or invalid place in the control tree "
-                  "(set rank {}, set size {})",
-                  st.set_id, st.set_rank, size);
+                  "(set rank {}, subtree end {}, {} children)",
+                  st.set_id, st.set_rank, end, children.size());
     return false;
   }
-  auto node = control::control_tree_node(st.set_rank, size, fanout);
-  if (!node.children.empty())
-    st.aggregator.emplace(std::move(node), st.tree_hold, [&view = st.cache](uint32_t id, uint64_t list) {
-      return view.name_of(id, list);
-    });
+  if (!children.empty())
+    st.aggregator.emplace(control::tree_node{st.set_rank, end, parent_rank, std::move(children)},
+                          st.tree_hold, [&view = st.cache](uint32_t id, uint64_t list) {
+                            return view.name_of(id, list);
+                          });
   st.parent = caf::actor_cast<member_actor>(parent);
-  for (auto& c : children)
+  for (auto& c : relay)
     st.children.push_back(caf::actor_cast<member_actor>(c));
   return true;
 }
@@ -495,6 +501,7 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
   st.set_rank = args.set_rank;
   st.epoch = args.epoch;
   st.tree_hold = args.tree_hold;
+  st.host = args.host;
   st.local_coordinator = std::move(local_coordinator);
   st.backends = std::move(backends);
   st.timeline = std::move(timeline);
@@ -520,9 +527,9 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
       if (same_epoch(self->state.epoch, epoch, "negotiator", set))
         on_child_list(self, bytes);
     },
-    [=](tree_atom, int32_t fanout, int32_t size, caf::actor& parent,
-        std::vector<caf::actor>& children) {
-      return on_placed(self, fanout, size, parent, children);
+    [=](tree_atom, int32_t parent_rank, int32_t end, std::vector<int32_t>& children,
+        caf::actor& parent, std::vector<caf::actor>& relay) {
+      return on_placed(self, parent_rank, end, children, parent, relay);
     },
     // Once per set: the introduction goes first, so the coordinator knows
     // where to answer before it sees this rank's first request.
@@ -533,7 +540,8 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
       st.coordinator = std::move(coordinator);
       open_channel(self, channel);
       self->send(st.coordinator, hello_atom::value, st.set_rank,
-                 member_actor{caf::actor_cast<negotiator_actor>(self)}, st.channel != nullptr);
+                 member_actor{caf::actor_cast<negotiator_actor>(self)}, st.channel != nullptr,
+                 st.host);
       flush_requests(self);
     },
     [=](executed_atom, uint64_t id, status& result, const list_stats& moved) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "actors/backend_actors.hpp"
 
@@ -31,6 +32,9 @@ struct negotiator_args {
   /// below the stall inspector's check time, so its warnings name only
   /// ranks that really are missing.
   std::chrono::milliseconds tree_hold{1000};
+  /// This rank's host, told to the coordinator: the control tree follows
+  /// hosts.
+  std::string host;
 };
 
 /// Spawns the negotiator of one process set on this rank. It owns the set's

@@ -24,16 +24,17 @@ using backend_actor = caf::typed_actor<
 
 /// What a coordinator needs of a member: somewhere to send its response
 /// lists, (response, epoch, set id, ResponseList bytes), possibly in another
-/// process. In a control tree (control/control_tree.hpp) a member is
-/// also a node: told its place once, (tree, fanout, set size, parent or
-/// null when that is the coordinator, children to pass lists on to) ->
-/// true, before the coordinator's first list, it passes every list on to
-/// those children and takes its children's (request, epoch, set id,
-/// RequestList bytes).
+/// process. In a control tree (control/control_tree.hpp) a member is also
+/// a node: told its place once, (tree, parent's set rank, end of its
+/// subtree, its children's set ranks, parent or null when that is the
+/// coordinator, children to pass lists on to) -> true, before the
+/// coordinator's first list, it passes every list on to those children and
+/// takes its children's (request, epoch, set id, RequestList bytes).
 using member_actor = caf::typed_actor<
   caf::reacts_to<response_atom, int64_t, uint32_t, std::string>,
   caf::reacts_to<request_atom, int64_t, uint32_t, std::string>,
-  caf::replies_to<tree_atom, int32_t, int32_t, caf::actor, std::vector<caf::actor>>::with<bool>>;
+  caf::replies_to<tree_atom, int32_t, int32_t, std::vector<int32_t>, caf::actor,
+                  std::vector<caf::actor>>::with<bool>>;
 
 /// The autotuner of a process set (coordinator/tuner_actor.hpp), next to its
 /// coordinator: told each response list executed on that rank, (executed,
@@ -44,7 +45,7 @@ using tuner_actor =
 /// The coordinator of a process set (coordinator/coordinator_actor.hpp).
 /// Every member introduces itself once, (hello, set rank, member, whether
 /// it opened the set's shared-memory control channel: then its lists come
-/// and go through that), before its first (request, epoch, set id,
+/// and go through that, its host), before its first (request, epoch, set id,
 /// RequestList bytes). (flush) retries response lists the channel could
 /// not take at once. The negotiator of
 /// the coordinator's own rank reports each list it executed, (executed,
@@ -52,7 +53,7 @@ using tuner_actor =
 /// change moved. Its tuner sends settings changes, (tune, Tuning bytes).
 /// Stall, cycle and deadline are its own timers.
 using coordinator_actor = caf::typed_actor<
-  caf::reacts_to<hello_atom, int32_t, member_actor, bool>,
+  caf::reacts_to<hello_atom, int32_t, member_actor, bool, std::string>,
   caf::reacts_to<flush_atom>,
   caf::reacts_to<request_atom, int64_t, uint32_t, std::string>,
   caf::reacts_to<executed_atom, list_stats>,

@@ -8,13 +8,17 @@
 //
 //   scale_bench [--ranks 2,64,256,1024] [--workload resnet50|small]
 //               [--steps 4] [--order ascending|random] [--lists step|tensor]
-//               [--cache on|off|both] [--fanout F] [--json FILE]
+//               [--cache on|off|both] [--fanout F] [--ranks-per-host K]
+//               [--json FILE]
 //
 // With --fanout F the members form the control tree (coordinator/
 // control_tree.hpp): a rank sends to its tree parent, inner nodes aggregate
 // their subtree's cache hits (control/hit_aggregator.hpp, the real
 // class, each node's CPU timed apart) and forward at once what they have,
-// and the coordinator sends lists to the root's children only.
+// and the coordinator sends lists to the root's children only. With
+// --ranks-per-host K the members say they are on hosts of K ranks, and the
+// tree follows the hosts (one aggregate per host up to its leader's
+// parent).
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -47,6 +51,7 @@ struct options {
   bool list_per_tensor = false;
   std::vector<bool> cache{true, false};
   int fanout = 0;  // 0: a star
+  int ranks_per_host = 0;  // 0: one host
   std::string json;
 };
 
@@ -92,7 +97,8 @@ caf::behavior member(caf::event_based_actor*, member_inbox* box) {
     },
     // Its place in the control tree: the simulation routes by the same
     // control_tree_node.
-    [=](tree_atom, int32_t, int32_t, const caf::actor&, const std::vector<caf::actor>&) {
+    [=](tree_atom, int32_t, int32_t, const std::vector<int32_t>&, const caf::actor&,
+        const std::vector<caf::actor>&) {
       return true;
     },
   };
@@ -125,8 +131,12 @@ public:
     o.fusion_threshold = 64 << 20;  // Horovod's default
     o.cache_capacity = cache ? 1024 : 0;
     o.tree_fanout = opt.fanout;
+    std::vector<std::string> hosts;
+    for (int32_t r = 0; r < ranks; ++r)
+      hosts.push_back("host" + std::to_string(opt.ranks_per_host > 0 ? r / opt.ranks_per_host : 0));
+    const auto starts = control::host_starts(hosts);
     for (int32_t r = 0; r < ranks; ++r) {
-      nodes_.push_back(control::control_tree_node(r, ranks, opt.fanout));
+      nodes_.push_back(control::control_tree_node(r, ranks, opt.fanout, starts));
       aggregators_.emplace_back();
       if (r > 0 && !nodes_.back().children.empty())
         aggregators_.back().emplace(nodes_.back(), std::chrono::hours(1),
@@ -142,7 +152,8 @@ public:
     inbox_.members = static_cast<int32_t>(nodes_.front().children.size()) + 1;
     member_ = caf::actor_cast<member_actor>(sys_.spawn(member, &inbox_));
     for (int32_t r = 0; r < ranks; ++r)
-      caf::anon_send(coordinator_, hello_atom::value, r, member_, false);
+      caf::anon_send(coordinator_, hello_atom::value, r, member_, false,
+                     hosts[static_cast<size_t>(r)]);
     run();
   }
 
@@ -336,6 +347,8 @@ options parse(int argc, char** argv) {
                                 : std::vector<bool>{value == "on"};
     else if (flag == "--fanout")
       o.fanout = std::stoi(value);
+    else if (flag == "--ranks-per-host")
+      o.ranks_per_host = std::stoi(value);
     else if (flag == "--json")
       o.json = value;
     else
@@ -364,8 +377,11 @@ int main(int argc, char** argv) {
               opt.workload.c_str(), w.counts.size(), opt.random_order ? "random" : "ascending",
               opt.list_per_tensor ? "one list per tensor" : "one list per rank and step",
               opt.steps);
-  std::printf("control tree: %s\n",
-              opt.fanout > 0 ? ("fanout " + std::to_string(opt.fanout)).c_str() : "star");
+  std::printf("control tree: %s, %s\n",
+              opt.fanout > 0 ? ("fanout " + std::to_string(opt.fanout)).c_str() : "star",
+              opt.ranks_per_host > 0
+                ? (std::to_string(opt.ranks_per_host) + " ranks per host").c_str()
+                : "one host");
   std::printf("%6s %5s %12s %12s %12s %12s %10s %10s %7s\n", "ranks", "cache", "coord ms/step",
               "node ms/step", "bytes in", "bytes out", "msgs in", "msgs out", "lists");
   std::vector<result> all;
@@ -406,7 +422,7 @@ int main(int argc, char** argv) {
     std::ofstream out(opt.json);
     out << "{\"workload\": \"" << opt.workload << "\", \"order\": \""
         << (opt.random_order ? "random" : "ascending") << "\", \"lists\": \""
-        << (opt.list_per_tensor ? "tensor" : "step") << "\", \"fanout\": " << opt.fanout
+        << (opt.list_per_tensor ? "tensor" : "step") << "\", \"fanout\": " << opt.fanout << ", \"ranks_per_host\": " << opt.ranks_per_host
         << ", \"rows\": [";
     for (size_t i = 0; i < all.size(); ++i) {
       const auto& r = all[i];

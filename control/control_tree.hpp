@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace troupe::control {
@@ -26,9 +27,19 @@ struct tree_node {
 };
 
 /// `rank`'s node in the tree of a set of `set_size` where every node has
-/// at most `fanout` children, the rest of its range split into equal blocks
-/// (depth log_fanout(set_size)). fanout 0 or at least set_size - 1: a star,
-/// every member a child of the root.
-tree_node control_tree_node(int32_t rank, int32_t set_size, int32_t fanout);
+/// at most `fanout` children of each kind, in equal blocks (depth
+/// log_fanout). With `host_starts` (the first set rank of each host,
+/// ascending from 0: hosts hold contiguous ranks) the tree follows the
+/// hosts: a host's first rank leads it, its host mates are under it, and
+/// the leaders of other hosts are under leaders, so each host sends one
+/// aggregate over the network. Without (or with one host), the ranks after
+/// a node are split into blocks under it. fanout 0 or at least
+/// set_size - 1: a star, every member a child of the root.
+tree_node control_tree_node(int32_t rank, int32_t set_size, int32_t fanout,
+                            const std::vector<int32_t>& host_starts = {});
+
+/// Where each host's ranks start, given every set rank's host; empty when
+/// some host's ranks are not contiguous (the tree then ignores hosts).
+std::vector<int32_t> host_starts(const std::vector<std::string>& hosts);
 
 } // namespace troupe::control

@@ -28,6 +28,7 @@ struct coordinator_state {
   int64_t epoch = 0;
   // By set rank; null until the member's (hello).
   std::vector<member_actor> members;
+  std::vector<std::string> hosts;  // by set rank, from the hellos
   // The control tree: its fanout, the set ranks the coordinator sends
   // lists to (the tree passes them on to the others), and how many members
   // have yet to confirm their place in it (no list goes out before).
@@ -245,10 +246,13 @@ void check_stalls(coordinator_self self) {
 void place_members(coordinator_self self) {
   auto& st = self->state;
   const auto n = static_cast<int32_t>(st.members.size());
+  const auto starts = control::host_starts(st.hosts);
+  st.listeners = control::control_tree_node(0, n, st.tree_fanout, starts).children;
+  st.listeners.insert(st.listeners.begin(), 0);
   if (st.listeners.size() == st.members.size())
     return;  // a star
   for (int32_t r = 1; r < n; ++r) {
-    const auto node = control::control_tree_node(r, n, st.tree_fanout);
+    auto node = control::control_tree_node(r, n, st.tree_fanout, starts);
     if (node.parent == 0 && node.children.empty())
       continue;  // a leaf under the root, as in a star
     caf::actor parent;
@@ -259,16 +263,19 @@ void place_members(coordinator_self self) {
       if (!st.on_channel[static_cast<size_t>(c)])
         relay.push_back(caf::actor_cast<caf::actor>(st.members[static_cast<size_t>(c)]));
     ++st.unplaced;
-    auto placed = [self, n](bool) {
+    auto placed = [self, n, hosts = starts.size()](bool) {
       auto& st = self->state;
       if (--st.unplaced == 0)
-        spdlog::info("process set {}: control tree of fanout {} over {} ranks in place; the "
-                     "coordinator sends lists to {} of them",
-                     st.set_id, st.tree_fanout, n, st.listeners.size());
+        spdlog::info("process set {}: control tree of fanout {} over {} ranks ({}) in place; "
+                     "the coordinator sends lists to {} of them",
+                     st.set_id, st.tree_fanout, n,
+                     hosts > 0 ? std::to_string(hosts) + " host(s)" : "hosts not contiguous",
+                     st.listeners.size());
       try_emit(self);
     };
     self->request(st.members[static_cast<size_t>(r)], std::chrono::seconds(30), tree_atom::value,
-                  st.tree_fanout, n, std::move(parent), std::move(relay))
+                  node.parent, node.end, std::move(node.children), std::move(parent),
+                  std::move(relay))
       .then(placed, [self, r, placed](caf::error& err) {
         spdlog::error("coordinator of set {}: set rank {} did not take its place in the "
                       "control tree: {}",
@@ -278,7 +285,8 @@ void place_members(coordinator_self self) {
   }
 }
 
-void on_hello(coordinator_self self, int32_t set_rank, member_actor& member, bool on_channel) {
+void on_hello(coordinator_self self, int32_t set_rank, member_actor& member, bool on_channel,
+              std::string& host) {
   auto& st = self->state;
   if (set_rank < 0 || static_cast<size_t>(set_rank) >= st.members.size() ||
       st.members[static_cast<size_t>(set_rank)]) {
@@ -288,6 +296,7 @@ void on_hello(coordinator_self self, int32_t set_rank, member_actor& member, boo
     return;
   }
   st.members[static_cast<size_t>(set_rank)] = std::move(member);
+  st.hosts[static_cast<size_t>(set_rank)] = std::move(host);
   st.on_channel[static_cast<size_t>(set_rank)] = on_channel && st.channel;
   if (++st.members_known == st.members.size()) {
     // Every member has opened the channel or decided not to: its name can go.
@@ -313,8 +322,7 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
   st.members.resize(static_cast<size_t>(set_size));
   st.on_channel.assign(static_cast<size_t>(set_size), false);
   st.tree_fanout = options.tree_fanout;
-  st.listeners = control::control_tree_node(0, set_size, options.tree_fanout).children;
-  st.listeners.insert(st.listeners.begin(), 0);
+  st.hosts.resize(static_cast<size_t>(set_size));
   if (options.control) {
     st.channel = std::move(options.control);
     // The reader thread holds the coordinator weakly: the channel belongs
@@ -344,8 +352,8 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
       self->state.cycle_timer_set = false;
       try_emit(self);
     },
-    [=](hello_atom, int32_t set_rank, member_actor& member, bool on_channel) {
-      on_hello(self, set_rank, member, on_channel);
+    [=](hello_atom, int32_t set_rank, member_actor& member, bool on_channel, std::string& host) {
+      on_hello(self, set_rank, member, on_channel, host);
     },
     [=](flush_atom) {
       self->state.channel_retry_scheduled = false;

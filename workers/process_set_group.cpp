@@ -140,7 +140,8 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
     actors::negotiator_args{spec.set_id, set_rank, counted, tracing, spec.epoch,
                             // A quarter of the stall check time, 1 s at most.
                             std::chrono::milliseconds(static_cast<int64_t>(
-                              std::min(1000.0, cfg.stall_check_seconds * 250)))},
+                              std::min(1000.0, cfg.stall_check_seconds * 250))),
+                            spec.id->hostname},
     g.coordinator, g.backends, spec.timeline);
   return g;
 }

@@ -72,6 +72,7 @@ caf::actor_system_config make_caf_config(const config& cfg, const control_plane&
   // (see supervisor.cpp).
   c.add_message_type<coordinator_actor>("troupe.coordinator_actor");
   c.add_message_type<member_actor>("troupe.member_actor");
+  c.add_message_type<std::vector<int32_t>>("troupe.int32_vector");  // a control-tree node's children
   c.add_message_type<peer_actor>("troupe.peer_actor");
   c.add_message_type<supervisor_actor>("troupe.supervisor_actor");
   return c;

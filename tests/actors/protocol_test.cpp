@@ -43,7 +43,7 @@ struct inbox {
 // actor under test sends it.
 caf::behavior recorder(caf::event_based_actor*, inbox* box) {
   return {
-    [=](hello_atom, int32_t set_rank, const member_actor& member, bool) {
+    [=](hello_atom, int32_t set_rank, const member_actor& member, bool, const std::string&) {
       box->hellos.emplace_back(set_rank, member);
       box->order.emplace_back("hello");
     },
@@ -115,7 +115,8 @@ protected:
                                             metrics_);
     spawned_.push_back(caf::actor_cast<caf::actor>(c));
     for (size_t r = 0; r < members.size(); ++r)
-      caf::anon_send(c, hello_atom::value, static_cast<int32_t>(r), members[r], false);
+      caf::anon_send(c, hello_atom::value, static_cast<int32_t>(r), members[r], false,
+                     std::string("host"));
     return c;
   }
 
@@ -561,8 +562,10 @@ TEST_F(actor_protocol, response_lists_longer_than_the_channel_reach_its_member_w
   });
   auto coord = coordinator::spawn_coordinator(sys_, 0, 2, o, metrics_);
   spawned_.push_back(caf::actor_cast<caf::actor>(coord));
-  caf::anon_send(coord, hello_atom::value, int32_t{0}, fake<member_actor>(rank0), false);
-  caf::anon_send(coord, hello_atom::value, int32_t{1}, fake<member_actor>(rank1), true);
+  caf::anon_send(coord, hello_atom::value, int32_t{0}, fake<member_actor>(rank0), false,
+                 std::string("host"));
+  caf::anon_send(coord, hello_atom::value, int32_t{1}, fake<member_actor>(rank1), true,
+                 std::string("host"));
   const auto received = [&] {
     std::lock_guard<std::mutex> lock(mutex);
     return on_channel.size();
@@ -600,12 +603,14 @@ TEST_F(actor_protocol, coordinator_answers_once_every_member_introduced_itself) 
   o.stall.enabled = false;
   auto coord = coordinator::spawn_coordinator(sys_, 0, 2, o, metrics_);
   spawned_.push_back(caf::actor_cast<caf::actor>(coord));
-  caf::anon_send(coord, hello_atom::value, int32_t{0}, fake<member_actor>(rank0), false);
+  caf::anon_send(coord, hello_atom::value, int32_t{0}, fake<member_actor>(rank0), false,
+                 std::string("host"));
   caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(0, "a")}));
   caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(1, "a")}));
   sched_.run();
   EXPECT_TRUE(rank0.responses.empty());  // rank 1 would miss the list
-  caf::anon_send(coord, hello_atom::value, int32_t{1}, fake<member_actor>(rank1), false);
+  caf::anon_send(coord, hello_atom::value, int32_t{1}, fake<member_actor>(rank1), false,
+                 std::string("host"));
   sched_.run();
   ASSERT_EQ(rank0.responses.size(), 1u);
   EXPECT_EQ(rank1.responses, rank0.responses);

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -24,34 +25,47 @@ using coordinator::message_table;
 using coordinator::response_cache;
 using clock_type = hit_aggregator::clock;
 
+// Every node's children split the rest of its range into contiguous
+// subtrees whose nodes name it as parent; returns the depth.
+int check_partition(int32_t n, int32_t fanout, const std::vector<int32_t>& hosts,
+                    std::vector<tree_node>& nodes) {
+  nodes.clear();
+  for (int32_t r = 0; r < n; ++r)
+    nodes.push_back(control_tree_node(r, n, fanout, hosts));
+  const auto where = "n " + std::to_string(n) + " fanout " + std::to_string(fanout) + " hosts " +
+                     std::to_string(hosts.size());
+  EXPECT_EQ(nodes[0].end, n) << where;
+  EXPECT_EQ(nodes[0].parent, -1) << where;
+  int depth = 0;
+  for (int32_t r = 0; r < n; ++r) {
+    const auto& node = nodes[static_cast<size_t>(r)];
+    EXPECT_EQ(node.rank, r) << where;
+    int32_t at = r + 1;
+    for (size_t i = 0; i < node.children.size(); ++i) {
+      EXPECT_EQ(node.children[i], at) << where << " rank " << r;
+      const auto& child = nodes[static_cast<size_t>(node.children[i])];
+      EXPECT_EQ(child.parent, r) << where;
+      EXPECT_EQ(child.end, node.child_end(i)) << where;
+      at = node.child_end(i);
+    }
+    EXPECT_EQ(at, node.end) << where << " rank " << r;
+    int d = 0;
+    for (auto p = node.parent; p >= 0; p = nodes[static_cast<size_t>(p)].parent)
+      ++d;
+    depth = std::max(depth, d);
+  }
+  return depth;
+}
+
 TEST(control_tree, subtrees_are_contiguous_ranges_that_partition_the_set) {
+  std::vector<tree_node> nodes;
   for (int32_t n : {1, 2, 3, 17, 18, 100, 1024}) {
     for (int32_t fanout : {0, 1, 2, 3, 16}) {
-      std::vector<tree_node> nodes;
-      for (int32_t r = 0; r < n; ++r)
-        nodes.push_back(control_tree_node(r, n, fanout));
-      EXPECT_EQ(nodes[0].end, n);
-      EXPECT_EQ(nodes[0].parent, -1);
-      int depth = 0;
-      for (int32_t r = 0; r < n; ++r) {
-        const auto& node = nodes[static_cast<size_t>(r)];
-        ASSERT_EQ(node.rank, r);
-        int32_t at = r + 1;
-        for (size_t i = 0; i < node.children.size(); ++i) {
-          ASSERT_EQ(node.children[i], at) << "n " << n << " fanout " << fanout << " rank " << r;
-          const auto& child = nodes[static_cast<size_t>(node.children[i])];
-          EXPECT_EQ(child.parent, r);
-          EXPECT_EQ(child.end, node.child_end(i));
-          at = node.child_end(i);
-        }
-        EXPECT_EQ(at, node.end) << "n " << n << " fanout " << fanout << " rank " << r;
+      const int depth = check_partition(n, fanout, {}, nodes);
+      for (const auto& node : nodes) {
         if (fanout > 0) {
           EXPECT_LE(node.children.size(), static_cast<size_t>(fanout));
         }
-        int d = 0;
-        for (auto p = node.parent; p >= 0; p = nodes[static_cast<size_t>(p)].parent)
-          ++d;
-        depth = std::max(depth, d);
       }
       if (fanout == 0 || fanout >= n - 1) {
         EXPECT_EQ(nodes[0].children.size(), static_cast<size_t>(std::max(n - 1, 0)));
@@ -62,6 +76,46 @@ TEST(control_tree, subtrees_are_contiguous_ranges_that_partition_the_set) {
       }
     }
   }
+}
+
+TEST(control_tree, each_host_sends_one_aggregate_over_the_network) {
+  std::vector<tree_node> nodes;
+  // 128 hosts of 8, 5 hosts of 3 then 1, 2 hosts of 4.
+  for (auto [n, per_host, fanout] : {std::tuple{1024, 8, 16}, std::tuple{16, 3, 2},
+                                     std::tuple{8, 4, 2}}) {
+    std::vector<int32_t> starts;
+    std::vector<std::string> names;
+    for (int32_t r = 0; r < n; ++r) {
+      if (r % per_host == 0)
+        starts.push_back(r);
+      names.push_back("host" + std::to_string(r / per_host));
+    }
+    EXPECT_EQ(host_starts(names), starts);
+    check_partition(n, fanout, starts, nodes);
+    const auto host = [&](int32_t r) { return r / per_host; };
+    for (int32_t r = 1; r < n; ++r) {
+      const auto& node = nodes[static_cast<size_t>(r)];
+      if (r % per_host == 0) {
+        // A host's leader sends to another host's leader...
+        EXPECT_NE(host(node.parent), host(r)) << "rank " << r;
+        EXPECT_EQ(node.parent % per_host, 0) << "rank " << r;
+      } else {
+        // ...and every other rank to a rank of its own host.
+        EXPECT_EQ(host(node.parent), host(r)) << "rank " << r;
+      }
+      int32_t mates = 0, leaders = 0;
+      for (auto c : node.children)
+        ++(host(c) == host(r) ? mates : leaders);
+      EXPECT_LE(mates, fanout);
+      EXPECT_LE(leaders, fanout);
+    }
+  }
+  // A host whose ranks are not contiguous: the tree ignores hosts.
+  EXPECT_TRUE(host_starts({"a", "b", "a"}).empty());
+  // A chain of 4 ranks on two hosts: host B's leader hangs off the root.
+  EXPECT_EQ(control_tree_node(0, 4, 1, {}).children, (std::vector<int32_t>{1}));
+  EXPECT_EQ(control_tree_node(0, 4, 1, {0, 2}).children, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(control_tree_node(2, 4, 1, {0, 2}).children, (std::vector<int32_t>{3}));
 }
 
 // One member's RequestList: hits (id, list that named it) from `rank`.
@@ -329,10 +383,13 @@ struct sim_rank {
 // and the coordinator must never see a hit it cannot place.
 class tree_simulation {
 public:
-  tree_simulation(int32_t n, int32_t fanout, unsigned seed)
+  tree_simulation(int32_t n, int32_t fanout, unsigned seed, int32_t per_host = 0)
     : n_(n), ranks_(static_cast<size_t>(n)), coordinator_(n, 24), gen_(seed) {
+    std::vector<int32_t> starts;
+    for (int32_t r = 0; per_host > 0 && r < n; r += per_host)
+      starts.push_back(r);
     for (int32_t r = 0; r < n; ++r) {
-      nodes_.push_back(control_tree_node(r, n, fanout));
+      nodes_.push_back(control_tree_node(r, n, fanout, starts));
       aggregators_.emplace_back();
       if (r > 0 && !nodes_.back().children.empty())
         aggregators_.back().emplace(nodes_.back(), 1s, [this, r](uint32_t id, uint64_t list) {
@@ -519,6 +576,11 @@ private:
 TEST(control_tree, a_thousand_ranks_agree_through_the_tree_with_evictions_an_error_and_a_stall) {
   tree_simulation sim(1024, 4, 7);
   sim.run(30, 11, 19);
+}
+
+TEST(control_tree, a_thousand_ranks_on_hosts_of_eight_agree_the_same_way) {
+  tree_simulation sim(1024, 4, 11, 8);
+  sim.run(20, 7, 13);
 }
 
 TEST(control_tree, a_star_and_a_deep_tree_agree_the_same_way) {

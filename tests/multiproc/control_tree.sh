@@ -20,7 +20,7 @@ for ctl in 1 0; do
   timeout 120 "$run" "${common[@]}" --log-level info "$check" cache 1000 >"$out" 2>&1 \
     || fail "cache steps (channel $ctl)"
   [ "$(grep -c 'PASS 1000 cached steps' "$out")" -eq 7 ] || fail "not every rank passed the steps"
-  grep -q "control tree of fanout 2 over 7 ranks in place; the coordinator sends lists to 3 of them" \
+  grep -q "control tree of fanout 2 over 7 ranks (1 host(s)) in place; the coordinator sends lists to 3 of them" \
     "$out" || fail "the tree was not put in place (channel $ctl)"
   for node in "1, 4" "4, 7"; do
     grep -q "cache hits of set ranks \[$node) up as one" "$out" \

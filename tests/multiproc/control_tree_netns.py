@@ -1,9 +1,10 @@
 """control_tree_netns.py TROUPE_RUN CHECK
 
 The control tree across two simulated hosts (network namespaces A and B
-joined by a veth pair, as in shm_netns.py): 3 ranks on each, fanout 1 (a
-chain), so set rank 3, the first of host B, is the inner node over B's
-ranks [3, 6) and its lists cross the veth pair for all three. First cached training
+joined by a veth pair, as in shm_netns.py): 3 ranks on each, fanout 2.
+The tree follows the hosts: set rank 3, the first of host B, leads it
+(ranks 4 and 5 send to it) and its lists, one per batch for all three,
+are the only ones of host B that cross the veth pair to the coordinator. First cached training
 steps checked exactly, with the tree in place and host B's node sending
 its ranks' hits up as one; then that node is SIGKILLed mid-collective and
 every survivor, on both hosts, must fail its collective naming rank 3
@@ -22,7 +23,7 @@ from shm_netns import run_two_hosts  # noqa: E402
 
 def main():
     run, check = sys.argv[1], sys.argv[2]
-    tree = ['--control-fanout', '1', '--timeout', '100']
+    tree = ['--control-fanout', '2', '--timeout', '100']
     os.environ['TROUPE_HEARTBEAT_TIMEOUT_SECONDS'] = '3'
     stamp = tempfile.NamedTemporaryFile(prefix='troupe-stamp-', delete=False).name
     try:
@@ -40,8 +41,8 @@ def main():
     for r in range(6):
         expect(re.search(r'^\[%d\]<stdout>:rank %d: PASS 500 cached steps$' % (r, r), steps.stdout,
                          re.M), 'rank %d passed the cached steps' % r)
-    expect('control tree of fanout 1 over 6 ranks in place; the coordinator sends lists to 2 of '
-           'them' in steps.stderr, 'the tree was put in place')
+    expect('control tree of fanout 2 over 6 ranks (2 host(s)) in place; the coordinator sends '
+           'lists to 4 of them' in steps.stderr, 'the tree was put in place, following the hosts')
     expect('sent the cache hits of set ranks [3, 6) up as one' in steps.stderr,
            'host B\'s node aggregated its ranks\' hits')
     print(lost.stdout)
