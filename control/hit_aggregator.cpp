@@ -86,6 +86,15 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
     p.since = now;
     p.name = std::move(name);
   }
+  // A rank counted twice (only a broken peer sends that) would make the
+  // range look complete: everything goes up as it came, for the
+  // coordinator to name the rank that asked twice.
+  if (std::any_of(p.ranges.begin(), p.ranges.end(),
+                  [&](const auto& r) { return r.first < end && first < r.second; })) {
+    release(k, p);
+    held_.erase(it);
+    return pass_up(req, k, end);
+  }
   p.ranges.emplace_back(first, end);
   p.count += end - first;
   p.progress = std::min(p.progress, lists_applied);

@@ -278,6 +278,37 @@ TEST(hit_aggregator, hits_after_a_full_request_of_their_round_are_not_held) {
   EXPECT_EQ(agg.held(), 2u);
 }
 
+TEST(hit_aggregator, a_rank_named_twice_is_not_counted_twice) {
+  const auto t = clock_type::now();
+  hit_aggregator agg(inner_node(), 1s);
+  agg.add(hits(1, 9, {{5, 9}}), t);
+  agg.add(hits(2, 9, {{5, 9}}), t);
+  agg.add(hits(2, 9, {{5, 9}}), t);  // a broken peer: rank 2 again
+  auto up = agg.take(t);
+  ASSERT_TRUE(up);
+  // Not one hit for [1, 4): what came goes up, and the coordinator's table
+  // names rank 2 asking twice.
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 9, 1, 3}, {5, 9, 2, 3}}));
+  coordinator::message_table table(4);
+  coordinator::response_cache cache(4, 4);
+  std::vector<std::optional<v1::Request>> by_rank;
+  for (int32_t r = 0; r < 4; ++r) {
+    v1::Request req;
+    req.set_tensor_name("x");
+    req.set_request_rank(r);
+    req.set_op(v1::OP_TYPE_ALLREDUCE);
+    req.add_shape(1);
+    by_rank.push_back(req);
+  }
+  ASSERT_EQ(cache.put("x", by_rank, 9), 1u);
+  up->set_lists_applied(9);
+  for (auto& r : *up->mutable_requests())
+    r.set_cache_id(1);
+  const auto ignored = coordinator::take_requests(*up, table, cache);
+  ASSERT_EQ(ignored.size(), 1u);
+  EXPECT_EQ(ignored[0], "rank 2 requested 'x' twice before it completed");
+}
+
 TEST(hit_aggregator, hits_held_past_the_hold_go_up_for_the_stall_inspector) {
   const auto t = clock_type::now();
   hit_aggregator agg(inner_node(), 1s);
