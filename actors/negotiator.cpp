@@ -261,7 +261,9 @@ void flush_requests(negotiator_self self) {
     st.aggregator->add(list, now);
   auto up = st.aggregator->take(now);
   schedule_hold(self, now);
-  if (!st.told_aggregated && st.aggregator->aggregated() > 0) {
+  const auto sent = st.aggregator->take_counts();
+  st.metrics->tree_hits(sent.aggregated, sent.passed);
+  if (!st.told_aggregated && sent.aggregated > 0) {
     st.told_aggregated = true;
     spdlog::info("process set {}: set rank {} sent the cache hits of set ranks [{}, {}) up as "
                  "one (control tree)",

@@ -106,7 +106,7 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   up.set_request_rank(node_.rank);
   up.set_hit_ranks_end(node_.end);
   out_pending_ = true;
-  ++aggregated_;
+  ++counts_.aggregated;
   held_.erase(it);
 }
 
@@ -116,6 +116,7 @@ void hit_aggregator::pass_up(const v1::Request& req, const key& k, int32_t end) 
   up->set_cache_list(k.second);
   up->set_hit_ranks_end(end);
   out_pending_ = true;
+  ++counts_.passed;
 }
 
 void hit_aggregator::release(const key& k, pending& p) {
@@ -130,6 +131,7 @@ void hit_aggregator::release(const key& k, pending& p) {
     up.set_cache_list(k.second);
     up.set_request_rank(first);
     up.set_hit_ranks_end(end);
+    ++counts_.passed;
   }
   out_pending_ = true;
   direct_[k.first] = k.second;

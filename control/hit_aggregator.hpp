@@ -72,9 +72,14 @@ public:
   int32_t subtree_end() const {
     return node_.end;
   }
-  /// Hits that went up as one for the whole subtree, so far.
-  uint64_t aggregated() const {
-    return aggregated_;
+  /// Hits sent up since the last call: for the whole subtree, and as
+  /// they came (one per hit or range).
+  struct sent_counts {
+    uint64_t aggregated = 0;
+    uint64_t passed = 0;
+  };
+  sent_counts take_counts() {
+    return std::exchange(counts_, {});
   }
 
 private:
@@ -114,7 +119,7 @@ private:
   // Lists applied, as last reported: this node's member, then each child.
   std::vector<uint64_t> applied_;
   bool joined_ = false;
-  uint64_t aggregated_ = 0;
+  sent_counts counts_;
 };
 
 } // namespace troupe::control

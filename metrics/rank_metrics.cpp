@@ -54,6 +54,13 @@ struct rank_families {
                      .Name("troupe_response_cache_misses_total")
                      .Help("Requests that missed the response cache and were sent in full.")
                      .Register(*reg)),
+      tree_hits(prometheus::BuildCounter()
+                  .Name("troupe_control_tree_hits_total")
+                  .Help("Cache hits this rank sent up as an inner node of the process set's "
+                        "control tree: how=\"aggregated\" counts one per subtree-wide hit "
+                        "(every rank of its subtree named the tensor), how=\"passed\" one per "
+                        "hit or range sent up as it came (a miss, the hold, a join).")
+                  .Register(*reg)),
       mailbox(prometheus::BuildGauge()
                 .Name("troupe_actor_mailbox_depth")
                 .Help("Messages waiting in an actor's mailbox, sampled when it handles a "
@@ -71,6 +78,7 @@ struct rank_families {
   prometheus::Family<prometheus::Counter>& stall_warnings;
   prometheus::Family<prometheus::Counter>& cache_hits;
   prometheus::Family<prometheus::Counter>& cache_misses;
+  prometheus::Family<prometheus::Counter>& tree_hits;
   prometheus::Family<prometheus::Gauge>& mailbox;
 };
 
@@ -82,6 +90,8 @@ set_metrics::set_metrics(const rank_families& f, uint32_t set_id, int set_size,
     stalled_(series_->add(f.stalled, {})), stall_warnings_(series_->add(f.stall_warnings, {})),
     cache_hits_(series_->add(f.cache_hits, {})),
     cache_misses_(series_->add(f.cache_misses, {})),
+    tree_aggregated_(series_->add(f.tree_hits, {{"how", "aggregated"}})),
+    tree_passed_(series_->add(f.tree_hits, {{"how", "passed"}})),
     collectives_(f.collectives, *series_, set_size, backend,
                  series_->add(f.mailbox, {{"actor", "backend"}})) {
   for (auto who : {actor_kind::negotiator, actor_kind::coordinator})

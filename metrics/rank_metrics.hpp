@@ -92,6 +92,13 @@ public:
     cache_misses_.Increment();
   }
 
+  /// Negotiator of an inner control-tree node: hits it sent up for its
+  /// whole subtree (`aggregated`) and as they came (`passed`).
+  void tree_hits(uint64_t aggregated, uint64_t passed) {
+    tree_aggregated_.Increment(static_cast<double>(aggregated));
+    tree_passed_.Increment(static_cast<double>(passed));
+  }
+
 private:
   std::unique_ptr<set_series> series_;  // first: the children below are its
   prometheus::Histogram& negotiation_seconds_;
@@ -102,6 +109,8 @@ private:
   prometheus::Counter& stall_warnings_;
   prometheus::Counter& cache_hits_;
   prometheus::Counter& cache_misses_;
+  prometheus::Counter& tree_aggregated_;
+  prometheus::Counter& tree_passed_;
   collective_metrics collectives_;
 };
 

@@ -178,6 +178,9 @@ TEST(hit_aggregator, a_subtree_whose_ranks_all_hit_goes_up_as_one_hit) {
   EXPECT_EQ(up->lists_applied(), 9u);
   EXPECT_EQ(agg.held(), 0u);
   EXPECT_FALSE(agg.next_deadline());
+  const auto sent = agg.take_counts();
+  EXPECT_EQ(sent.aggregated, 1u);
+  EXPECT_EQ(sent.passed, 0u);
 }
 
 TEST(hit_aggregator, a_full_request_takes_the_held_hits_up_and_their_round_follows_as_it_comes) {
@@ -203,6 +206,9 @@ TEST(hit_aggregator, a_full_request_takes_the_held_hits_up_and_their_round_follo
   up = agg.take(t);
   ASSERT_TRUE(up);
   EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{6, 9, 3, 4}}));
+  const auto sent = agg.take_counts();
+  EXPECT_EQ(sent.aggregated, 0u);
+  EXPECT_EQ(sent.passed, 3u);
   agg.add(hits(1, 12, {{6, 12}}), t);
   EXPECT_FALSE(agg.take(t));
   EXPECT_EQ(agg.held(), 1u);
