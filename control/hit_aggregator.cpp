@@ -50,7 +50,7 @@ void hit_aggregator::add(const v1::RequestList& list, clock::time_point now) {
     for (auto it = held_.begin(); it != held_.end();) {
       if (join || !it->second.name || *it->second.name == req.tensor_name()) {
         release(it->first, it->second);
-        it = held_.erase(it);
+        forget(it++);
       } else {
         ++it;
       }
@@ -85,19 +85,23 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   if (fresh) {
     p.since = now;
     p.name = std::move(name);
+    order_.emplace_back(now, k);
+  } else {
+    held_progress_.erase(held_progress_.find(p.progress));
   }
+  p.progress = std::min(p.progress, lists_applied);
+  held_progress_.insert(p.progress);
   // A rank counted twice (only a broken peer sends that) would make the
   // range look complete: everything goes up as it came, for the
   // coordinator to name the rank that asked twice.
   if (std::any_of(p.ranges.begin(), p.ranges.end(),
                   [&](const auto& r) { return r.first < end && first < r.second; })) {
     release(k, p);
-    held_.erase(it);
+    forget(it);
     return pass_up(req, k, end);
   }
   p.ranges.emplace_back(first, end);
   p.count += end - first;
-  p.progress = std::min(p.progress, lists_applied);
   if (p.count < node_.end - node_.rank)
     return;
   auto& up = *out_.add_requests();
@@ -107,6 +111,11 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   up.set_hit_ranks_end(node_.end);
   out_pending_ = true;
   ++counts_.aggregated;
+  forget(it);
+}
+
+void hit_aggregator::forget(std::map<key, pending>::iterator it) {
+  held_progress_.erase(held_progress_.find(it->second.progress));
   held_.erase(it);
 }
 
@@ -138,13 +147,16 @@ void hit_aggregator::release(const key& k, pending& p) {
 }
 
 std::optional<v1::RequestList> hit_aggregator::take(clock::time_point now) {
-  for (auto it = held_.begin(); it != held_.end();) {
-    if (now - it->second.since < hold_) {
-      ++it;
-      continue;
+  while (!order_.empty()) {
+    const auto [since, k] = order_.front();
+    auto it = held_.find(k);
+    if (it != held_.end() && it->second.since == since) {
+      if (now - since < hold_)
+        break;  // the oldest held key is not due: none is
+      release(k, it->second);
+      forget(it);
     }
-    release(it->first, it->second);
-    it = held_.erase(it);
+    order_.pop_front();
   }
   if (!out_pending_)
     return std::nullopt;
@@ -161,18 +173,17 @@ uint64_t hit_aggregator::progress() const {
   // A held hit was resolved against its sender's state then: the
   // coordinator must keep that state until the hit has gone up. (Hits in
   // the same list are resolved before the list's progress is recorded.)
-  auto least = *std::min_element(applied_.begin(), applied_.end());
-  for (const auto& [k, p] : held_)
-    least = std::min(least, p.progress);
-  return least;
+  const auto least = *std::min_element(applied_.begin(), applied_.end());
+  return held_progress_.empty() ? least : std::min(least, *held_progress_.begin());
 }
 
 std::optional<hit_aggregator::clock::time_point> hit_aggregator::next_deadline() const {
-  std::optional<clock::time_point> next;
-  for (const auto& [k, p] : held_)
-    if (!next || p.since + hold_ < *next)
-      next = p.since + hold_;
-  return next;
+  for (const auto& [since, k] : order_) {
+    auto it = held_.find(k);
+    if (it != held_.end() && it->second.since == since)
+      return since + hold_;
+  }
+  return std::nullopt;
 }
 
 } // namespace troupe::control

@@ -3,8 +3,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -94,6 +96,8 @@ private:
 
   // The child whose subtree holds `rank` (0: this node's own member).
   size_t sender_slot(int32_t rank) const;
+  // Forgets a held key (after sending what it held).
+  void forget(std::map<key, pending>::iterator it);
   // Sends one hit up as it came (with the key's list and its range end).
   void pass_up(const v1::Request& req, const key& k, int32_t end);
   // Sends a held tensor's ranges up one by one; the rest of its round
@@ -109,6 +113,11 @@ private:
   v1::RequestList out_;
   bool out_pending_ = false;
   std::map<key, pending> held_;
+  // Held keys in the order they were first held, for the hold (entries
+  // whose key has gone, or was held again later, are skipped), and the
+  // held hits' progress: take() and progress() need not scan held_.
+  std::deque<std::pair<clock::time_point, key>> order_;
+  std::multiset<uint64_t> held_progress_;
   // Per id, the list of the round whose hits go up as they come.
   std::unordered_map<uint32_t, uint64_t> direct_;
   // Per tensor name, the latest state a member of the subtree had applied

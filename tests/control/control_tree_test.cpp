@@ -342,7 +342,7 @@ TEST(hit_aggregator, members_a_list_behind_are_never_merged_with_the_others) {
   EXPECT_FALSE(agg.take(t));
   auto up = agg.take(t + 1s);
   ASSERT_TRUE(up);
-  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 4, 3, 4}, {5, 9, 1, 3}}));
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 9, 1, 3}, {5, 4, 3, 4}}));
 }
 
 TEST(hit_aggregator, it_reports_the_least_progress_of_its_subtree_and_of_what_it_holds) {
