@@ -41,7 +41,7 @@ std::string scale_text(const v1::Request& r) {
 // the ranks that sent it, when `field` does not agree across members.
 template <class Field>
 std::optional<std::string> disagreement(
-  const std::vector<std::optional<v1::Request>>& by_rank, Field field) {
+  const requests& by_rank, Field field) {
   std::vector<std::pair<std::string, std::vector<size_t>>> groups;
   for (size_t r = 0; r < by_rank.size(); ++r) {
     if (!by_rank[r])
@@ -70,10 +70,10 @@ std::optional<std::string> disagreement(
 
 // Every member's request that is there agrees with `first` by `same`.
 template <class Same>
-bool agree(const std::vector<std::optional<v1::Request>>& by_rank, const v1::Request& first,
+bool agree(const requests& by_rank, const v1::Request& first,
            Same same) {
   return std::all_of(by_rank.begin(), by_rank.end(),
-                     [&](const auto& r) { return !r || same(first, *r); });
+                     [&](const auto& r) { return !r || r.get() == &first || same(first, *r); });
 }
 
 // Equal dimensions from the `From`th on.
@@ -95,9 +95,9 @@ v1::Response error_response(const std::string& name, const std::string& text) {
 } // namespace
 
 v1::Response make_response(const std::string& name,
-                           const std::vector<std::optional<v1::Request>>& by_rank) {
+                           const requests& by_rank) {
   const auto& first = **std::find_if(by_rank.begin(), by_rank.end(),
-                                     [](const auto& r) { return r.has_value(); });
+                                     [](const auto& r) { return r != nullptr; });
   // `same` compares a field cheaply; only when some member differs are the
   // values formatted into the error naming who sent what.
   auto mismatch = [&](const char* what, auto same, auto text) -> std::optional<v1::Response> {
@@ -128,7 +128,7 @@ v1::Response make_response(const std::string& name,
     return *e;
   const auto op = first.op();
   const bool someone_joined = std::any_of(by_rank.begin(), by_rank.end(),
-                                          [](const auto& r) { return !r.has_value(); });
+                                          [](const auto& r) { return !r; });
   const auto& props = properties(op);
   if (someone_joined && props.join_conflict)
     return error_response(name, props.join_conflict);
@@ -183,9 +183,9 @@ v1::Response make_response(const std::string& name,
 }
 
 v1::Response agreed_response(const std::string& name,
-                             const std::vector<std::optional<v1::Request>>& by_rank) {
+                             const requests& by_rank) {
   const auto& first = **std::find_if(by_rank.begin(), by_rank.end(),
-                                     [](const auto& r) { return r.has_value(); });
+                                     [](const auto& r) { return r != nullptr; });
   const auto op = first.op();
   v1::Response resp;
   resp.set_op(op);
@@ -211,22 +211,59 @@ message_table::message_table(int32_t set_size)
 }
 
 std::optional<std::string> message_table::add(const v1::Request& request) {
-  const auto rank = request.request_rank();
-  if (rank < 0 || rank >= set_size_)
-    return fmt::format("request for '{}' from rank {} outside the set of size {}",
-                       request.tensor_name(), rank, set_size_);
+  const auto first = request.request_rank();
+  const auto end = request.hit_ranks_end() > 0 ? request.hit_ranks_end() : first + 1;
+  if (first < 0 || end <= first || end > set_size_)
+    return end == first + 1
+             ? fmt::format("request for '{}' from rank {} outside the set of size {}",
+                           request.tensor_name(), first, set_size_)
+             : fmt::format("request for '{}' from set ranks [{}, {}) outside the set of size {}",
+                           request.tensor_name(), first, end, set_size_);
   if (auto err = check_request(request); !err.empty())
-    return reject(request, err);
-  if (request.op() == v1::OP_TYPE_JOIN)
-    return join(rank);
-  const auto& name = request.tensor_name();
-  if (answer_late(name, rank))
-    return std::nullopt;
-  auto& e = open(name, request);
-  if (auto err = mark_asked(name, e, rank))
+    return reject(request, err, end);
+  if (request.op() == v1::OP_TYPE_JOIN) {
+    std::optional<std::string> err;
+    for (auto r = first; r < end; ++r)
+      if (auto e = join(r))
+        err = e;
+    return err;
+  }
+  // One object for the whole range: a merged range costs one copy.
+  request_ptr shared;
+  return for_each_run(request.tensor_name(), first, end, [&](int32_t from, int32_t to) {
+    if (!shared)
+      shared = std::make_shared<const v1::Request>(request);
+    return record_requests(from, to, shared);
+  });
+}
+
+template <class Record>
+std::optional<std::string> message_table::for_each_run(const std::string& name, int32_t first,
+                                                       int32_t end, Record record) {
+  if (tombstones_.empty())
+    return record(first, end);
+  // Ranks that still owe a failed round of this name get its error instead.
+  std::optional<std::string> err;
+  int32_t run = first;
+  for (int32_t r = first; r <= end; ++r) {
+    if (r < end && !answer_late(name, r))
+      continue;
+    if (run < r)
+      if (auto e = record(run, r))
+        err = e;
+    run = r + 1;
+  }
+  return err;
+}
+
+std::optional<std::string> message_table::record_requests(int32_t first, int32_t end,
+                                                          const request_ptr& request) {
+  const auto& name = request->tensor_name();
+  auto& e = open(name, *request);
+  if (auto err = mark_asked(name, e, first, end))
     return err;
   materialize(e);
-  e.by_rank[static_cast<size_t>(rank)] = request;
+  std::fill(e.by_rank.begin() + first, e.by_rank.begin() + end, request);
   // A joined rank's request can complete a tensor released without it:
   // released once only (found by fuzz/control_messages_fuzzer).
   if (!e.released && is_ready(e))
@@ -240,20 +277,8 @@ std::optional<std::string> message_table::add_hits(int32_t first, int32_t end,
       static_cast<size_t>(set_size_) != tensor->by_rank.size())
     return fmt::format("cache hit for '{}' from set ranks [{}, {}) outside the set of size {}",
                        tensor->name, first, end, set_size_);
-  if (tombstones_.empty())
-    return record_hits(first, end, tensor);
-  // Ranks that still owe a failed round of this name get its error instead.
-  std::optional<std::string> err;
-  int32_t run = first;
-  for (int32_t r = first; r <= end; ++r) {
-    if (r < end && !answer_late(tensor->name, r))
-      continue;
-    if (run < r)
-      if (auto e = record_hits(run, r, tensor))
-        err = e;
-    run = r + 1;
-  }
-  return err;
+  return for_each_run(tensor->name, first, end,
+                      [&](int32_t from, int32_t to) { return record_hits(from, to, tensor); });
 }
 
 std::optional<std::string> message_table::record_hits(int32_t first, int32_t end,
@@ -262,12 +287,8 @@ std::optional<std::string> message_table::record_hits(int32_t first, int32_t end
   // Only the first member's request is read here: the others' sit in
   // memory a hit need not touch (one cache miss each at scale).
   auto& e = open(name, *tensor->by_rank.front());
-  const auto from = e.asked.begin() + first, to = e.asked.begin() + end;
-  if (auto twice = std::find(from, to, true); twice != to)
-    return fmt::format("rank {} requested '{}' twice before it completed",
-                       twice - e.asked.begin(), name);
-  std::fill(from, to, true);
-  e.asked_count += end - first;
+  if (auto err = mark_asked(name, e, first, end))
+    return err;
   if (e.by_rank.empty() && (!e.cached || e.cached == tensor)) {
     e.cached = tensor;
   } else {
@@ -297,12 +318,13 @@ message_table::entry& message_table::open(const std::string& name, const v1::Req
 }
 
 std::optional<std::string> message_table::mark_asked(const std::string& name, entry& e,
-                                                     int32_t rank) {
-  auto asked = e.asked[static_cast<size_t>(rank)];
-  if (asked)
-    return fmt::format("rank {} requested '{}' twice before it completed", rank, name);
-  asked = true;
-  ++e.asked_count;
+                                                     int32_t first, int32_t end) {
+  const auto from = e.asked.begin() + first, to = e.asked.begin() + end;
+  if (auto twice = std::find(from, to, true); twice != to)
+    return fmt::format("rank {} requested '{}' twice before it completed",
+                       twice - e.asked.begin(), name);
+  std::fill(from, to, true);
+  e.asked_count += end - first;
   return std::nullopt;
 }
 
@@ -321,7 +343,7 @@ void message_table::materialize(entry& e) const {
 const v1::Request& message_table::representative(const entry& e) const {
   const auto& by_rank = e.cached ? e.cached->by_rank : e.by_rank;
   return **std::find_if(by_rank.begin(), by_rank.end(),
-                        [](const auto& r) { return r.has_value(); });
+                        [](const auto& r) { return r != nullptr; });
 }
 
 bool message_table::is_ready(const entry& e) const {
@@ -366,7 +388,8 @@ void message_table::release(const std::string& name, entry& e) {
   const auto& first = representative(e);
   // One cached tensor named by every member agreed on its group when cached.
   const bool agreed = std::all_of(e.by_rank.begin(), e.by_rank.end(), [&](const auto& r) {
-    return !r || (r->group_name() == first.group_name() && r->group_size() == first.group_size());
+    return !r || r.get() == &first ||
+           (r->group_name() == first.group_name() && r->group_size() == first.group_size());
   });
   // A disagreement about the group is reported by make_response.
   if (!agreed || first.group_size() <= 1) {
@@ -443,14 +466,19 @@ void message_table::fail_entry(const std::string& name, v1::ErrorCode code,
   tombstone_order_.push_back(name);
 }
 
-std::string message_table::reject(const v1::Request& request, const std::string& err) {
+std::string message_table::reject(const v1::Request& request, const std::string& err,
+                                  int32_t end) {
   const auto& name = request.tensor_name();
-  const auto why = fmt::format("rank {} sent an invalid request: {}", request.request_rank(), err);
+  const auto first = request.request_rank();
+  const auto why =
+    end == first + 1
+      ? fmt::format("rank {} sent an invalid request: {}", first, err)
+      : fmt::format("set ranks [{}, {}) sent an invalid request: {}", first, end, err);
   if (entries_.count(name)) {
     abandon(name, v1::ERROR_CODE_INVALID_ARGUMENT, why);
-    // The rank that sent it has had its answer: it owes nothing.
+    // The ranks that sent it have had their answer: they owe nothing.
     if (auto t = tombstones_.find(name); t != tombstones_.end())
-      t->second.owed[static_cast<size_t>(request.request_rank())] = false;
+      std::fill(t->second.owed.begin() + first, t->second.owed.begin() + end, false);
   } else {
     auto resp = error_response(name, why);
     resp.mutable_error()->set_code(v1::ERROR_CODE_INVALID_ARGUMENT);

@@ -25,11 +25,13 @@ public:
 
   explicit message_table(int32_t set_size);
 
-  /// Records one member's request (a JOIN marks the member joined). Returns
-  /// an error text for a request that can only come from a broken peer: rank
-  /// out of range or the same rank asking twice for one name (recorded
-  /// nothing), or one that fails check_request (the tensor fails on every
-  /// member that asked).
+  /// Records one member's request (a JOIN marks the member joined), or the
+  /// same request from every set rank in [request_rank, hit_ranks_end) when
+  /// a control-tree node merged its subtree's equal requests: checked once
+  /// and held once for the range. Returns an error text for a request that
+  /// can only come from a broken peer: ranks out of range or a rank asking
+  /// twice for one name (recorded nothing), or one that fails check_request
+  /// (the tensor fails on every member that asked).
   std::optional<std::string> add(const v1::Request& request);
 
   /// Records that set ranks [first, end) named `tensor` by its cache id
@@ -49,7 +51,7 @@ public:
     return !ready_.empty();
   }
 
-  using requests = std::vector<std::optional<v1::Request>>;  // by set rank
+  using requests = coordinator::requests;
 
   /// What the members sent for a tensor: the cached tensor every one of
   /// them named by id, or else their requests (empty slots: joined ranks).
@@ -101,7 +103,7 @@ private:
   struct entry {
     // Requests by set rank (empty slots: not asked, or joined); not even
     // sized while every member that asked named the same `cached` tensor.
-    std::vector<std::optional<v1::Request>> by_rank;
+    requests by_rank;
     cached_tensor_ptr cached;
     std::vector<bool> asked;  // by set rank
     int32_t asked_count = 0;
@@ -119,11 +121,20 @@ private:
 
   // The entry of `name`, created from the first request for it.
   entry& open(const std::string& name, const v1::Request& first);
-  // add_hits for ranks that owe no failed round of the tensor.
+  // Calls record(from, to) for each run of [first, end) that owes no
+  // failed round of `name` (those ranks get its error instead).
+  template <class Record>
+  std::optional<std::string> for_each_run(const std::string& name, int32_t first, int32_t end,
+                                          Record record);
+  // add and add_hits for ranks that owe no failed round of the tensor.
+  std::optional<std::string> record_requests(int32_t first, int32_t end,
+                                             const request_ptr& request);
   std::optional<std::string> record_hits(int32_t first, int32_t end,
                                          const cached_tensor_ptr& tensor);
-  // Records that `rank` asked; an error if it had already.
-  std::optional<std::string> mark_asked(const std::string& name, entry& e, int32_t rank);
+  // Records that ranks [first, end) asked; an error (and nothing recorded)
+  // if one had already.
+  std::optional<std::string> mark_asked(const std::string& name, entry& e, int32_t first,
+                                        int32_t end);
   // Turns an entry of cache hits into requests, one per rank that asked.
   void materialize(entry& e) const;
   // The request every member's must agree with (the first one).
@@ -147,8 +158,9 @@ private:
 
   // Fails a request that breaks check_request (only a broken or hostile
   // peer sends one: the API checks first) and whatever the other members
-  // asked under its name; returns the error, for the log.
-  std::string reject(const v1::Request& request, const std::string& err);
+  // asked under its name (`request` came from set ranks [its rank, end));
+  // returns the error, for the log.
+  std::string reject(const v1::Request& request, const std::string& err, int32_t end);
 
   // Answers `rank`'s request for an abandoned tensor; false if it is not
   // one.
@@ -172,11 +184,9 @@ private:
 
 /// Checks that all members' requests agree and builds the response.
 /// Exposed for tests; message_table::pop_ready uses it.
-v1::Response make_response(const std::string& name,
-                           const std::vector<std::optional<v1::Request>>& by_rank);
+v1::Response make_response(const std::string& name, const requests& by_rank);
 
 /// The response to requests known to agree (make_response without checks).
-v1::Response agreed_response(const std::string& name,
-                             const std::vector<std::optional<v1::Request>>& by_rank);
+v1::Response agreed_response(const std::string& name, const requests& by_rank);
 
 } // namespace troupe::coordinator

@@ -15,7 +15,7 @@ bool cacheable(const v1::Response& resp, const message_table::sent& sent) {
   // A joined rank has no request of its own to send as a cache hit.
   return properties(resp.op()).cacheable &&
          (sent.cached || std::all_of(sent.by_rank.begin(), sent.by_rank.end(),
-                                     [](const auto& r) { return r.has_value(); }));
+                                     [](const auto& r) { return r != nullptr; }));
 }
 
 } // namespace

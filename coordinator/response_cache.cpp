@@ -10,7 +10,7 @@ namespace {
 
 bool same_requests(const response_cache::requests& a, const response_cache::requests& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
-    return x.has_value() == y.has_value() && (!x || same_parameters(*x, *y));
+    return !x == !y && (x == y || same_parameters(*x, *y));
   });
 }
 
@@ -24,7 +24,7 @@ uint32_t response_cache::put(const std::string& name, requests by_rank,
                              uint64_t list_seq) {
   // A tensor some member never sent (it joined) has no hit to offer.
   if (!enabled() || std::any_of(by_rank.begin(), by_rank.end(),
-                                [](const auto& r) { return !r.has_value(); }))
+                                [](const auto& r) { return !r; }))
     return 0;
   uint32_t id = 0;
   if (auto it = by_name_.find(name); it != by_name_.end()) {

@@ -32,7 +32,7 @@ namespace troupe::coordinator {
 /// and an id is resolved against the state the sender saw.
 class response_cache {
 public:
-  using requests = std::vector<std::optional<v1::Request>>;  // by set rank
+  using requests = coordinator::requests;
 
   response_cache(size_t capacity, int32_t set_size);
 

@@ -297,14 +297,14 @@ TEST(hit_aggregator, a_rank_named_twice_is_not_counted_twice) {
   EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 9, 1, 3}, {5, 9, 2, 3}}));
   coordinator::message_table table(4);
   coordinator::response_cache cache(4, 4);
-  std::vector<std::optional<v1::Request>> by_rank;
+  coordinator::requests by_rank;
   for (int32_t r = 0; r < 4; ++r) {
     v1::Request req;
     req.set_tensor_name("x");
     req.set_request_rank(r);
     req.set_op(v1::OP_TYPE_ALLREDUCE);
     req.add_shape(1);
-    by_rank.push_back(req);
+    by_rank.push_back(std::make_shared<const v1::Request>(req));
   }
   ASSERT_EQ(cache.put("x", by_rank, 9), 1u);
   up->set_lists_applied(9);

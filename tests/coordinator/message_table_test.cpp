@@ -351,7 +351,8 @@ cached_tensor_ptr cached(const std::string& name, int size, std::vector<int64_t>
   auto t = std::make_shared<cached_tensor>();
   t->name = name;
   for (int r = 0; r < size; ++r)
-    t->by_rank.emplace_back(request(r, name, v1::OP_TYPE_ALLREDUCE, v1::DATA_TYPE_FLOAT32, shape));
+    t->by_rank.push_back(std::make_shared<const v1::Request>(
+      request(r, name, v1::OP_TYPE_ALLREDUCE, v1::DATA_TYPE_FLOAT32, shape)));
   return t;
 }
 

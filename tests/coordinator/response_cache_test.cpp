@@ -22,7 +22,8 @@ v1::Request request(const std::string& name, int32_t rank, int64_t length) {
 }
 
 response_cache::requests both(const std::string& name, int64_t length) {
-  return {request(name, 0, length), request(name, 1, length)};
+  return {std::make_shared<const v1::Request>(request(name, 0, length)),
+          std::make_shared<const v1::Request>(request(name, 1, length))};
 }
 
 TEST(response_cache, same_tensor_keeps_its_id_and_new_tensors_reuse_evicted_ids) {
@@ -102,7 +103,7 @@ void simulate(size_t capacity, unsigned seed) {
         ASSERT_EQ(resolved->by_rank[static_cast<size_t>(m)]->shape(0), length) << "step " << step;
       }
       cache.member_progress(m, m + 1, views[m].lists_applied());
-      by_rank[static_cast<size_t>(m)] = req;
+      by_rank[static_cast<size_t>(m)] = std::make_shared<const v1::Request>(req);
     }
     v1::ResponseList list;
     auto* resp = list.add_responses();
@@ -196,7 +197,8 @@ void agree_over_random_steps(size_t capacity, unsigned seed, int steps) {
       auto& by_rank = meant[name];
       for (int m = 0; m < members; ++m) {
         const bool odd_one = gen() % 13 == 0;
-        by_rank.push_back(request(name, m, odd_one ? 3 - length : length));
+        by_rank.push_back(
+          std::make_shared<const v1::Request>(request(name, m, odd_one ? 3 - length : length)));
       }
     }
     // Every member submits every tensor, interleaved at random.
