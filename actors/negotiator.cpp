@@ -263,6 +263,8 @@ void flush_requests(negotiator_self self) {
   schedule_hold(self, now);
   const auto sent = st.aggregator->take_counts();
   st.metrics->tree_hits(sent.aggregated, sent.passed);
+  const auto requests = st.aggregator->take_request_counts();
+  st.metrics->tree_requests(requests.merged, requests.passed);
   if (!st.told_aggregated && sent.aggregated > 0) {
     st.told_aggregated = true;
     spdlog::info("process set {}: set rank {} sent the cache hits of set ranks [{}, {}) up as "

@@ -6,7 +6,7 @@ namespace troupe::control {
 
 hit_aggregator::hit_aggregator(tree_node node, clock::duration hold, name_lookup name_of)
   : node_(std::move(node)), hold_(hold), name_of_(std::move(name_of)),
-    applied_(node_.children.size() + 1, 0) {
+    merger_(node_.rank, node_.end, hold), applied_(node_.children.size() + 1, 0) {
 }
 
 size_t hit_aggregator::sender_slot(int32_t rank) const {
@@ -31,12 +31,9 @@ void hit_aggregator::add(const v1::RequestList& list, clock::time_point now) {
       hit(req, list.lists_applied(), now);
       continue;
     }
-    // A full request goes up as is. It may be the changed parameters (or
-    // the lagging member's view) that held hits of the same tensor wait for
-    // in vain, or a join that every held hit waits for: the coordinator
-    // sees those now.
-    *out_.add_requests() = req;
-    out_pending_ = true;
+    // A full request may be the changed parameters (or the lagging
+    // member's view) that held hits of the same tensor wait for in vain, or
+    // a join that every held hit waits for: the coordinator sees those now.
     const bool join = req.op() == v1::OP_TYPE_JOIN;
     joined_ = joined_ || join;
     if (!join && name_of_) {
@@ -47,13 +44,28 @@ void hit_aggregator::add(const v1::RequestList& list, clock::time_point now) {
       auto& state = missed_[req.tensor_name()];
       state = std::max(state, list.lists_applied());
     }
+    // (release() counts the released hits in the merger's rounds.)
+    bool unknown = false;
     for (auto it = held_.begin(); it != held_.end();) {
       if (join || !it->second.name || *it->second.name == req.tensor_name()) {
-        release(it->first, it->second);
+        unknown = unknown || !it->second.name;
+        release(it->first, it->second, now);
         forget(it++);
       } else {
         ++it;
       }
+    }
+    if (join) {
+      merger_.release_all(now, out_);
+      *out_.add_requests() = req;
+    } else if (joined_) {
+      *out_.add_requests() = req;  // no round completes while a rank has joined
+    } else {
+      // Hits the node cannot name were held: they may be this round's, so
+      // it goes up as it comes.
+      if (unknown)
+        merger_.mixed(req.tensor_name(), now, out_);
+      merger_.add(req, now, out_);
     }
   }
 }
@@ -67,21 +79,38 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
     direct_.erase(direct);  // a new round of the id
     direct = direct_.end();
   }
-  if (joined_ || direct != direct_.end() || first < node_.rank || end > node_.end ||
-      end <= first)
-    return pass_up(req, k, end);  // (out of range: the coordinator names the error)
+  if (first < node_.rank || end > node_.end || end <= first)
+    return pass_up(req, k, end);  // the coordinator names the error
+  if (joined_)
+    return pass_up(req, k, end);  // (full requests pass too: the merger waits for nothing)
+  auto held = held_.find(k);
   std::optional<std::string> name;
-  if (name_of_ && !held_.count(k)) {
+  if (held != held_.end())
+    name = held->second.name;
+  else if (name_of_)
     name = name_of_(k.first, k.second);
-    auto missed = name ? missed_.find(*name) : missed_.end();
+  // Full requests of this tensor's round, if held, cannot complete.
+  if (!merger_.idle())
+    merger_.arrived(name ? &*name : nullptr, now, out_);
+  const auto up_as_it_came = [&] {
+    if (name)
+      merger_.hits(*name, first, end, now, out_);
+    pass_up(req, k, end);
+  };
+  if (direct != direct_.end())
+    return up_as_it_came();
+  if (held == held_.end() && name) {
+    auto missed = missed_.find(*name);
     if (missed != missed_.end() && k.second <= missed->second) {
       // A rank of the subtree sent this round of it in full: up as it comes.
       direct_[k.first] = k.second;
-      return pass_up(req, k, end);
+      return up_as_it_came();
     }
   }
-  auto [it, fresh] = held_.try_emplace(k);
-  auto& p = it->second;
+  const bool fresh = held == held_.end();
+  if (fresh)
+    held = held_.try_emplace(k).first;
+  auto& p = held->second;
   if (fresh) {
     p.since = now;
     p.name = std::move(name);
@@ -96,9 +125,10 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   // coordinator to name the rank that asked twice.
   if (std::any_of(p.ranges.begin(), p.ranges.end(),
                   [&](const auto& r) { return r.first < end && first < r.second; })) {
-    release(k, p);
-    forget(it);
-    return pass_up(req, k, end);
+    name = p.name;
+    release(k, p, now);
+    forget(held);
+    return up_as_it_came();
   }
   p.ranges.emplace_back(first, end);
   p.count += end - first;
@@ -111,7 +141,9 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   up.set_hit_ranks_end(node_.end);
   out_pending_ = true;
   ++counts_.aggregated;
-  forget(it);
+  if (p.name && merger_.has(*p.name))
+    merger_.hits(*p.name, node_.rank, node_.end, now, out_);
+  forget(held);
 }
 
 void hit_aggregator::forget(std::map<key, pending>::iterator it) {
@@ -128,7 +160,7 @@ void hit_aggregator::pass_up(const v1::Request& req, const key& k, int32_t end) 
   ++counts_.passed;
 }
 
-void hit_aggregator::release(const key& k, pending& p) {
+void hit_aggregator::release(const key& k, pending& p, clock::time_point now) {
   std::sort(p.ranges.begin(), p.ranges.end());
   for (size_t i = 0; i < p.ranges.size();) {
     // Adjacent ranges go up as one.
@@ -144,6 +176,12 @@ void hit_aggregator::release(const key& k, pending& p) {
   }
   out_pending_ = true;
   direct_[k.first] = k.second;
+  // The merger's round of the tensor has seen these ranks.
+  if (!p.name)
+    merger_.release_all(now, out_);
+  else
+    for (const auto& [first, end] : p.ranges)
+      merger_.hits(*p.name, first, end, now, out_);
 }
 
 std::optional<v1::RequestList> hit_aggregator::take(clock::time_point now) {
@@ -153,12 +191,13 @@ std::optional<v1::RequestList> hit_aggregator::take(clock::time_point now) {
     if (it != held_.end() && it->second.since == since) {
       if (now - since < hold_)
         break;  // the oldest held key is not due: none is
-      release(k, it->second);
+      release(k, it->second, now);
       forget(it);
     }
     order_.pop_front();
   }
-  if (!out_pending_)
+  merger_.release_due(now, out_);
+  if (!out_pending_ && out_.requests_size() == 0)
     return std::nullopt;
   v1::RequestList list = std::move(out_);
   out_.Clear();
@@ -178,12 +217,13 @@ uint64_t hit_aggregator::progress() const {
 }
 
 std::optional<hit_aggregator::clock::time_point> hit_aggregator::next_deadline() const {
+  auto next = merger_.next_deadline();
   for (const auto& [since, k] : order_) {
     auto it = held_.find(k);
     if (it != held_.end() && it->second.since == since)
-      return since + hold_;
+      return next ? std::min(*next, since + hold_) : since + hold_;
   }
-  return std::nullopt;
+  return next;
 }
 
 } // namespace troupe::control

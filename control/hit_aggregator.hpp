@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "control/control_tree.hpp"
+#include "control/request_merger.hpp"
 #include "troupe/v1/control.pb.h"
 
 namespace troupe::control {
@@ -26,16 +27,16 @@ namespace troupe::control {
 /// actors.
 ///
 /// Nothing is held for ever, so nothing the coordinator must see is hidden
-/// from it: full requests (a miss, changed parameters, a join) go up at
-/// once and take the held hits of the same tensor with them (of every
-/// tensor for a join, and those whose tensor the node cannot name), as
-/// per-range hits, and the rest of that round of the tensor follows as it
-/// arrives; a hit held
+/// from it: a full request (a miss, changed parameters, a join) takes the
+/// held hits of the same tensor up with it (of every tensor for a join,
+/// and those whose tensor the node cannot name), as per-range hits, and
+/// the rest of that round of the tensor follows as it arrives; a hit held
 /// longer than `hold` goes up the same way (a stalled rank: the
-/// coordinator's stall inspector then names the missing ranks). After such
-/// a flush, the rest of that round of the tensor goes up as it arrives.
-/// Every hit reaches the coordinator exactly once, aggregated or not;
-/// which way only changes how many messages carry it.
+/// coordinator's stall inspector then names the missing ranks). Full
+/// requests themselves are merged by a request_merger when the whole
+/// subtree sent equal ones, and go up as they came otherwise (a join at
+/// once). Every hit and request reaches the coordinator exactly once,
+/// merged or not; which way only changes how many messages carry it.
 ///
 /// Hits are keyed by (cache id, the list that last named it): every member
 /// that applied that list means the same tensor by it. Members a list
@@ -65,10 +66,12 @@ public:
   /// rank of the subtree has joined, it sends no hits, so none complete).
   void join_ended() {
     joined_ = false;
+    merger_.forget_rounds();
   }
 
+  /// Tensors held: by cache id, and in full (request_merger).
   size_t held() const {
-    return held_.size();
+    return held_.size() + merger_.held();
   }
   /// The end of the node's subtree, [its rank, end).
   int32_t subtree_end() const {
@@ -82,6 +85,10 @@ public:
   };
   sent_counts take_counts() {
     return std::exchange(counts_, {});
+  }
+  /// Full requests sent up since the last call (request_merger).
+  request_merger::sent_counts take_request_counts() {
+    return merger_.take_counts();
   }
 
 private:
@@ -101,14 +108,15 @@ private:
   // Sends one hit up as it came (with the key's list and its range end).
   void pass_up(const v1::Request& req, const key& k, int32_t end);
   // Sends a held tensor's ranges up one by one; the rest of its round
-  // follows as it arrives.
-  void release(const key& k, pending& p);
+  // follows as it arrives (and the merger counts its ranks).
+  void release(const key& k, pending& p, clock::time_point now);
   void hit(const v1::Request& req, uint64_t lists_applied, clock::time_point now);
   uint64_t progress() const;
 
   tree_node node_;
   clock::duration hold_;
   name_lookup name_of_;
+  request_merger merger_;
   // What goes up at the next take().
   v1::RequestList out_;
   bool out_pending_ = false;

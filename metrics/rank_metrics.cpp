@@ -61,6 +61,14 @@ struct rank_families {
                         "(every rank of its subtree named the tensor), how=\"passed\" one per "
                         "hit or range sent up as it came (a miss, the hold, a join).")
                   .Register(*reg)),
+      tree_requests(prometheus::BuildCounter()
+                      .Name("troupe_control_tree_requests_total")
+                      .Help("Full requests this rank sent up as an inner node of the process "
+                            "set's control tree: how=\"merged\" counts one per subtree-wide "
+                            "request (every rank of its subtree sent the same), how=\"passed\" "
+                            "one per request or range sent up as it came (members differed, "
+                            "some named the tensor by cache id, the hold, a join).")
+                      .Register(*reg)),
       mailbox(prometheus::BuildGauge()
                 .Name("troupe_actor_mailbox_depth")
                 .Help("Messages waiting in an actor's mailbox, sampled when it handles a "
@@ -79,6 +87,7 @@ struct rank_families {
   prometheus::Family<prometheus::Counter>& cache_hits;
   prometheus::Family<prometheus::Counter>& cache_misses;
   prometheus::Family<prometheus::Counter>& tree_hits;
+  prometheus::Family<prometheus::Counter>& tree_requests;
   prometheus::Family<prometheus::Gauge>& mailbox;
 };
 
@@ -92,6 +101,8 @@ set_metrics::set_metrics(const rank_families& f, uint32_t set_id, int set_size,
     cache_misses_(series_->add(f.cache_misses, {})),
     tree_aggregated_(series_->add(f.tree_hits, {{"how", "aggregated"}})),
     tree_passed_(series_->add(f.tree_hits, {{"how", "passed"}})),
+    tree_requests_merged_(series_->add(f.tree_requests, {{"how", "merged"}})),
+    tree_requests_passed_(series_->add(f.tree_requests, {{"how", "passed"}})),
     collectives_(f.collectives, *series_, set_size, backend,
                  series_->add(f.mailbox, {{"actor", "backend"}})) {
   for (auto who : {actor_kind::negotiator, actor_kind::coordinator})

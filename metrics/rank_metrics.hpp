@@ -98,6 +98,12 @@ public:
     tree_aggregated_.Increment(static_cast<double>(aggregated));
     tree_passed_.Increment(static_cast<double>(passed));
   }
+  /// The same for full requests: merged for the whole subtree (every rank
+  /// of it sent the same request) and as they came.
+  void tree_requests(uint64_t merged, uint64_t passed) {
+    tree_requests_merged_.Increment(static_cast<double>(merged));
+    tree_requests_passed_.Increment(static_cast<double>(passed));
+  }
 
 private:
   std::unique_ptr<set_series> series_;  // first: the children below are its
@@ -111,6 +117,8 @@ private:
   prometheus::Counter& cache_misses_;
   prometheus::Counter& tree_aggregated_;
   prometheus::Counter& tree_passed_;
+  prometheus::Counter& tree_requests_merged_;
+  prometheus::Counter& tree_requests_passed_;
   collective_metrics collectives_;
 };
 

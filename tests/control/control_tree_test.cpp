@@ -199,7 +199,7 @@ TEST(hit_aggregator, a_full_request_takes_the_held_hits_up_and_their_round_follo
   auto up = agg.take(t);
   ASSERT_TRUE(up);
   ASSERT_EQ(up->requests_size(), 3);
-  EXPECT_EQ(up->requests(0).tensor_name(), "x");
+  EXPECT_EQ(up->requests(2).tensor_name(), "x");  // after the hits it released
   EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 9, 1, 2}, {6, 9, 1, 3}}));
   // The rest of those rounds goes up at once; a new round is held again.
   agg.add(hits(3, 9, {{6, 9}}), t);

@@ -480,5 +480,45 @@ TEST(message_table, a_shape_beyond_2_pow_63_bytes_is_refused) {
   EXPECT_FALSE(t.has_ready());
 }
 
+// A control-tree node merged its subtree's equal requests into one range.
+TEST(message_table, a_request_for_a_range_of_ranks_is_held_once) {
+  message_table t{6};
+  auto merged = request(1, "a");
+  merged.set_hit_ranks_end(5);
+  EXPECT_FALSE(t.add(request(0, "a")));
+  EXPECT_FALSE(t.add(merged));
+  EXPECT_FALSE(t.has_ready());
+  // A rank of the range asking again is a broken peer: nothing recorded.
+  auto err = t.add(request(3, "a"));
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("rank 3 requested 'a' twice"), std::string::npos) << *err;
+  EXPECT_FALSE(t.add(request(5, "a")));
+  ASSERT_TRUE(t.has_ready());
+  message_table::sent sent;
+  auto resp = t.pop_ready(&sent);
+  EXPECT_EQ(resp.op(), v1::OP_TYPE_ALLREDUCE);
+  ASSERT_EQ(sent.by_rank.size(), 6u);
+  for (size_t r = 2; r < 5; ++r)
+    EXPECT_EQ(sent.by_rank[r], sent.by_rank[1]);  // one object for the range
+  EXPECT_NE(sent.by_rank[0], sent.by_rank[1]);
+  // A range that disagrees is named as a group of ranks.
+  auto odd = request(2, "b", v1::OP_TYPE_ALLREDUCE, v1::DATA_TYPE_FLOAT32, {8});
+  odd.set_hit_ranks_end(4);
+  for (int r : {0, 1, 4, 5})
+    EXPECT_FALSE(t.add(request(r, "b")));
+  EXPECT_FALSE(t.add(odd));
+  resp = t.pop_ready();
+  ASSERT_EQ(resp.op(), v1::OP_TYPE_ERROR);
+  EXPECT_NE(resp.error().message().find("ranks 0,1,4,5 sent [4], ranks 2,3 sent [8]"),
+            std::string::npos)
+    << resp.error().message();
+  // Ranges outside the set are refused.
+  auto outside = request(4, "c");
+  outside.set_hit_ranks_end(7);
+  err = t.add(outside);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("set ranks [4, 7) outside the set of size 6"), std::string::npos) << *err;
+}
+
 } // namespace
 } // namespace troupe::coordinator

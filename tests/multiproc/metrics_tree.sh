@@ -5,7 +5,10 @@
 # ranks 1 and 4, over [1, 4) and [4, 7)) must count the hits they sent up
 # in troupe_control_tree_hits_total: together at least 290 hits or ranges,
 # most of them aggregated for the whole subtree; the root and the leaves
-# count none.
+# count none. The first round of each name is full requests: the inner
+# nodes count them in troupe_control_tree_requests_total, most merged for
+# the whole subtree (a name asked for before the tree was in place went
+# straight to the coordinator).
 set -u
 run=$1 check=$2
 here=$(dirname "$0")
@@ -14,19 +17,22 @@ job_dir
 base=$(free_base 8) || exit 1
 launch "$run" "$dir" "$base" -np 7 --control-fanout 2 "$check" hold 300 "$dir/stop"
 wait_lines "$dir" 90 7 'PASS .* holding' || exit 1
-count() {  # count FILE HOW
-  sed -n "s/^troupe_control_tree_hits_total{how=\"$2\",process_set=\"0\"} //p" "$1"
+count() {  # count FILE HOW [FAMILY]
+  sed -n "s/^troupe_control_tree_${3:-hits}_total{how=\"$2\",process_set=\"0\"} //p" "$1"
 }
 for r in 0 1 2 3 4 5 6; do
   scrape $((base + 1 + r)) > "$dir/$r.txt" || { echo "FAIL: no metrics from rank $r"; exit 1; }
   aggregated=$(count "$dir/$r.txt" aggregated) passed=$(count "$dir/$r.txt" passed)
-  echo "rank $r: aggregated $aggregated, passed $passed"
+  merged=$(count "$dir/$r.txt" merged requests) full=$(count "$dir/$r.txt" passed requests)
+  echo "rank $r: hits aggregated $aggregated, passed $passed; requests merged $merged, passed $full"
   if [ "$r" = 1 ] || [ "$r" = 4 ]; then
     [ $((aggregated + passed)) -ge 290 ] && [ $((aggregated * 2)) -ge 290 ] \
       || { echo "FAIL: inner node $r sent up too few hits, or too few aggregated"; exit 1; }
+    [ "$merged" -ge 5 ] && [ "$merged" -ge "$full" ] \
+      || { echo "FAIL: inner node $r sent up too few requests, or too few merged"; exit 1; }
   else
-    [ "$aggregated" = 0 ] && [ "$passed" = 0 ] \
-      || { echo "FAIL: rank $r is no inner node but counted hits"; exit 1; }
+    [ "$aggregated" = 0 ] && [ "$passed" = 0 ] && [ "$merged" = 0 ] && [ "$full" = 0 ] \
+      || { echo "FAIL: rank $r is no inner node but counted hits or requests"; exit 1; }
   fi
 done
 finish_job "$dir" || exit 1
