@@ -84,14 +84,19 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   if (joined_)
     return pass_up(req, k, end);  // (full requests pass too: the merger waits for nothing)
   auto held = held_.find(k);
-  std::optional<std::string> name;
-  if (held != held_.end())
-    name = held->second.name;
-  else if (name_of_)
-    name = name_of_(k.first, k.second);
+  // The tensor's name: the held key's (not copied: hits are the hot path),
+  // or looked up for a new key.
+  std::optional<std::string> looked_up;
+  const std::string* name = nullptr;
+  if (held != held_.end()) {
+    name = held->second.name ? &*held->second.name : nullptr;
+  } else if (name_of_) {
+    looked_up = name_of_(k.first, k.second);
+    name = looked_up ? &*looked_up : nullptr;
+  }
   // Full requests of this tensor's round, if held, cannot complete.
   if (!merger_.idle())
-    merger_.arrived(name ? &*name : nullptr, now, out_);
+    merger_.arrived(name, now, out_);
   const auto up_as_it_came = [&] {
     if (name)
       merger_.hits(*name, first, end, now, out_);
@@ -113,7 +118,8 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   auto& p = held->second;
   if (fresh) {
     p.since = now;
-    p.name = std::move(name);
+    p.name = std::move(looked_up);
+    name = p.name ? &*p.name : nullptr;
     order_.emplace_back(now, k);
   } else {
     held_progress_.erase(held_progress_.find(p.progress));
@@ -125,7 +131,8 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   // coordinator to name the rank that asked twice.
   if (std::any_of(p.ranges.begin(), p.ranges.end(),
                   [&](const auto& r) { return r.first < end && first < r.second; })) {
-    name = p.name;
+    looked_up = p.name;  // p goes
+    name = looked_up ? &*looked_up : nullptr;
     release(k, p, now);
     forget(held);
     return up_as_it_came();
@@ -141,7 +148,7 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   up.set_hit_ranks_end(node_.end);
   out_pending_ = true;
   ++counts_.aggregated;
-  if (p.name && merger_.has(*p.name))
+  if (p.name && !merger_.idle() && merger_.has(*p.name))
     merger_.hits(*p.name, node_.rank, node_.end, now, out_);
   forget(held);
 }

@@ -3,7 +3,8 @@
 # 7 ranks in a control tree of fanout 2 (inner nodes 1 and 4, over set
 # ranks [1, 4) and [4, 7)), with the control channel and without it (then
 # the inner nodes pass every response list on to their children): cached
-# training steps checked exactly while the cache churns, every user error
+# training steps checked exactly while the cache churns and with the cache
+# off (full requests merged at the inner nodes), every user error
 # on every rank, join, and a stall warning naming the withheld rank (a
 # cached tensor: the other ranks' hits wait at inner nodes) and no other. The
 # tree must be in place and both inner nodes must have sent their
@@ -31,6 +32,11 @@ for ctl in 1 0; do
   timeout 120 "$run" "${common[@]}" --cache-capacity 8 "$check" cache 1000 >"$out" 2>&1 \
     || fail "cache steps, capacity 8 (channel $ctl)"
   [ "$(grep -c 'PASS 1000 cached steps' "$out")" -eq 7 ] || fail "not every rank passed the steps"
+  # The cache off: every round is full requests, merged at the inner nodes
+  # (an allgather's differ, and go up as they came).
+  timeout 120 "$run" "${common[@]}" --cache-capacity 0 "$check" cache 300 >"$out" 2>&1 \
+    || fail "steps with the cache off (channel $ctl)"
+  [ "$(grep -c 'PASS 300 cached steps' "$out")" -eq 7 ] || fail "not every rank passed the steps"
   for mode in errors join; do
     timeout 120 "$run" "${common[@]}" "$check" "$mode" >"$out" 2>&1 || fail "$mode (channel $ctl)"
   done
