@@ -121,11 +121,13 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
     p.name = std::move(looked_up);
     name = p.name ? &*p.name : nullptr;
     order_.emplace_back(now, k);
-  } else {
+    p.progress = lists_applied;
+    held_progress_.insert(p.progress);
+  } else if (lists_applied < p.progress) {
     held_progress_.erase(held_progress_.find(p.progress));
+    p.progress = lists_applied;
+    held_progress_.insert(p.progress);
   }
-  p.progress = std::min(p.progress, lists_applied);
-  held_progress_.insert(p.progress);
   // A rank counted twice (only a broken peer sends that) would make the
   // range look complete: everything goes up as it came, for the
   // coordinator to name the rank that asked twice.
