@@ -3,14 +3,19 @@
 // coordinator (its response cache resolves cache ids, its message table
 // validates and matches the requests, pops what is ready and expires
 // deadlines) and, the same bytes, a ResponseList for a member's cache view.
-// The first byte picks the process set's size. Any input must leave both
-// sides consistent: no crash, no unbounded work.
+// The first byte picks the process set's size. The same list also reaches
+// a control-tree inner node (set rank 1 over [1, size), fanout 1: a chain)
+// as if from its subtree, and what the node sends up (at once and after
+// its hold) goes to a coordinator. Any input must leave every side
+// consistent: no crash, no unbounded work.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "actors/cache_view.hpp"
+#include "control/control_tree.hpp"
+#include "control/hit_aggregator.hpp"
 #include "coordinator/message_table.hpp"
 #include "coordinator/request_intake.hpp"
 #include "coordinator/response_cache.hpp"
@@ -53,6 +58,34 @@ void as_coordinator(int32_t set_size, const std::string& bytes) {
   table.take_failed();
 }
 
+void as_inner_node(int32_t set_size, const std::string& bytes) {
+  v1::RequestList list;
+  if (set_size < 3 || !list.ParseFromString(bytes))
+    return;
+  using clock = troupe::control::hit_aggregator::clock;
+  const auto node = troupe::control::control_tree_node(1, set_size, 1);
+  troupe::control::hit_aggregator agg(node, std::chrono::seconds(1),
+                                      [](uint32_t id, uint64_t) -> std::optional<std::string> {
+                                        if (id % 3 == 0)
+                                          return std::nullopt;  // a tensor it cannot name
+                                        return "t" + std::to_string(id % 4);
+                                      });
+  troupe::coordinator::message_table table{set_size};
+  troupe::coordinator::response_cache cache{4, set_size};
+  const auto t = clock::now();
+  // The list twice (a rank asking again), then the hold.
+  agg.add(list, t);
+  auto up = agg.take(t);
+  agg.add(list, t);
+  auto later = agg.take(t + std::chrono::seconds(2));
+  for (auto* out : {&up, &later})
+    if (*out)
+      troupe::coordinator::take_requests(**out, table, cache);
+  while (table.has_ready())
+    table.pop_ready();
+  agg.join_ended();
+}
+
 void as_member(const std::string& bytes) {
   v1::ResponseList list;
   if (!list.ParseFromString(bytes))
@@ -77,6 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int32_t set_size = 1 + data[0] % 8;
   const std::string bytes{reinterpret_cast<const char*>(data) + 1, size - 1};
   as_coordinator(set_size, bytes);
+  as_inner_node(set_size, bytes);
   as_member(bytes);
   return 0;
 }
