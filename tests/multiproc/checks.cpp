@@ -89,11 +89,26 @@ double tolerance(data_type t, double want) {
   }
 }
 
+// `x` as an integer of type `t` holds it: wrapped to the type's width, as
+// a sum or product computed in the type wraps (7 ranks' products of
+// values up to 3 pass int8's and uint8's range).
+double wrapped(data_type t, double x) {
+  if (is_float(t) || t == data_type::boolean)
+    return x;
+  double out = x;
+  backends::with_element_type(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    out = static_cast<double>(static_cast<T>(static_cast<int64_t>(x)));
+  });
+  return out;
+}
+
 // Every rank's contribution combined as the backend must.
 double reduce_reference(unsigned id, int size, size_t i, data_type t, reduce_op op,
                         double pre, double post) {
-  // Integers are scaled in their own type: each scaling truncates.
-  const auto in_type = [&](double x) { return is_float(t) ? x : std::trunc(x); };
+  // Integers are scaled and combined in their own type: each scaling
+  // truncates, and sums and products wrap.
+  const auto in_type = [&](double x) { return is_float(t) ? x : wrapped(t, std::trunc(x)); };
   double acc = 0;
   for (int r = 0; r < size; ++r) {
     const double v = in_type(value(id, r, i, t, op) * pre);
@@ -104,9 +119,9 @@ double reduce_reference(unsigned id, int size, size_t i, data_type t, reduce_op 
     else if (op == reduce_op::max)
       acc = std::max(acc, v);
     else if (op == reduce_op::product)
-      acc *= v;
+      acc = wrapped(t, acc * v);
     else
-      acc += v;
+      acc = wrapped(t, acc + v);
   }
   if (t == data_type::boolean && op == reduce_op::sum)
     acc = acc != 0;
