@@ -51,6 +51,7 @@ struct negotiator_state {
   std::string host;
   std::optional<control::hit_aggregator::clock::time_point> hold_timer;
   bool told_aggregated = false;
+  bool told_merged = false;
   backend_actors backends;
   caf::actor timeline;  // null when no timeline can be written
   bool tracing = false;   // a timeline file is open: send it events
@@ -265,6 +266,12 @@ void flush_requests(negotiator_self self) {
   st.metrics->tree_hits(sent.aggregated, sent.passed);
   const auto requests = st.aggregator->take_request_counts();
   st.metrics->tree_requests(requests.merged, requests.passed);
+  if (!st.told_merged && requests.merged > 0) {
+    st.told_merged = true;
+    spdlog::info("process set {}: set rank {} sent the requests of set ranks [{}, {}) up as one "
+                 "(control tree)",
+                 st.set_id, st.set_rank, st.set_rank, st.aggregator->subtree_end());
+  }
   if (!st.told_aggregated && sent.aggregated > 0) {
     st.told_aggregated = true;
     spdlog::info("process set {}: set rank {} sent the cache hits of set ranks [{}, {}) up as "

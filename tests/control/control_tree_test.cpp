@@ -420,8 +420,10 @@ struct sim_rank {
 // and the coordinator must never see a hit it cannot place.
 class tree_simulation {
 public:
-  tree_simulation(int32_t n, int32_t fanout, unsigned seed, int32_t per_host = 0)
-    : n_(n), ranks_(static_cast<size_t>(n)), coordinator_(n, 24), gen_(seed) {
+  tree_simulation(int32_t n, int32_t fanout, unsigned seed, int32_t per_host = 0,
+                  size_t cache_capacity = 24)
+    : n_(n), ranks_(static_cast<size_t>(n)), coordinator_(n, cache_capacity), gen_(seed),
+      cache_on_(cache_capacity > 0) {
     std::vector<int32_t> starts;
     for (int32_t r = 0; per_host > 0 && r < n; r += per_host)
       starts.push_back(r);
@@ -510,11 +512,15 @@ public:
       failed_.clear();
       ASSERT_TRUE(coordinator_.ignored.empty()) << coordinator_.ignored.front();
     }
-    EXPECT_GT(coordinator_.cache.size(), 0u);
+    EXPECT_EQ(coordinator_.cache.size() > 0, cache_on_);
   }
 
   uint64_t messages_to_coordinator() const {
     return messages_;
+  }
+  // Full requests that reached the coordinator for a range of ranks.
+  uint64_t merged_requests() const {
+    return merged_;
   }
 
 private:
@@ -555,6 +561,8 @@ private:
     now_ += 1us;
     if (to == 0) {
       ++messages_;
+      for (const auto& req : list.requests())
+        merged_ += req.cache_id() == 0 && req.hit_ranks_end() > req.request_rank() + 1;
       coordinator_.take(list);
       if (auto out = coordinator_.emit()) {
         auto shared = std::make_shared<const v1::ResponseList>(std::move(*out));
@@ -606,13 +614,23 @@ private:
   coordinator_stub coordinator_;
   std::mt19937 gen_;
   clock_type::time_point now_ = clock_type::now();
+  bool cache_on_;
   uint64_t messages_ = 0;
+  uint64_t merged_ = 0;
   std::map<std::string, int32_t> ran_, failed_;
 };
 
 TEST(control_tree, a_thousand_ranks_agree_through_the_tree_with_evictions_an_error_and_a_stall) {
   tree_simulation sim(1024, 4, 7);
   sim.run(30, 11, 19);
+}
+
+// Every round is full requests: inner nodes merge them, and the mismatch
+// and the stall are still named exactly.
+TEST(control_tree, a_thousand_ranks_agree_with_the_cache_off) {
+  tree_simulation sim(1024, 4, 5, 0, 0);
+  sim.run(12, 3, 7);
+  EXPECT_GT(sim.merged_requests(), 0u);
 }
 
 TEST(control_tree, a_thousand_ranks_on_hosts_of_eight_agree_the_same_way) {

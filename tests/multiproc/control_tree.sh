@@ -34,9 +34,13 @@ for ctl in 1 0; do
   [ "$(grep -c 'PASS 1000 cached steps' "$out")" -eq 7 ] || fail "not every rank passed the steps"
   # The cache off: every round is full requests, merged at the inner nodes
   # (an allgather's differ, and go up as they came).
-  timeout 120 "$run" "${common[@]}" --cache-capacity 0 "$check" cache 300 >"$out" 2>&1 \
-    || fail "steps with the cache off (channel $ctl)"
+  timeout 120 "$run" "${common[@]}" --log-level info --cache-capacity 0 "$check" cache 300 \
+    >"$out" 2>&1 || fail "steps with the cache off (channel $ctl)"
   [ "$(grep -c 'PASS 300 cached steps' "$out")" -eq 7 ] || fail "not every rank passed the steps"
+  for node in "1, 4" "4, 7"; do
+    grep -q "requests of set ranks \[$node) up as one" "$out" \
+      || fail "the node over [$node) never merged requests (channel $ctl)"
+  done
   for mode in errors join; do
     timeout 120 "$run" "${common[@]}" "$check" "$mode" >"$out" 2>&1 || fail "$mode (channel $ctl)"
   done

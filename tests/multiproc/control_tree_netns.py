@@ -6,7 +6,8 @@ The tree follows the hosts: set rank 3, the first of host B, leads it
 (ranks 4 and 5 send to it) and its lists, one per batch for all three,
 are the only ones of host B that cross the veth pair to the coordinator. First cached training
 steps checked exactly, with the tree in place and host B's node sending
-its ranks' hits up as one; then that node is SIGKILLed mid-collective and
+its ranks' hits up as one; steps with the cache off, host B's node
+merging its ranks' requests into one; then that node is SIGKILLed mid-collective and
 every survivor, on both hosts, must fail its collective naming rank 3
 within 5 s (heartbeat deadline 3 s). Exit 77 without root or ip netns."""
 
@@ -29,6 +30,8 @@ def main():
     try:
         with TwoHosts() as net:
             steps = run_two_hosts(net, run, 3, tree + ['--log-level', 'info', check, 'cache', '500'])
+            uncached = run_two_hosts(net, run, 3, tree + ['--log-level', 'info', '--cache-capacity',
+                                                          '0', check, 'cache', '200'])
             lost = run_two_hosts(net, run, 3, tree + [check, 'lose-peer', 'kill', '3', stamp])
     except Skip as e:
         print('SKIP: %s' % e)
@@ -45,6 +48,14 @@ def main():
            'lists to 4 of them' in steps.stderr, 'the tree was put in place, following the hosts')
     expect('sent the cache hits of set ranks [3, 6) up as one' in steps.stderr,
            'host B\'s node aggregated its ranks\' hits')
+    print(uncached.stdout)
+    print(uncached.stderr)
+    expect(uncached.returncode == 0, 'the job with the cache off exited %d' % uncached.returncode)
+    for r in range(6):
+        expect(re.search(r'^\[%d\]<stdout>:rank %d: PASS 200 cached steps$' % (r, r),
+                         uncached.stdout, re.M), 'rank %d passed the steps with the cache off' % r)
+    expect('sent the requests of set ranks [3, 6) up as one' in uncached.stderr,
+           'host B\'s node merged its ranks\' requests')
     print(lost.stdout)
     print(lost.stderr)
     expect(lost.returncode not in (0, 124), 'the job that lost rank 3 exited %d, not an error'
