@@ -5,10 +5,11 @@
 # the inner nodes pass every response list on to their children): cached
 # training steps checked exactly while the cache churns and with the cache
 # off (full requests merged at the inner nodes), every user error
-# on every rank, join, and a stall warning naming the withheld rank (a
-# cached tensor: the other ranks' hits wait at inner nodes) and no other. The
-# tree must be in place and both inner nodes must have sent their
-# subtree's hits up as one. Then fanout 1 (a chain: every rank but the
+# on every rank, join, and a stall warning naming the withheld rank and no
+# other (a cached tensor: the other ranks' hits wait at inner nodes; and
+# with the cache off, their full requests). The tree must be in place and
+# both inner nodes must have sent their subtree's hits, and with the cache
+# off their requests, up as one. Then fanout 1 (a chain: every rank but the
 # last an inner node) under dynamic process sets (each set its own tree),
 # 50 in-place resets (the trees rebuilt each time) and join.
 set -u
@@ -44,15 +45,22 @@ for ctl in 1 0; do
   for mode in errors join; do
     timeout 120 "$run" "${common[@]}" "$check" "$mode" >"$out" 2>&1 || fail "$mode (channel $ctl)"
   done
-  timeout 120 "$run" "${common[@]}" --stall-check-time-seconds 1 \
-    --stall-shutdown-time-seconds 3 "$check" stall >"$out" 2>&1 || fail "stall (channel $ctl)"
-  grep -q "6: \[stall.withheld\]" "$out" || fail "no stall warning naming rank 6 (channel $ctl)"
-  # The hits of ranks 4 and 5 wait at their node a quarter of the check
-  # time at most: no warning may name them.
-  if grep -E "<stderr>:[0-9]+: \[stall.withheld\]" "$out" | grep -vq "<stderr>:6: "; then
-    fail "a stall warning named a rank that had submitted (channel $ctl)"
-  fi
-  [ "$(grep -c 'PASS stalled tensor failed' "$out")" -eq 7 ] || fail "not every rank passed the stall"
+  # The stall with the cache on (a withheld hit) and off (a withheld full
+  # request: ranks 4 and 5's requests wait for it at their node).
+  for cap in 1024 0; do
+    timeout 120 "$run" "${common[@]}" --cache-capacity "$cap" --stall-check-time-seconds 1 \
+      --stall-shutdown-time-seconds 3 "$check" stall >"$out" 2>&1 \
+      || fail "stall (channel $ctl, cache $cap)"
+    grep -q "6: \[stall.withheld\]" "$out" \
+      || fail "no stall warning naming rank 6 (channel $ctl, cache $cap)"
+    # What ranks 4 and 5 sent waits at their node a quarter of the check
+    # time at most: no warning may name them.
+    if grep -E "<stderr>:[0-9]+: \[stall.withheld\]" "$out" | grep -vq "<stderr>:6: "; then
+      fail "a stall warning named a rank that had submitted (channel $ctl, cache $cap)"
+    fi
+    [ "$(grep -c 'PASS stalled tensor failed' "$out")" -eq 7 ] \
+      || fail "not every rank passed the stall (cache $cap)"
+  done
   echo "PASS: control tree, channel $ctl"
 done
 chain=(--timeout 100 --control-fanout 1 --dynamic-process-sets 1)
