@@ -37,7 +37,7 @@ void request_merger::add(const v1::Request& req, clock::time_point now, v1::Requ
     order_.emplace_back(now, it->first);
     ++held_count_;
   } else if (auto& r = it->second;
-             r.request && (!same_parameters(*r.request, req) || seen(r, first, end))) {
+             r.request && (!same_collective(*r.request, req) || seen(r, first, end))) {
     // Members differ (or a broken peer named a rank twice): the
     // coordinator sees every request as it came and names who sent what.
     release(it, up);

@@ -15,7 +15,8 @@ namespace troupe::control {
 
 /// What an inner node of the control tree does with its subtree's FULL
 /// requests (a tensor not cached, or the cache off): equal requests for a
-/// tensor (every field but the rank, as the response cache compares them)
+/// tensor (every field but the rank and the device ordinal, `same_collective`:
+/// each rank's GPU is its own; the merged request carries the first one's)
 /// are held until every rank of the subtree sent one, then go up as ONE
 /// request for the range [node, subtree end) (Request.hit_ranks_end). The
 /// coordinator checks it once and holds it once for the range, so an

@@ -58,6 +58,30 @@ TEST(request_merger, equal_requests_of_the_whole_subtree_go_up_as_one) {
   EXPECT_EQ(ranges(up), (expected{{3, 7, 8}}));
 }
 
+// Each rank's tensor on its own GPU: the requests differ only in the
+// device ordinal, which the coordinator never reads.
+TEST(request_merger, ranks_on_their_own_gpus_are_merged) {
+  const auto t = clock_type::now();
+  request_merger m(3, 7, 1s);
+  v1::RequestList up;
+  for (int32_t r = 3; r < 7; ++r) {
+    auto req = request(r, r + 1);
+    req.set_device_kind(v1::DEVICE_KIND_CUDA);
+    req.set_device_ordinal(r % 4);
+    m.add(req, t, up);
+  }
+  EXPECT_EQ(ranges(up), (expected{{3, 7, 4}}));
+  EXPECT_EQ(up.requests(0).device_kind(), v1::DEVICE_KIND_CUDA);
+  // A rank whose tensor is on the CPU is another collective.
+  up.Clear();
+  for (int32_t r = 3; r < 7; ++r) {
+    auto req = request(r, r + 1);
+    req.set_device_kind(r == 5 ? v1::DEVICE_KIND_CPU : v1::DEVICE_KIND_CUDA);
+    m.add(req, t, up);
+  }
+  EXPECT_EQ(ranges(up), (expected{{3, 5, 4}, {5, 6, 4}, {6, 7, 4}}));
+}
+
 TEST(request_merger, a_differing_request_sends_its_round_up_as_it_came) {
   const auto t = clock_type::now();
   request_merger m(3, 7, 1s);
