@@ -52,8 +52,10 @@ clock::time_point start_deadline(const config& cfg) {
   return clock::now() + seconds(cfg.start_timeout_seconds);
 }
 
-// Between two attempts to reach a peer's endpoint.
+// Between two attempts to reach a peer's endpoint: doubled after each
+// failure, up to the maximum.
 constexpr auto retry_pause = std::chrono::milliseconds(50);
+constexpr auto max_retry_pause = std::chrono::milliseconds(1000);
 
 caf::actor_system_config make_caf_config(const config& cfg, const control_plane& plane) {
   caf::actor_system_config c;
@@ -302,17 +304,24 @@ struct runtime::impl {
     } else {
       all = launch->allgather(address);
     }
-    for (int peer = 0; peer < id.rank; ++peer) {
+    // Nearest lower rank first: had every rank started with rank 0, rank
+    // 0's one network thread would take N - 1 handshakes at once (48 ranks
+    // on this 2-core host: every one timed out, and the retries piled up).
+    for (int peer = id.rank - 1; peer >= 0; --peer) {
       const auto& peer_address = all.at(static_cast<size_t>(peer));
       auto [host, peer_port] = split_address(peer_address);
       // A handshake can time out on a loaded host (seen with 6 ranks on 2
-      // cores); the peer is listening, so try again until the deadline. After
-      // the first epoch this is the middleman's cached handle.
+      // cores); the peer is listening, so try again until the deadline,
+      // backing off (each attempt is another handshake for a busy peer).
+      // After the first epoch this is the middleman's cached handle.
       auto remote = control_plane::connect(connections, system, host, peer_port);
-      while (!remote && clock::now() + retry_pause < deadline) {
-        spdlog::warn("troupe rank {}: connecting to rank {} at {} failed ({}); retrying",
-                     id.rank, peer, peer_address, system.render(remote.error()));
-        std::this_thread::sleep_for(retry_pause);
+      auto pause = retry_pause;
+      while (!remote && clock::now() + pause < deadline) {
+        spdlog::warn("troupe rank {}: connecting to rank {} at {} failed ({}); retrying in {} ms",
+                     id.rank, peer, peer_address, system.render(remote.error()),
+                     pause.count());
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, max_retry_pause);
         remote = control_plane::connect(connections, system, host, peer_port);
       }
       if (!remote)
