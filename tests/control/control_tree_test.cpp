@@ -214,6 +214,82 @@ TEST(hit_aggregator, a_full_request_takes_the_held_hits_up_and_their_round_follo
   EXPECT_EQ(agg.held(), 1u);
 }
 
+// One member's full request for `name` (first dimension `length`).
+v1::RequestList full_request(int32_t rank, uint64_t applied, const std::string& name,
+                             int64_t length = 4) {
+  v1::RequestList list;
+  list.set_sender_rank(rank);
+  list.set_ranks_end(rank + 1);
+  list.set_lists_applied(applied);
+  auto* req = list.add_requests();
+  req->set_request_rank(rank);
+  req->set_tensor_name(name);
+  req->set_op(v1::OP_TYPE_ALLREDUCE);
+  req->add_shape(length);
+  return list;
+}
+
+// (first rank, end) of each full request in `list`.
+std::vector<std::pair<int32_t, int32_t>> requests_in(const v1::RequestList& list) {
+  std::vector<std::pair<int32_t, int32_t>> out;
+  for (const auto& r : list.requests())
+    if (r.cache_id() == 0)
+      out.emplace_back(r.request_rank(),
+                       r.hit_ranks_end() > 0 ? r.hit_ranks_end() : r.request_rank() + 1);
+  return out;
+}
+
+TEST(hit_aggregator, full_requests_are_merged_unless_a_rank_names_their_tensor_by_id) {
+  const auto t = clock_type::now();
+  hit_aggregator agg(inner_node(), 1s, [](uint32_t id, uint64_t) -> std::optional<std::string> {
+    return id == 5 ? std::optional<std::string>("x") : std::nullopt;
+  });
+  using ranges = std::vector<std::pair<int32_t, int32_t>>;
+  // Every rank of [1, 4) in full: one request goes up.
+  agg.add(full_request(2, 8, "x"), t);
+  agg.add(full_request(1, 8, "x"), t);
+  EXPECT_FALSE(agg.take(t));
+  agg.add(full_request(3, 8, "x"), t);
+  auto up = agg.take(t);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(requests_in(*up), (ranges{{1, 4}}));
+  // Next round rank 2 has x cached: rank 1's held request goes up with
+  // its hit, and rank 3's follows as it comes.
+  agg.add(full_request(1, 9, "x"), t);
+  EXPECT_FALSE(agg.take(t));
+  agg.add(hits(2, 9, {{5, 9}}), t);
+  up = agg.take(t);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(requests_in(*up), (ranges{{1, 2}}));
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 9, 2, 3}}));
+  agg.add(full_request(3, 9, "x"), t);
+  up = agg.take(t);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(requests_in(*up), (ranges{{3, 4}}));
+  auto sent = agg.take_request_counts();
+  EXPECT_EQ(sent.merged, 1u);
+  EXPECT_EQ(sent.passed, 2u);
+  // The round is over (every rank seen): the next one is merged again.
+  for (int32_t r : {3, 1, 2})
+    agg.add(full_request(r, 10, "x", 8), t);
+  up = agg.take(t);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(requests_in(*up), (ranges{{1, 4}}));
+  EXPECT_EQ(up->requests(0).shape(0), 8);
+  // Hits first, then a full request (rank 3 changed x's shape): the held
+  // hits and the request go up at once, nothing waits for the hold.
+  agg.add(hits(1, 11, {{5, 11}}), t);
+  agg.add(hits(2, 11, {{5, 11}}), t);
+  EXPECT_FALSE(agg.take(t));
+  agg.add(full_request(3, 11, "x", 16), t);
+  up = agg.take(t);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 11, 1, 3}}));
+  EXPECT_EQ(requests_in(*up), (ranges{{3, 4}}));
+  EXPECT_EQ(agg.held(), 0u);
+  EXPECT_FALSE(agg.next_deadline());
+}
+
 TEST(hit_aggregator, a_full_request_takes_up_only_the_held_hits_of_its_tensor_when_named) {
   const auto t = clock_type::now();
   // This node's member knows id 5 as "x" and id 6 as "y" (as of list 9);
