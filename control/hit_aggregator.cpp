@@ -49,14 +49,14 @@ void hit_aggregator::add(const v1::RequestList& list, clock::time_point now) {
     for (auto it = held_.begin(); it != held_.end();) {
       if (join || !it->second.name || *it->second.name == req.tensor_name()) {
         unknown = unknown || !it->second.name;
-        release(it->first, it->second, now);
+        release(it->first, it->second);
         forget(it++);
       } else {
         ++it;
       }
     }
     if (join) {
-      merger_.release_all(now, out_);
+      merger_.release_all(out_);
       *out_.add_requests() = req;
     } else if (joined_) {
       *out_.add_requests() = req;  // no round completes while a rank has joined
@@ -64,7 +64,7 @@ void hit_aggregator::add(const v1::RequestList& list, clock::time_point now) {
       // Hits the node cannot name were held: they may be this round's, so
       // it goes up as it comes.
       if (unknown)
-        merger_.mixed(req.tensor_name(), now, out_);
+        merger_.mixed(req.tensor_name(), out_);
       merger_.add(req, now, out_);
     }
   }
@@ -96,10 +96,10 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   }
   // Full requests of this tensor's round, if held, cannot complete.
   if (!merger_.idle())
-    merger_.arrived(name, now, out_);
+    merger_.arrived(name, out_);
   const auto up_as_it_came = [&] {
     if (name)
-      merger_.hits(*name, first, end, now, out_);
+      merger_.hits(*name, first, end, out_);
     pass_up(req, k, end);
   };
   if (direct != direct_.end())
@@ -135,7 +135,7 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
                   [&](const auto& r) { return r.first < end && first < r.second; })) {
     looked_up = p.name;  // p goes
     name = looked_up ? &*looked_up : nullptr;
-    release(k, p, now);
+    release(k, p);
     forget(held);
     return up_as_it_came();
   }
@@ -151,7 +151,7 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   out_pending_ = true;
   ++counts_.aggregated;
   if (p.name && !merger_.idle() && merger_.has(*p.name))
-    merger_.hits(*p.name, node_.rank, node_.end, now, out_);
+    merger_.hits(*p.name, node_.rank, node_.end, out_);
   forget(held);
 }
 
@@ -169,7 +169,7 @@ void hit_aggregator::pass_up(const v1::Request& req, const key& k, int32_t end) 
   ++counts_.passed;
 }
 
-void hit_aggregator::release(const key& k, pending& p, clock::time_point now) {
+void hit_aggregator::release(const key& k, pending& p) {
   std::sort(p.ranges.begin(), p.ranges.end());
   for (size_t i = 0; i < p.ranges.size();) {
     // Adjacent ranges go up as one.
@@ -187,10 +187,10 @@ void hit_aggregator::release(const key& k, pending& p, clock::time_point now) {
   direct_[k.first] = k.second;
   // The merger's round of the tensor has seen these ranks.
   if (!p.name)
-    merger_.release_all(now, out_);
+    merger_.release_all(out_);
   else
     for (const auto& [first, end] : p.ranges)
-      merger_.hits(*p.name, first, end, now, out_);
+      merger_.hits(*p.name, first, end, out_);
 }
 
 std::optional<v1::RequestList> hit_aggregator::take(clock::time_point now) {
@@ -200,7 +200,7 @@ std::optional<v1::RequestList> hit_aggregator::take(clock::time_point now) {
     if (it != held_.end() && it->second.since == since) {
       if (now - since < hold_)
         break;  // the oldest held key is not due: none is
-      release(k, it->second, now);
+      release(k, it->second);
       forget(it);
     }
     order_.pop_front();

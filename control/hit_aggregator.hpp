@@ -109,7 +109,7 @@ private:
   void pass_up(const v1::Request& req, const key& k, int32_t end);
   // Sends a held tensor's ranges up one by one; the rest of its round
   // follows as it arrives (and the merger counts its ranks).
-  void release(const key& k, pending& p, clock::time_point now);
+  void release(const key& k, pending& p);
   void hit(const v1::Request& req, uint64_t lists_applied, clock::time_point now);
   uint64_t progress() const;
 

@@ -48,16 +48,15 @@ void request_merger::add(const v1::Request& req, clock::time_point now, v1::Requ
   count(it, first, end, up);
 }
 
-void request_merger::arrived(const std::string* name, clock::time_point now,
-                             v1::RequestList& up) {
+void request_merger::arrived(const std::string* name, v1::RequestList& up) {
   if (!name)
-    return release_all(now, up);
+    return release_all(up);
   if (auto it = rounds_.find(*name); it != rounds_.end() && it->second.request)
     release(it, up);
 }
 
 void request_merger::hits(const std::string& name, int32_t first, int32_t end,
-                          clock::time_point now, v1::RequestList& up) {
+                          v1::RequestList& up) {
   if (first < first_ || end > end_ || end <= first)
     return;
   auto it = rounds_.find(name);
@@ -69,24 +68,22 @@ void request_merger::hits(const std::string& name, int32_t first, int32_t end,
     bound();
     it = rounds_.try_emplace(name).first;
     it->second.seen.assign(static_cast<size_t>(end_ - first_), false);
-    it->second.since = now;
   }
   count(it, first, end, up);
 }
 
-void request_merger::mixed(const std::string& name, clock::time_point now, v1::RequestList& up) {
+void request_merger::mixed(const std::string& name, v1::RequestList& up) {
   auto it = rounds_.find(name);
   if (it == rounds_.end()) {
     bound();
     it = rounds_.try_emplace(name).first;
     it->second.seen.assign(static_cast<size_t>(end_ - first_), false);
-    it->second.since = now;
   } else if (it->second.request) {
     release(it, up);
   }
 }
 
-void request_merger::release_all(clock::time_point now, v1::RequestList& up) {
+void request_merger::release_all(v1::RequestList& up) {
   for (auto it = rounds_.begin(); it != rounds_.end(); ++it)
     if (it->second.request)
       release(it, up);

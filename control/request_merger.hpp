@@ -45,20 +45,19 @@ public:
   /// A cache hit for tensor `name` arrived (nullptr: a tensor the node
   /// cannot name, so it may be any): a held round of it cannot complete,
   /// so it goes up as it comes from now on.
-  void arrived(const std::string* name, clock::time_point now, v1::RequestList& up);
+  void arrived(const std::string* name, v1::RequestList& up);
 
   /// Hits of ranks [first, end) for tensor `name` went up as they came:
   /// the round has seen them.
-  void hits(const std::string& name, int32_t first, int32_t end, clock::time_point now,
-            v1::RequestList& up);
+  void hits(const std::string& name, int32_t first, int32_t end, v1::RequestList& up);
 
   /// Hits the node could not name were sent up with a request for `name`
   /// pending: its round goes up as it comes.
-  void mixed(const std::string& name, clock::time_point now, v1::RequestList& up);
+  void mixed(const std::string& name, v1::RequestList& up);
 
   /// Sends every held request up (a JOIN: no round completes while a rank
   /// of the subtree has joined).
-  void release_all(clock::time_point now, v1::RequestList& up);
+  void release_all(v1::RequestList& up);
 
   /// Whether `name` has a round in progress here.
   bool has(const std::string& name) const;

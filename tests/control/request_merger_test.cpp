@@ -150,29 +150,29 @@ TEST(request_merger, ranks_that_named_the_tensor_by_id_end_the_wait) {
   v1::RequestList up;
   const std::string x = "x";
   m.add(request(3, 4), t, up);
-  m.arrived(&x, t, up);  // a hit for x reached the node
+  m.arrived(&x, up);  // a hit for x reached the node
   EXPECT_EQ(ranges(up), (expected{{3, 4, 4}}));
-  m.hits(x, 5, 7, t, up);  // ranks 5 and 6 went up as hits
+  m.hits(x, 5, 7, up);  // ranks 5 and 6 went up as hits
   up.Clear();
   m.add(request(4, 5), t, up);
   EXPECT_EQ(ranges(up), (expected{{4, 5, 4}}));
   EXPECT_TRUE(m.idle());  // every rank of the round was seen
   // Hits first: the round's requests are not held.
   up.Clear();
-  m.hits(x, 3, 4, t, up);
+  m.hits(x, 3, 4, up);
   m.add(request(4, 5), t, up);
   EXPECT_EQ(ranges(up), (expected{{4, 5, 4}}));
   // A hit the node cannot name may be any tensor's: every held round goes up.
   up.Clear();
   m.add(request(3, 4, "y"), t, up);
   m.add(request(3, 4, "z"), t, up);
-  m.arrived(nullptr, t, up);
+  m.arrived(nullptr, up);
   EXPECT_EQ(up.requests_size(), 2);
   EXPECT_EQ(m.held(), 0u);
   // Hits the node could not name went up beside a request for "w": its
   // round goes up as it comes.
   up.Clear();
-  m.mixed("w", t, up);
+  m.mixed("w", up);
   m.add(request(3, 4, "w"), t, up);
   EXPECT_EQ(ranges(up), (expected{{3, 4, 4}}));
 }
