@@ -18,6 +18,12 @@ void request_merger::add(const v1::Request& req, clock::time_point now, v1::Requ
     pass(req, up);
     return;
   }
+  if (req.deadline_ms() > 0) {
+    // The coordinator times a deadline from the first request it sees:
+    // holding it here would move that later (internal collectives, rare).
+    pass(req, up);
+    return;
+  }
   auto it = rounds_.find(req.tensor_name());
   if (it != rounds_.end() && !it->second.request && seen(it->second, first, end)) {
     // Ranks of a round that went up as it came ask again: that round is

@@ -24,7 +24,8 @@ namespace troupe::control {
 ///
 /// A round of a tensor whose requests differ (a mismatch, an allgather's
 /// first dimensions), that some ranks name by cache id, or that waits past
-/// `hold` (a stalled rank) goes up as it came: what is held goes up as
+/// `hold` (a stalled rank) goes up as it came, and so does a request with
+/// a deadline (the coordinator times it from the first request it sees): what is held goes up as
 /// per-range requests at once, and the rest of that round follows as it
 /// arrives, so the coordinator decides errors and stalls, naming ranks, as
 /// in a star. The node tracks which ranks of the subtree a round has seen

@@ -177,6 +177,19 @@ TEST(request_merger, ranks_that_named_the_tensor_by_id_end_the_wait) {
   EXPECT_EQ(ranges(up), (expected{{3, 4, 4}}));
 }
 
+// An internal collective's deadline runs from the first request the
+// coordinator sees: such requests are not held.
+TEST(request_merger, requests_with_a_deadline_go_up_as_they_came) {
+  const auto t = clock_type::now();
+  request_merger m(3, 7, 1s);
+  v1::RequestList up;
+  auto req = request(3, 4, "registration");
+  req.set_deadline_ms(30000);
+  m.add(req, t, up);
+  EXPECT_EQ(ranges(up), (expected{{3, 4, 4}}));
+  EXPECT_TRUE(m.idle());
+}
+
 TEST(request_merger, requests_outside_the_subtree_go_up_as_they_came) {
   const auto t = clock_type::now();
   request_merger m(3, 7, 1s);
