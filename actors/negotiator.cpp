@@ -266,18 +266,18 @@ void flush_requests(negotiator_self self) {
   st.metrics->tree_hits(sent.aggregated, sent.passed);
   const auto requests = st.aggregator->take_request_counts();
   st.metrics->tree_requests(requests.merged, requests.passed);
-  if (!st.told_merged && requests.merged > 0) {
-    st.told_merged = true;
-    spdlog::info("process set {}: set rank {} sent the requests of set ranks [{}, {}) up as one "
+  // Once per set each: the first time this node sent its subtree's
+  // requests, and its hits, up as one.
+  const auto tell_once = [&](bool& told, uint64_t merged, const char* what) {
+    if (told || merged == 0)
+      return;
+    told = true;
+    spdlog::info("process set {}: set rank {} sent the {} of set ranks [{}, {}) up as one "
                  "(control tree)",
-                 st.set_id, st.set_rank, st.set_rank, st.aggregator->subtree_end());
-  }
-  if (!st.told_aggregated && sent.aggregated > 0) {
-    st.told_aggregated = true;
-    spdlog::info("process set {}: set rank {} sent the cache hits of set ranks [{}, {}) up as "
-                 "one (control tree)",
-                 st.set_id, st.set_rank, st.set_rank, st.aggregator->subtree_end());
-  }
+                 st.set_id, st.set_rank, what, st.set_rank, st.aggregator->subtree_end());
+  };
+  tell_once(st.told_merged, requests.merged, "requests");
+  tell_once(st.told_aggregated, sent.aggregated, "cache hits");
   if (up) {
     up->set_process_set_id(st.set_id);
     send_up(self, up->SerializeAsString());

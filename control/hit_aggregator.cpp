@@ -15,10 +15,8 @@ size_t hit_aggregator::sender_slot(int32_t rank) const {
 }
 
 void hit_aggregator::add(const v1::RequestList& list, clock::time_point now) {
-  if (list.has_tuning()) {
+  if (list.has_tuning())
     out_.mutable_tuning()->MergeFrom(list.tuning());
-    out_pending_ = true;
-  }
   const int32_t sender = list.ranks_end() > 0       ? list.sender_rank()
                          : list.requests_size() > 0 ? list.requests(0).request_rank()
                                                     : -1;
@@ -148,7 +146,6 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   up.set_cache_list(k.second);
   up.set_request_rank(node_.rank);
   up.set_hit_ranks_end(node_.end);
-  out_pending_ = true;
   ++counts_.aggregated;
   if (p.name && !merger_.idle() && merger_.has(*p.name))
     merger_.hits(*p.name, node_.rank, node_.end, out_);
@@ -165,7 +162,6 @@ void hit_aggregator::pass_up(const v1::Request& req, const key& k, int32_t end) 
   *up = req;
   up->set_cache_list(k.second);
   up->set_hit_ranks_end(end);
-  out_pending_ = true;
   ++counts_.passed;
 }
 
@@ -183,7 +179,6 @@ void hit_aggregator::release(const key& k, pending& p) {
     up.set_hit_ranks_end(end);
     ++counts_.passed;
   }
-  out_pending_ = true;
   direct_[k.first] = k.second;
   // The merger's round of the tensor has seen these ranks.
   if (!p.name)
@@ -206,11 +201,10 @@ std::optional<v1::RequestList> hit_aggregator::take(clock::time_point now) {
     order_.pop_front();
   }
   merger_.release_due(now, out_);
-  if (!out_pending_ && out_.requests_size() == 0)
+  if (out_.requests_size() == 0 && !out_.has_tuning())
     return std::nullopt;
   v1::RequestList list = std::move(out_);
   out_.Clear();
-  out_pending_ = false;
   list.set_sender_rank(node_.rank);
   list.set_ranks_end(node_.end);
   list.set_lists_applied(progress());

@@ -119,7 +119,6 @@ private:
   request_merger merger_;
   // What goes up at the next take().
   v1::RequestList out_;
-  bool out_pending_ = false;
   std::map<key, pending> held_;
   // Held keys in the order they were first held, for the hold (entries
   // whose key has gone, or was held again later, are skipped), and the

@@ -13,32 +13,19 @@ request_merger::request_merger(int32_t first, int32_t end, clock::duration hold)
 void request_merger::add(const v1::Request& req, clock::time_point now, v1::RequestList& up) {
   const int32_t first = req.request_rank();
   const int32_t end = req.hit_ranks_end() > 0 ? req.hit_ranks_end() : first + 1;
-  if (first < first_ || end > end_ || end <= first) {
-    // Not this subtree's to merge: the coordinator names the error.
+  // Not this subtree's to merge (the coordinator names the error), or a
+  // deadline, which the coordinator times from the first request it sees:
+  // holding it here would move that later (internal collectives, rare).
+  if (first < first_ || end > end_ || end <= first || req.deadline_ms() > 0) {
     pass(req, up);
     return;
   }
-  if (req.deadline_ms() > 0) {
-    // The coordinator times a deadline from the first request it sees:
-    // holding it here would move that later (internal collectives, rare).
-    pass(req, up);
-    return;
-  }
-  auto it = rounds_.find(req.tensor_name());
-  if (it != rounds_.end() && !it->second.request && seen(it->second, first, end)) {
-    // Ranks of a round that went up as it came ask again: that round is
-    // over (they never ask twice in one), and this is the next one.
-    rounds_.erase(it);
-    it = rounds_.end();
-  }
-  if (it == rounds_.end()) {
-    bound();
-    it = rounds_.try_emplace(req.tensor_name()).first;
+  auto [it, fresh] = round_of(req.tensor_name(), first, end);
+  if (fresh) {
     auto& r = it->second;
     r.request = req;
     r.request->set_request_rank(0);
     r.request->clear_hit_ranks_end();
-    r.seen.assign(static_cast<size_t>(end_ - first_), false);
     r.since = now;
     order_.emplace_back(now, it->first);
     ++held_count_;
@@ -65,28 +52,16 @@ void request_merger::hits(const std::string& name, int32_t first, int32_t end,
                           v1::RequestList& up) {
   if (first < first_ || end > end_ || end <= first)
     return;
-  auto it = rounds_.find(name);
-  if (it != rounds_.end() && it->second.request) {
+  auto it = round_of(name, first, end).first;
+  if (it->second.request)
     release(it, up);
-  } else if (it == rounds_.end() || seen(it->second, first, end)) {
-    if (it != rounds_.end())
-      rounds_.erase(it);  // the next round
-    bound();
-    it = rounds_.try_emplace(name).first;
-    it->second.seen.assign(static_cast<size_t>(end_ - first_), false);
-  }
   count(it, first, end, up);
 }
 
 void request_merger::mixed(const std::string& name, v1::RequestList& up) {
-  auto it = rounds_.find(name);
-  if (it == rounds_.end()) {
-    bound();
-    it = rounds_.try_emplace(name).first;
-    it->second.seen.assign(static_cast<size_t>(end_ - first_), false);
-  } else if (it->second.request) {
+  auto it = round_of(name, first_, first_).first;
+  if (it->second.request)
     release(it, up);
-  }
 }
 
 void request_merger::release_all(v1::RequestList& up) {
@@ -119,6 +94,21 @@ std::optional<request_merger::clock::time_point> request_merger::next_deadline()
       return since + hold_;
   }
   return std::nullopt;
+}
+
+std::pair<request_merger::rounds::iterator, bool>
+request_merger::round_of(const std::string& name, int32_t first, int32_t end) {
+  auto it = rounds_.find(name);
+  if (it != rounds_.end() && (it->second.request || !seen(it->second, first, end)))
+    return {it, false};
+  // A round that went up as it came has seen one of these ranks: it is over
+  // (no rank asks twice in one), and this is the next one.
+  if (it != rounds_.end())
+    rounds_.erase(it);
+  bound();
+  it = rounds_.try_emplace(name).first;
+  it->second.seen.assign(static_cast<size_t>(end_ - first_), false);
+  return {it, true};
 }
 
 bool request_merger::seen(const round& r, int32_t first, int32_t end) const {

@@ -106,6 +106,11 @@ private:
   };
   using rounds = std::unordered_map<std::string, round>;
 
+  // The round ranks [first, end) of `name` belong to, and whether it is
+  // new: the current one, unless it goes up as it comes and has seen one
+  // of them already.
+  std::pair<rounds::iterator, bool> round_of(const std::string& name, int32_t first,
+                                             int32_t end);
   // Whether the round has seen a rank of [first, end).
   bool seen(const round& r, int32_t first, int32_t end) const;
   // Makes room for a new round: rounds going up as they come are forgotten

@@ -450,8 +450,8 @@ TEST(hit_aggregator, it_reports_the_least_progress_of_its_subtree_and_of_what_it
 
 // The coordinator's bookkeeping as coordinator_actor drives it (no fusion,
 // no actors): what arrives is taken, what is ready goes out in one list.
-struct coordinator_stub {
-  explicit coordinator_stub(int32_t n, size_t capacity) : table(n), cache(capacity, n) {
+struct coordinator_core {
+  explicit coordinator_core(int32_t n, size_t capacity) : table(n), cache(capacity, n) {
   }
   void take(const v1::RequestList& list) {
     for (auto& why : coordinator::take_requests(list, table, cache))
@@ -687,7 +687,7 @@ private:
   std::vector<sim_rank> ranks_;
   std::vector<tree_node> nodes_;
   std::vector<std::optional<hit_aggregator>> aggregators_;
-  coordinator_stub coordinator_;
+  coordinator_core coordinator_;
   std::mt19937 gen_;
   clock_type::time_point now_ = clock_type::now();
   bool cache_on_;
