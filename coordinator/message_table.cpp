@@ -83,6 +83,12 @@ bool same_dims(const v1::Request& a, const v1::Request& b) {
                     b.shape().begin() + std::min(From, b.shape_size()), b.shape().end());
 }
 
+// "rank 3", or "set ranks [3, 7)" for a control-tree node's merged range.
+std::string senders_text(int32_t first, int32_t end) {
+  return end == first + 1 ? fmt::format("rank {}", first)
+                          : fmt::format("set ranks [{}, {})", first, end);
+}
+
 v1::Response error_response(const std::string& name, const std::string& text) {
   v1::Response resp;
   resp.set_op(v1::OP_TYPE_ERROR);
@@ -214,11 +220,8 @@ std::optional<std::string> message_table::add(const v1::Request& request) {
   const auto first = request.request_rank();
   const auto end = request.hit_ranks_end() > 0 ? request.hit_ranks_end() : first + 1;
   if (first < 0 || end <= first || end > set_size_)
-    return end == first + 1
-             ? fmt::format("request for '{}' from rank {} outside the set of size {}",
-                           request.tensor_name(), first, set_size_)
-             : fmt::format("request for '{}' from set ranks [{}, {}) outside the set of size {}",
-                           request.tensor_name(), first, end, set_size_);
+    return fmt::format("request for '{}' from {} outside the set of size {}",
+                       request.tensor_name(), senders_text(first, end), set_size_);
   if (auto err = check_request(request); !err.empty())
     return reject(request, err, end);
   if (request.op() == v1::OP_TYPE_JOIN) {
@@ -470,10 +473,7 @@ std::string message_table::reject(const v1::Request& request, const std::string&
                                   int32_t end) {
   const auto& name = request.tensor_name();
   const auto first = request.request_rank();
-  const auto why =
-    end == first + 1
-      ? fmt::format("rank {} sent an invalid request: {}", first, err)
-      : fmt::format("set ranks [{}, {}) sent an invalid request: {}", first, end, err);
+  const auto why = fmt::format("{} sent an invalid request: {}", senders_text(first, end), err);
   if (entries_.count(name)) {
     abandon(name, v1::ERROR_CODE_INVALID_ARGUMENT, why);
     // The ranks that sent it have had their answer: they owe nothing.
