@@ -147,6 +147,20 @@ void fail_pending(negotiator_state& st, const status& s) {
 
 void flush_requests(negotiator_self self);
 
+// What arrived goes up at once when nothing else is queued; messages
+// already queued behind it (typically more submissions or children's
+// lists) first join the same RequestList: the flush message lands after
+// them.
+void flush_soon(negotiator_self self) {
+  auto& st = self->state;
+  if (self->mailbox().empty())
+    flush_requests(self);
+  else if (!st.flush_scheduled) {
+    st.flush_scheduled = true;
+    self->send(self, flush_atom::value);
+  }
+}
+
 // Accepts the whole batch or none of it: a group with one member refused
 // would otherwise wait forever for that member at the coordinator.
 void on_submit(negotiator_self self, const entry_batch& batch) {
@@ -175,15 +189,7 @@ void on_submit(negotiator_self self, const entry_batch& batch) {
     st.outbox.push_back(e);
   }
   observe_depths(st, self);
-  // A lone submission goes out at once. Messages already queued behind it
-  // (typically more submissions) first join the same RequestList: the flush
-  // message lands after them.
-  if (self->mailbox().empty())
-    flush_requests(self);
-  else if (!st.flush_scheduled) {
-    st.flush_scheduled = true;
-    self->send(self, flush_atom::value);
-  }
+  flush_soon(self);
 }
 
 // Sends a RequestList (none: only what the channel still holds) up: to
@@ -306,12 +312,7 @@ void on_child_list(negotiator_self self, const std::string& bytes) {
     return;
   }
   st.aggregator->add(list, control::hit_aggregator::clock::now());
-  if (self->mailbox().empty())
-    flush_requests(self);
-  else if (!st.flush_scheduled) {
-    st.flush_scheduled = true;
-    self->send(self, flush_atom::value);
-  }
+  flush_soon(self);
 }
 
 // Takes this rank's place in the control tree (once, from the coordinator).
@@ -398,6 +399,10 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
   if (st.tracing && st.mark_cycles)
     caf::anon_send(st.timeline, timeline_atom::value, std::string("CYCLE_START"),
                    timeline_now_us());
+  // Before the subtree can ask for these tensors again: their rounds of
+  // full requests at this node are over.
+  if (st.aggregator && st.aggregator->answered(list))
+    flush_soon(self);
   if (list.tuning().has_cache_capacity())
     st.cache.clear();  // the coordinator emptied its cache as of this list
   st.cache.apply(list, [&](const std::string& name) -> const v1::Request* {

@@ -68,6 +68,16 @@ void hit_aggregator::add(const v1::RequestList& list, clock::time_point now) {
   }
 }
 
+bool hit_aggregator::answered(const v1::ResponseList& list) {
+  if (merger_.idle())
+    return false;  // the steady state: everything cached
+  const int before = out_.requests_size();
+  for (const auto& resp : list.responses())
+    for (const auto& name : resp.tensor_names())
+      merger_.answered(name, out_);
+  return out_.requests_size() > before;
+}
+
 void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::time_point now) {
   const key k{req.cache_id(), req.cache_list() > 0 ? req.cache_list() : lists_applied};
   const int32_t first = req.request_rank();

@@ -62,6 +62,12 @@ public:
   /// When take() will have held hits to send without new input.
   std::optional<clock::time_point> next_deadline() const;
 
+  /// A response list reached this node (before its subtree, which cannot
+  /// ask for its tensors again before it): the merger's rounds of its
+  /// tensors are over. True when that sent held requests up (take() has
+  /// them).
+  bool answered(const v1::ResponseList& list);
+
   /// A JOIN round ended on this rank: hits are aggregated again (while a
   /// rank of the subtree has joined, it sends no hits, so none complete).
   void join_ended() {

@@ -64,6 +64,15 @@ void request_merger::mixed(const std::string& name, v1::RequestList& up) {
     release(it, up);
 }
 
+void request_merger::answered(const std::string& name, v1::RequestList& up) {
+  auto it = rounds_.find(name);
+  if (it == rounds_.end())
+    return;
+  if (it->second.request)
+    release(it, up);
+  rounds_.erase(it);
+}
+
 void request_merger::release_all(v1::RequestList& up) {
   for (auto it = rounds_.begin(); it != rounds_.end(); ++it)
     if (it->second.request)

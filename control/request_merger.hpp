@@ -30,8 +30,13 @@ namespace troupe::control {
 /// arrives, so the coordinator decides errors and stalls, naming ranks, as
 /// in a star. The node tracks which ranks of the subtree a round has seen
 /// (full requests and hits that went up as they came): a round ends when
-/// it has seen them all, or when one of them asks again (a rank never asks
-/// twice in one round, so that is the next round).
+/// it has seen them all, when one of them asks again (a rank never asks
+/// twice in one round, so that is the next round), or when the coordinator
+/// answers the tensor. The answer is what ends a round that can never see
+/// every rank here: ranks placed in the tree after they sent it went
+/// straight to the coordinator. Without it the node's own next request
+/// would complete that stale round, and every later round would wait for
+/// the hold.
 /// Pure logic, no actors; hit_aggregator owns one.
 class request_merger {
 public:
@@ -55,6 +60,11 @@ public:
   /// Hits the node could not name were sent up with a request for `name`
   /// pending: its round goes up as it comes.
   void mixed(const std::string& name, v1::RequestList& up);
+
+  /// The coordinator answered `name` (the node sees every response list
+  /// before its subtree can ask for the tensor again): its round is over.
+  /// Requests still held were not waited for (an error): they go up.
+  void answered(const std::string& name, v1::RequestList& up);
 
   /// Sends every held request up (a JOIN: no round completes while a rank
   /// of the subtree has joined).

@@ -193,6 +193,34 @@ TEST(hit_aggregator, full_requests_are_merged_unless_a_rank_names_their_tensor_b
   EXPECT_FALSE(agg.next_deadline());
 }
 
+TEST(hit_aggregator, a_response_list_ends_the_rounds_of_its_tensors) {
+  const auto t = clock_type::now();
+  hit_aggregator agg(inner_node(), 1s);
+  using ranges = std::vector<std::pair<int32_t, int32_t>>;
+  // Ranks 1 and 3 sent x before they were placed in the tree: only rank
+  // 2's request reaches the node, and goes up after the hold.
+  agg.add(full_request(2, 0, "x"), t);
+  auto up = agg.take(t + 1s);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(requests_in(*up), (ranges{{2, 3}}));
+  v1::ResponseList answer;
+  answer.add_responses()->add_tensor_names("x");
+  EXPECT_FALSE(agg.answered(answer));  // nothing was held
+  // The next round is merged, whichever rank comes first.
+  for (int32_t r : {1, 2, 3})
+    agg.add(full_request(r, 1, "x"), t + 2s);
+  up = agg.take(t + 2s);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(requests_in(*up), (ranges{{1, 4}}));
+  // A held round the coordinator answered without (an error) goes up.
+  agg.add(full_request(1, 2, "x"), t + 3s);
+  EXPECT_TRUE(agg.answered(answer));
+  up = agg.take(t + 3s);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(requests_in(*up), (ranges{{1, 2}}));
+  EXPECT_EQ(agg.held(), 0u);
+}
+
 TEST(hit_aggregator, a_full_request_takes_up_only_the_held_hits_of_its_tensor_when_named) {
   const auto t = clock_type::now();
   // This node's member knows id 5 as "x" and id 6 as "y" (as of list 9);

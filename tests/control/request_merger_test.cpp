@@ -144,6 +144,45 @@ TEST(request_merger, a_rank_asking_again_starts_the_next_round) {
   EXPECT_TRUE(m.idle());
 }
 
+TEST(request_merger, the_coordinators_answer_ends_a_round_that_cannot_see_every_rank) {
+  const auto t = clock_type::now();
+  request_merger m(3, 7, 1s);
+  v1::RequestList up;
+  // Ranks 3, 5 and 6 sent this round before they were placed in the tree
+  // (straight to the coordinator): only rank 4's reaches the node.
+  m.add(request(4, 5), t, up);
+  m.release_due(t + 1s, up);
+  EXPECT_EQ(ranges(up), (expected{{4, 5, 4}}));
+  EXPECT_FALSE(m.idle());
+  m.answered("x", up);
+  EXPECT_TRUE(m.idle());
+  // The next round, the node's own member first, is merged: without the
+  // answer rank 3's request would have completed the stale round, and
+  // this one would wait for the hold, and so on every round after it.
+  up.Clear();
+  for (int32_t r = 3; r < 7; ++r)
+    m.add(request(r, r + 1), t + 1100ms, up);
+  EXPECT_EQ(ranges(up), (expected{{3, 7, 4}}));
+  EXPECT_TRUE(m.idle());
+}
+
+TEST(request_merger, requests_held_when_the_answer_comes_go_up) {
+  const auto t = clock_type::now();
+  request_merger m(3, 7, 1s);
+  v1::RequestList up;
+  m.add(request(3, 4), t, up);
+  m.add(request(5, 7), t, up);
+  m.answered("y", up);  // another tensor's answer changes nothing
+  EXPECT_EQ(m.held(), 1u);
+  // An error the coordinator decided without them: the coordinator sees
+  // them as in a star, and the round is over.
+  m.answered("x", up);
+  EXPECT_EQ(ranges(up), (expected{{3, 4, 4}, {5, 7, 4}}));
+  EXPECT_EQ(m.held(), 0u);
+  EXPECT_TRUE(m.idle());
+  EXPECT_FALSE(m.next_deadline());
+}
+
 TEST(request_merger, ranks_that_named_the_tensor_by_id_end_the_wait) {
   const auto t = clock_type::now();
   request_merger m(3, 7, 1s);
