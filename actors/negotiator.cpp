@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/cache_view.hpp"
@@ -52,6 +53,10 @@ struct negotiator_state {
   std::optional<control::hit_aggregator::clock::time_point> hold_timer;
   bool told_aggregated = false;
   bool told_merged = false;
+  // Rounds the hold sent up, and the count at which the next line that
+  // says so goes out.
+  uint64_t late_rounds = 0;
+  uint64_t next_late_note = 1;
   backend_actors backends;
   caf::actor timeline;  // null when no timeline can be written
   bool tracing = false;   // a timeline file is open: send it events
@@ -222,6 +227,26 @@ void schedule_hold(negotiator_self self, control::hit_aggregator::clock::time_po
   self->delayed_send(self, *next - now, flush_atom::value);
 }
 
+// The hold sent rounds up as they came (the coordinator still waits for
+// the missing ranks, and its stall inspector names them if they never
+// come): said at the 1st, 2nd, 4th, 8th... such round, so that a rank
+// that is often late, or requests that bypass this node, are visible
+// without flooding the log.
+void note_late(negotiator_state& st, const control::late_round& late, uint64_t rounds) {
+  st.late_rounds += rounds;
+  if (st.late_rounds < st.next_late_note)
+    return;
+  std::string missing;
+  for (const auto& [first, end] : late.missing)
+    missing += fmt::format("{}[{}, {})", missing.empty() ? "" : ", ", first, end);
+  spdlog::info("process set {}: set rank {} held '{}' for the control tree's hold ({} ms) "
+               "but set ranks {} had not asked for it; sent up what the rest of its subtree "
+               "sent, as it came ({} such round(s) so far; the next line at {})",
+               st.set_id, st.set_rank, late.tensor, st.tree_hold.count(), missing,
+               st.late_rounds, 2 * st.late_rounds);
+  st.next_late_note = 2 * st.late_rounds;
+}
+
 // Sends what was submitted since the last flush as one RequestList, once
 // the coordinator is known; an inner node of the control tree sends it
 // with its children's, aggregated. Cache hits are decided here, against
@@ -284,6 +309,9 @@ void flush_requests(negotiator_self self) {
   };
   tell_once(st.told_merged, requests.merged, "requests");
   tell_once(st.told_aggregated, sent.aggregated, "cache hits");
+  st.metrics->tree_hold_expired(sent.expired, requests.expired);
+  if (auto late = st.aggregator->take_late())
+    note_late(st, *late, sent.expired + requests.expired);
   if (up) {
     up->set_process_set_id(st.set_id);
     send_up(self, up->SerializeAsString());

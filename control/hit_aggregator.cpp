@@ -205,6 +205,11 @@ std::optional<v1::RequestList> hit_aggregator::take(clock::time_point now) {
     if (it != held_.end() && it->second.since == since) {
       if (now - since < hold_)
         break;  // the oldest held key is not due: none is
+      ++counts_.expired;
+      if (!late_)
+        late_ = late_round{it->second.name ? *it->second.name
+                                           : "cache id " + std::to_string(k.first),
+                           missing_ranges(node_.rank, node_.end, it->second.ranges)};
       release(k, it->second);
       forget(it);
     }
@@ -219,6 +224,11 @@ std::optional<v1::RequestList> hit_aggregator::take(clock::time_point now) {
   list.set_ranks_end(node_.end);
   list.set_lists_applied(progress());
   return list;
+}
+
+std::optional<late_round> hit_aggregator::take_late() {
+  auto merged = merger_.take_late();
+  return late_ ? std::exchange(late_, std::nullopt) : merged;
 }
 
 uint64_t hit_aggregator::progress() const {

@@ -88,10 +88,14 @@ public:
   struct sent_counts {
     uint64_t aggregated = 0;
     uint64_t passed = 0;
+    uint64_t expired = 0;  // held keys the hold sent up
   };
   sent_counts take_counts() {
     return std::exchange(counts_, {});
   }
+  /// The first round of hits, else of full requests, that the hold sent
+  /// up since the last call.
+  std::optional<late_round> take_late();
   /// Full requests sent up since the last call (request_merger).
   request_merger::sent_counts take_request_counts() {
     return merger_.take_counts();
@@ -142,6 +146,7 @@ private:
   std::vector<uint64_t> applied_;
   bool joined_ = false;
   sent_counts counts_;
+  std::optional<late_round> late_;
 };
 
 } // namespace troupe::control

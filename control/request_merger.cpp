@@ -6,6 +6,20 @@
 
 namespace troupe::control {
 
+std::vector<std::pair<int32_t, int32_t>>
+missing_ranges(int32_t first, int32_t end, std::vector<std::pair<int32_t, int32_t>> covered) {
+  std::sort(covered.begin(), covered.end());
+  std::vector<std::pair<int32_t, int32_t>> out;
+  for (const auto& [from, to] : covered) {
+    if (from > first)
+      out.emplace_back(first, from);
+    first = std::max(first, to);
+  }
+  if (first < end)
+    out.emplace_back(first, end);
+  return out;
+}
+
 request_merger::request_merger(int32_t first, int32_t end, clock::duration hold)
   : first_(first), end_(end), hold_(hold) {
 }
@@ -90,6 +104,9 @@ void request_merger::release_due(clock::time_point now, v1::RequestList& up) {
     if (it != rounds_.end() && it->second.request && it->second.since == since) {
       if (now - since < hold_)
         break;  // the oldest held round is not due: none is
+      ++counts_.expired;
+      if (!late_)
+        late_ = late_round{name, missing_ranges(first_, end_, it->second.ranges)};
       release(it, up);
     }
     order_.pop_front();

@@ -13,6 +13,19 @@
 
 namespace troupe::control {
 
+/// A round an inner node held for the whole hold and then sent up as it
+/// came: its tensor ("cache id N" where the node cannot name it) and the
+/// ranks of its subtree that had not asked for it by then.
+struct late_round {
+  std::string tensor;
+  std::vector<std::pair<int32_t, int32_t>> missing;  // [first, end) each
+};
+
+/// The parts of [first, end) that `covered` ([first, end) ranges, in any
+/// order, disjoint) leaves out.
+std::vector<std::pair<int32_t, int32_t>>
+missing_ranges(int32_t first, int32_t end, std::vector<std::pair<int32_t, int32_t>> covered);
+
 /// What an inner node of the control tree does with its subtree's FULL
 /// requests (a tensor not cached, or the cache off): equal requests for a
 /// tensor (every field but the rank and the device ordinal, `same_collective`:
@@ -94,13 +107,18 @@ public:
   }
 
   /// Requests sent up since the last call: merged for the whole subtree,
-  /// and as they came.
+  /// and as they came; and rounds sent up by the hold.
   struct sent_counts {
     uint64_t merged = 0;
     uint64_t passed = 0;
+    uint64_t expired = 0;
   };
   sent_counts take_counts() {
     return std::exchange(counts_, {});
+  }
+  /// The first round the hold sent up since the last call.
+  std::optional<late_round> take_late() {
+    return std::exchange(late_, std::nullopt);
   }
 
 private:
@@ -148,6 +166,7 @@ private:
   size_t held_count_ = 0;
   static constexpr size_t max_rounds = 4096;
   sent_counts counts_;
+  std::optional<late_round> late_;
 };
 
 } // namespace troupe::control

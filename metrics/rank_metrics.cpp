@@ -69,6 +69,14 @@ struct rank_families {
                             "one per request or range sent up as it came (members differed, "
                             "some named the tensor by cache id, the hold, a join).")
                       .Register(*reg)),
+      tree_hold_expired(prometheus::BuildCounter()
+                          .Name("troupe_control_tree_hold_expired_total")
+                          .Help("Rounds of a tensor this rank, as an inner node of the process "
+                                "set's control tree, held for the whole hold and then sent up as "
+                                "they came, because ranks of its subtree had not asked for it "
+                                "by then (a rank that late, or whose request went another "
+                                "way): what=\"hits\" or \"requests\".")
+                          .Register(*reg)),
       mailbox(prometheus::BuildGauge()
                 .Name("troupe_actor_mailbox_depth")
                 .Help("Messages waiting in an actor's mailbox, sampled when it handles a "
@@ -88,6 +96,7 @@ struct rank_families {
   prometheus::Family<prometheus::Counter>& cache_misses;
   prometheus::Family<prometheus::Counter>& tree_hits;
   prometheus::Family<prometheus::Counter>& tree_requests;
+  prometheus::Family<prometheus::Counter>& tree_hold_expired;
   prometheus::Family<prometheus::Gauge>& mailbox;
 };
 
@@ -103,6 +112,8 @@ set_metrics::set_metrics(const rank_families& f, uint32_t set_id, int set_size,
     tree_passed_(series_->add(f.tree_hits, {{"how", "passed"}})),
     tree_requests_merged_(series_->add(f.tree_requests, {{"how", "merged"}})),
     tree_requests_passed_(series_->add(f.tree_requests, {{"how", "passed"}})),
+    tree_hits_expired_(series_->add(f.tree_hold_expired, {{"what", "hits"}})),
+    tree_requests_expired_(series_->add(f.tree_hold_expired, {{"what", "requests"}})),
     collectives_(f.collectives, *series_, set_size, backend,
                  series_->add(f.mailbox, {{"actor", "backend"}})) {
   for (auto who : {actor_kind::negotiator, actor_kind::coordinator})

@@ -104,6 +104,11 @@ public:
     tree_requests_merged_.Increment(static_cast<double>(merged));
     tree_requests_passed_.Increment(static_cast<double>(passed));
   }
+  /// Rounds of hits and of full requests it held for the whole hold.
+  void tree_hold_expired(uint64_t hits, uint64_t requests) {
+    tree_hits_expired_.Increment(static_cast<double>(hits));
+    tree_requests_expired_.Increment(static_cast<double>(requests));
+  }
 
 private:
   std::unique_ptr<set_series> series_;  // first: the children below are its
@@ -119,6 +124,8 @@ private:
   prometheus::Counter& tree_passed_;
   prometheus::Counter& tree_requests_merged_;
   prometheus::Counter& tree_requests_passed_;
+  prometheus::Counter& tree_hits_expired_;
+  prometheus::Counter& tree_requests_expired_;
   collective_metrics collectives_;
 };
 

@@ -333,6 +333,12 @@ TEST(hit_aggregator, hits_held_past_the_hold_go_up_for_the_stall_inspector) {
   auto up = agg.take(t + 1s);
   ASSERT_TRUE(up);
   EXPECT_EQ(hits_in(*up), (std::vector<hit_up>{{5, 9, 1, 2}, {5, 9, 3, 4}}));
+  // Counted and reported: the node cannot name id 5, and rank 2 is missing.
+  EXPECT_EQ(agg.take_counts().expired, 1u);
+  const auto late = agg.take_late();
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->tensor, "cache id 5");
+  EXPECT_EQ(late->missing, (std::vector<std::pair<int32_t, int32_t>>{{2, 3}}));
   agg.add(hits(2, 9, {{5, 9}}), t + 2s);  // the late rank: straight up
   up = agg.take(t + 2s);
   ASSERT_TRUE(up);

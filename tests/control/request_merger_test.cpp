@@ -115,14 +115,30 @@ TEST(request_merger, the_hold_sends_a_stalled_round_up) {
   EXPECT_EQ(m.next_deadline(), t + 1s);
   m.release_due(t + 999ms, up);
   EXPECT_EQ(up.requests_size(), 0);
+  EXPECT_FALSE(m.take_late());
   m.release_due(t + 1s, up);
   EXPECT_EQ(ranges(up), (expected{{3, 4, 4}, {5, 7, 4}}));
   EXPECT_FALSE(m.next_deadline());
+  // Counted and reported, naming the rank that had not asked.
+  EXPECT_EQ(m.take_counts().expired, 1u);
+  const auto late = m.take_late();
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->tensor, "x");
+  EXPECT_EQ(late->missing, (std::vector<std::pair<int32_t, int32_t>>{{4, 5}}));
+  EXPECT_FALSE(m.take_late());
   // The missing rank's request follows as it comes; the round is over.
   up.Clear();
   m.add(request(4, 5), t + 1500ms, up);
   EXPECT_EQ(ranges(up), (expected{{4, 5, 4}}));
   EXPECT_TRUE(m.idle());
+}
+
+TEST(request_merger, missing_ranges_are_the_gaps_between_what_was_seen) {
+  using r = std::vector<std::pair<int32_t, int32_t>>;
+  EXPECT_EQ(missing_ranges(3, 7, {}), (r{{3, 7}}));
+  EXPECT_EQ(missing_ranges(3, 7, {{5, 7}, {3, 4}}), (r{{4, 5}}));
+  EXPECT_EQ(missing_ranges(3, 7, {{4, 5}}), (r{{3, 4}, {5, 7}}));
+  EXPECT_EQ(missing_ranges(3, 7, {{3, 5}, {5, 7}}), r{});
 }
 
 TEST(request_merger, a_rank_asking_again_starts_the_next_round) {

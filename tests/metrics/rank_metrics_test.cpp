@@ -64,6 +64,7 @@ TEST(rank_metrics, executed_collectives_update_their_sets_children) {
   global->cache_hit();
   global->tree_hits(3, 1);
   global->tree_requests(5, 2);
+  global->tree_hold_expired(1, 3);
   global->stall_check(2, true);
   global->queue_depth(5);
   global->mailbox_depth(actor_kind::negotiator, 7);
@@ -95,6 +96,8 @@ TEST(rank_metrics, executed_collectives_update_their_sets_children) {
      "troupe_control_tree_hits_total{how=\"passed\",process_set=\"0\"} 1\n",
      "troupe_control_tree_requests_total{how=\"merged\",process_set=\"0\"} 5\n",
      "troupe_control_tree_requests_total{how=\"passed\",process_set=\"0\"} 2\n",
+     "troupe_control_tree_hold_expired_total{process_set=\"0\",what=\"hits\"} 1\n",
+     "troupe_control_tree_hold_expired_total{process_set=\"0\",what=\"requests\"} 3\n",
      "troupe_stalled_tensors{process_set=\"0\"} 2\n",
      "troupe_stall_warnings_total{process_set=\"0\"} 1\n",
      "troupe_tensor_queue_depth{process_set=\"0\"} 5\n",

@@ -48,8 +48,8 @@ for ctl in 1 0; do
   # The stall with the cache on (a withheld hit) and off (a withheld full
   # request: ranks 4 and 5's requests wait for it at their node).
   for cap in 1024 0; do
-    timeout 120 "$run" "${common[@]}" --cache-capacity "$cap" --stall-check-time-seconds 1 \
-      --stall-shutdown-time-seconds 3 "$check" stall >"$out" 2>&1 \
+    timeout 120 "$run" "${common[@]}" --log-level info --cache-capacity "$cap" \
+      --stall-check-time-seconds 1 --stall-shutdown-time-seconds 3 "$check" stall >"$out" 2>&1 \
       || fail "stall (channel $ctl, cache $cap)"
     grep -q "6: \[stall.withheld\]" "$out" \
       || fail "no stall warning naming rank 6 (channel $ctl, cache $cap)"
@@ -58,6 +58,9 @@ for ctl in 1 0; do
     if grep -E "<stderr>:[0-9]+: \[stall.withheld\]" "$out" | grep -vq "<stderr>:6: "; then
       fail "a stall warning named a rank that had submitted (channel $ctl, cache $cap)"
     fi
+    # ...and their node says why it sent them up without rank 6.
+    grep -q "set rank 4 held 'stall.withheld' for the control tree's hold (250 ms) but set ranks \[6, 7) had not asked for it" \
+      "$out" || fail "the node over [4, 7) did not say it held the tensor without rank 6 (channel $ctl, cache $cap)"
     [ "$(grep -c 'PASS stalled tensor failed' "$out")" -eq 7 ] \
       || fail "not every rank passed the stall (cache $cap)"
   done
