@@ -4,6 +4,7 @@
 #include <deque>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -49,6 +50,13 @@ struct negotiator_state {
   std::vector<member_actor> children;
   std::optional<control::hit_aggregator> aggregator;
   std::chrono::milliseconds tree_hold{0};
+  // False until the coordinator placed this rank in the control tree (or
+  // the wait for it ran out): lists stay in the outbox until then (see
+  // control::tree_possible), and the lists of children placed before this
+  // rank wait for its place here.
+  bool placed = true;
+  control::hit_aggregator::clock::time_point place_deadline{};
+  std::vector<std::string> early_lists;
   std::string host;
   std::optional<control::hit_aggregator::clock::time_point> hold_timer;
   bool told_aggregated = false;
@@ -217,6 +225,15 @@ void send_up(negotiator_self self, std::optional<std::string> bytes) {
   }
 }
 
+// The coordinator places every member right after the last one
+// introduced itself, and answers nothing before; this bounds the wait of
+// a member whose coordinator places nobody (its fanout configured
+// otherwise): its lists then go to the coordinator, as in a star.
+constexpr auto place_wait = std::chrono::seconds(5);
+// Children's lists kept while this rank waits for its place; past this,
+// they go up as they came (only a broken peer sends that many).
+constexpr size_t max_early_lists = 1024;
+
 // Wakes an inner node when the hits it holds are due to go up anyway.
 void schedule_hold(negotiator_self self, control::hit_aggregator::clock::time_point now) {
   auto& st = self->state;
@@ -254,7 +271,7 @@ void note_late(negotiator_state& st, const control::late_round& late, uint64_t r
 void flush_requests(negotiator_self self) {
   auto& st = self->state;
   st.flush_scheduled = false;
-  if (!st.coordinator)
+  if (!st.coordinator || !st.placed)
     return;
   v1::RequestList list;
   list.set_process_set_id(st.set_id);
@@ -325,6 +342,12 @@ void flush_requests(negotiator_self self) {
 // behind it join the same flush.
 void on_child_list(negotiator_self self, const std::string& bytes) {
   auto& st = self->state;
+  // A child can be placed, and send, before its parent: the coordinator
+  // places everyone at once, and messages from two senders are not ordered.
+  if (!st.placed && st.early_lists.size() < max_early_lists) {
+    st.early_lists.push_back(bytes);
+    return;
+  }
   v1::RequestList list;
   if (!list.ParseFromString(bytes)) {
     spdlog::error("negotiator of set {}: dropped a malformed request list from a control-tree "
@@ -366,6 +389,18 @@ bool on_placed(negotiator_self self, int32_t parent_rank, int32_t end,
   for (auto& c : relay)
     st.children.push_back(caf::actor_cast<member_actor>(c));
   return true;
+}
+
+// This rank's place is settled (told, or the wait for it ran out): the
+// lists its children sent before go on as if they came now, then its own.
+void settle_place(negotiator_self self) {
+  auto& st = self->state;
+  if (st.placed)
+    return;
+  st.placed = true;
+  for (const auto& bytes : std::exchange(st.early_lists, {}))
+    on_child_list(self, bytes);
+  flush_soon(self);
 }
 
 // Opens the set's control channel when the coordinator is another process
@@ -545,6 +580,7 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
   st.set_rank = args.set_rank;
   st.epoch = args.epoch;
   st.tree_hold = args.tree_hold;
+  st.placed = !args.await_place;
   st.host = args.host;
   st.local_coordinator = std::move(local_coordinator);
   st.backends = std::move(backends);
@@ -556,7 +592,17 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
       on_submit(self, std::exchange(in->entries, {}));
     },
     [=](flush_atom) {
-      self->state.channel_retry_scheduled = false;
+      auto& st = self->state;
+      st.channel_retry_scheduled = false;
+      if (!st.placed && control::hit_aggregator::clock::now() >= st.place_deadline &&
+          st.coordinator) {
+        spdlog::warn("process set {}: set rank {} was not placed in the control tree within "
+                     "{} s of its introduction (is TROUPE_CONTROL_FANOUT the same on every "
+                     "rank?); its lists go to the coordinator until it is",
+                     st.set_id, st.set_rank,
+                     std::chrono::duration_cast<std::chrono::seconds>(place_wait).count());
+        settle_place(self);
+      }
       flush_requests(self);
     },
     [=](response_atom, int64_t epoch, uint32_t set, const std::string& bytes) {
@@ -573,7 +619,9 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
     },
     [=](tree_atom, int32_t parent_rank, int32_t end, std::vector<int32_t>& children,
         caf::actor& parent, std::vector<caf::actor>& relay) {
-      return on_placed(self, parent_rank, end, children, parent, relay);
+      const bool taken = on_placed(self, parent_rank, end, children, parent, relay);
+      settle_place(self);  // (an invalid place is refused: lists go as in a star)
+      return taken;
     },
     // Once per set: the introduction goes first, so the coordinator knows
     // where to answer before it sees this rank's first request.
@@ -586,6 +634,10 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
       self->send(st.coordinator, hello_atom::value, st.set_rank,
                  member_actor{caf::actor_cast<negotiator_actor>(self)}, st.channel != nullptr,
                  st.host);
+      if (!st.placed) {
+        st.place_deadline = control::hit_aggregator::clock::now() + place_wait;
+        self->delayed_send(self, place_wait, flush_atom::value);
+      }
       flush_requests(self);
     },
     [=](executed_atom, uint64_t id, status& result, const list_stats& moved) {

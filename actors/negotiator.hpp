@@ -35,6 +35,9 @@ struct negotiator_args {
   /// This rank's host, told to the coordinator: the control tree follows
   /// hosts.
   std::string host;
+  /// Sends no list before the coordinator placed it in the control tree
+  /// (control::tree_possible, and not the coordinator's own rank).
+  bool await_place = false;
 };
 
 /// Spawns the negotiator of one process set on this rank. It owns the set's

@@ -72,7 +72,7 @@ tree_node control_tree_node(int32_t rank, int32_t set_size, int32_t fanout,
                             const std::vector<int32_t>& starts_in) {
   if (rank < 0 || rank >= set_size)
     throw std::invalid_argument("control_tree_node: rank outside the set");
-  const bool star = fanout <= 0 || fanout >= set_size - 1;
+  const bool star = !tree_possible(set_size, fanout);
   if (star)
     fanout = std::max(set_size - 1, 1);
   // One host when the layout is unknown, or for a star.

@@ -26,6 +26,15 @@ struct tree_node {
   }
 };
 
+/// Whether a set of `set_size` may get a tree with `fanout` (else it is a
+/// star). When it may, the coordinator places every member but its own,
+/// and members send no list before they are placed: one sent before would
+/// bypass the inner node over its sender, whose round of that tensor could
+/// then never see it.
+inline bool tree_possible(int32_t set_size, int32_t fanout) {
+  return fanout > 0 && fanout < set_size - 1;
+}
+
 /// `rank`'s node in the tree of a set of `set_size` where every node has
 /// at most `fanout` children of each kind, in equal blocks (depth
 /// log_fanout). With `host_starts` (the first set rank of each host,

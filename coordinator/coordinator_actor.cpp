@@ -236,25 +236,24 @@ void check_stalls(coordinator_self self) {
   self->delayed_send(self, st.stalls->interval(), stall_atom::value);
 }
 
-// Tells every member of a control tree its place: where its lists go
-// (its parent, or the coordinator) and which children it passes response
-// lists on to (not those on the control channel: they read every list
-// there). Each confirms before the first list goes out, so a node never
-// gets a list before it knows its children. A member that does not answer
-// in time is left as it is (the set is broken then: the supervisor sees
-// the lost rank).
+// Tells every member of a set that may have a control tree its place
+// (each waits for it before its first list, control::tree_possible):
+// where its lists go (its parent, or the coordinator) and which children
+// it passes response lists on to (not those on the control channel: they
+// read every list there). Each confirms before the first list goes out,
+// so a node never gets a list before it knows its children. A member that
+// does not answer in time is left as it is (the set is broken then: the
+// supervisor sees the lost rank).
 void place_members(coordinator_self self) {
   auto& st = self->state;
   const auto n = static_cast<int32_t>(st.members.size());
   const auto starts = control::host_starts(st.hosts);
   st.listeners = control::control_tree_node(0, n, st.tree_fanout, starts).children;
   st.listeners.insert(st.listeners.begin(), 0);
-  if (st.listeners.size() == st.members.size())
-    return;  // a star
+  if (!control::tree_possible(n, st.tree_fanout))
+    return;  // a star: nobody waits for a place
   for (int32_t r = 1; r < n; ++r) {
     auto node = control::control_tree_node(r, n, st.tree_fanout, starts);
-    if (node.parent == 0 && node.children.empty())
-      continue;  // a leaf under the root, as in a star
     caf::actor parent;
     if (node.parent > 0)
       parent = caf::actor_cast<caf::actor>(st.members[static_cast<size_t>(node.parent)]);

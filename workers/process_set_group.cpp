@@ -9,6 +9,7 @@
 #include "autotune/autotune_log.hpp"
 #include "backends/backend_actor.hpp"
 #include "backends/registry.hpp"
+#include "control/control_tree.hpp"
 #include "control/shm_channel.hpp"
 #include "coordinator/coordinator_actor.hpp"
 #include "metrics/autotune_metrics.hpp"
@@ -135,14 +136,14 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
     g.coordinator = coordinator::spawn_coordinator(sys, spec.set_id, set_size, options, counted);
   }
   const bool tracing = !cfg.timeline.empty() && cfg.timeline != dynamic_timeline;
-  g.negotiator = actors::spawn_negotiator(
-    sys,
-    actors::negotiator_args{spec.set_id, set_rank, counted, tracing, spec.epoch,
-                            // A quarter of the stall check time, 1 s at most.
-                            std::chrono::milliseconds(static_cast<int64_t>(
-                              std::min(1000.0, cfg.stall_check_seconds * 250))),
-                            spec.id->hostname},
-    g.coordinator, g.backends, spec.timeline);
+  actors::negotiator_args args{spec.set_id, set_rank, counted, tracing, spec.epoch,
+                               // A quarter of the stall check time, 1 s at most.
+                               std::chrono::milliseconds(static_cast<int64_t>(
+                                 std::min(1000.0, cfg.stall_check_seconds * 250))),
+                               spec.id->hostname};
+  args.await_place = set_rank != 0 && control::tree_possible(set_size, cfg.control_fanout);
+  g.negotiator = actors::spawn_negotiator(sys, std::move(args), g.coordinator, g.backends,
+                                          spec.timeline);
   return g;
 }
 

@@ -11,7 +11,8 @@
 # both inner nodes must have sent their subtree's hits, and with the cache
 # off their requests, up as one. Then fanout 1 (a chain: every rank but the
 # last an inner node) under dynamic process sets (each set its own tree),
-# 50 in-place resets (the trees rebuilt each time) and join.
+# 50 in-place resets (the trees rebuilt each time) and join. Last, a
+# fanout that differs between the coordinator's rank and the others.
 set -u
 run=$1 check=$2
 out=$(mktemp)
@@ -72,3 +73,20 @@ timeout 150 "$run" "${chain[@]}" -np 4 "$check" reset 50 >"$out" 2>&1 || fail "r
 [ "$(grep -c 'PASS 50 in-place resets' "$out")" -eq 4 ] || fail "not every rank passed the resets"
 timeout 150 "$run" "${chain[@]}" -np 5 "$check" join >"$out" 2>&1 || fail "join in a chain"
 echo "PASS: process sets, resets and join in a chain"
+# A fanout that differs across ranks (bad input) never hangs: a coordinator
+# that places nobody (fanout 0 on rank 0) leaves the others waiting for a
+# place 5 s, then they warn and send as in a star; a coordinator that
+# places everyone while the others expect a star (fanout 0 on them) gets
+# their first lists straight, and its inner nodes' rounds end at its answers.
+for zero in '= 0' '!= 0'; do
+  timeout 120 "$run" --timeout 100 -np 5 --control-fanout 2 --log-level info sh -c \
+    "[ \"\$TROUPE_RANK\" $zero ] && export TROUPE_CONTROL_FANOUT=0; exec \"$check\" cache 30" \
+    >"$out" 2>&1 || fail "fanout 0 where TROUPE_RANK $zero"
+  [ "$(grep -c 'PASS 30 cached steps' "$out")" -eq 5 ] \
+    || fail "not every rank passed the steps with fanout 0 where TROUPE_RANK $zero"
+  if [ "$zero" = '= 0' ]; then
+    [ "$(grep -c 'was not placed in the control tree within 5 s' "$out")" -eq 4 ] \
+      || fail "ranks 1-4 did not each warn that they were not placed"
+  fi
+done
+echo "PASS: a fanout that differs across ranks"
