@@ -594,8 +594,9 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
     [=](flush_atom) {
       auto& st = self->state;
       st.channel_retry_scheduled = false;
+      // (A broken set places nobody: nothing to warn about.)
       if (!st.placed && control::hit_aggregator::clock::now() >= st.place_deadline &&
-          st.coordinator) {
+          st.coordinator && !st.broken) {
         spdlog::warn("process set {}: set rank {} was not placed in the control tree within "
                      "{} s of its introduction (is TROUPE_CONTROL_FANOUT the same on every "
                      "rank?); its lists go to the coordinator until it is",

@@ -120,11 +120,18 @@ protected:
     return c;
   }
 
+  // Set 0, set rank 0, this fixture's metrics, in membership epoch `epoch`.
+  negotiator_args args(int64_t epoch = 0) const {
+    negotiator_args a;
+    a.metrics = metrics_;
+    a.epoch = epoch;
+    return a;
+  }
+
   // A negotiator that has not been told its coordinator yet.
   negotiator_actor negotiator(const coordinator_actor& local_coordinator,
                               const backend_actors& backends) {
-    auto n = spawn_negotiator(sys_, negotiator_args{0, 0, metrics_, false}, local_coordinator,
-                              backends, caf::actor{});
+    auto n = spawn_negotiator(sys_, args(), local_coordinator, backends, caf::actor{});
     spawned_.push_back(caf::actor_cast<caf::actor>(n));
     return n;
   }
@@ -625,7 +632,7 @@ TEST_F(actor_protocol, messages_from_another_membership_epoch_are_refused) {
     caf::anon_send(coord, request_atom::value, int64_t{2}, 0u, request_list({request(r, "a")}));
   sched_.run();
   EXPECT_TRUE(rank0.responses.empty());
-  auto neg = spawn_negotiator(sys_, negotiator_args{0, 0, metrics_, false, 3}, {},
+  auto neg = spawn_negotiator(sys_, args(3), {},
                               {{device_kind::cpu, backend(cpu)}}, caf::actor{});
   spawned_.push_back(caf::actor_cast<caf::actor>(neg));
   std::vector<float> x(2);
