@@ -281,10 +281,21 @@ private:
   }
 
   // Applies one response list as every member does, tells the coordinator
-  // it ran, and returns the tensors it covered.
+  // it ran, and returns the tensors it covered. Each inner node first ends
+  // its rounds of the list's tensors (timed with it), as its negotiator
+  // does before passing the list on.
   size_t apply(const std::string& bytes) {
     v1::ResponseList list;
     list.ParseFromString(bytes);
+    for (size_t r = 0; r < aggregators_.size(); ++r) {
+      if (!aggregators_[r])
+        continue;
+      const double start = thread_cpu_seconds();
+      const bool released = aggregators_[r]->answered(list);
+      node_seconds_[r] += thread_cpu_seconds() - start;
+      if (released)
+        throw std::runtime_error("a node held requests its coordinator answered without");
+    }
     size_t tensors = 0;
     for (const auto& resp : list.responses()) {
       if (resp.op() == v1::OP_TYPE_ERROR)

@@ -259,6 +259,9 @@ public:
       ASSERT_TRUE(coordinator_.ignored.empty()) << coordinator_.ignored.front();
     }
     EXPECT_EQ(coordinator_.cache.size() > 0, cache_on_);
+    // The coordinator decides errors too once every request came: no node
+    // ever held requests of a tensor it answered.
+    EXPECT_EQ(answered_with_held_, 0u);
   }
 
   uint64_t messages_to_coordinator() const {
@@ -312,8 +315,19 @@ private:
       coordinator_.take(list);
       if (auto out = coordinator_.emit()) {
         auto shared = std::make_shared<const v1::ResponseList>(std::move(*out));
+        // Each node sees a list before its subtree can act on it (it passes
+        // the list on): its rounds of the list's tensors end there, and
+        // what it still held goes up (an error decided without it).
+        std::vector<int32_t> released;
+        for (int32_t r = 1; r < n_; ++r)
+          if (auto& agg = aggregators_[static_cast<size_t>(r)]; agg && agg->answered(*shared))
+            released.push_back(r);
         for (auto& rank : ranks_)
           rank.inbox.push_back(shared);
+        answered_with_held_ += released.size();
+        for (auto r : released)
+          if (auto up = aggregators_[static_cast<size_t>(r)]->take(now_))
+            deliver(*up, nodes_[static_cast<size_t>(r)].parent);
       }
       return;
     }
@@ -357,6 +371,8 @@ private:
   std::vector<sim_rank> ranks_;
   std::vector<tree_node> nodes_;
   std::vector<std::optional<hit_aggregator>> aggregators_;
+  // Nodes that held requests of a tensor their coordinator then answered.
+  size_t answered_with_held_ = 0;
   coordinator_core coordinator_;
   std::mt19937 gen_;
   clock_type::time_point now_ = clock_type::now();
