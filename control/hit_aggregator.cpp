@@ -151,11 +151,7 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   p.count += end - first;
   if (p.count < node_.end - node_.rank)
     return;
-  auto& up = *out_.add_requests();
-  up.set_cache_id(k.first);
-  up.set_cache_list(k.second);
-  up.set_request_rank(node_.rank);
-  up.set_hit_ranks_end(node_.end);
+  send_hit(k, node_.rank, node_.end);
   ++counts_.aggregated;
   if (p.name && !merger_.idle() && merger_.has(*p.name))
     merger_.hits(*p.name, node_.rank, node_.end, out_);
@@ -175,18 +171,18 @@ void hit_aggregator::pass_up(const v1::Request& req, const key& k, int32_t end) 
   ++counts_.passed;
 }
 
+void hit_aggregator::send_hit(const key& k, int32_t first, int32_t end) {
+  auto& up = *out_.add_requests();
+  up.set_cache_id(k.first);
+  up.set_cache_list(k.second);
+  up.set_request_rank(first);
+  up.set_hit_ranks_end(end);
+}
+
 void hit_aggregator::release(const key& k, pending& p) {
-  std::sort(p.ranges.begin(), p.ranges.end());
-  for (size_t i = 0; i < p.ranges.size();) {
-    // Adjacent ranges go up as one.
-    auto [first, end] = p.ranges[i];
-    for (++i; i < p.ranges.size() && p.ranges[i].first == end; ++i)
-      end = p.ranges[i].second;
-    auto& up = *out_.add_requests();
-    up.set_cache_id(k.first);
-    up.set_cache_list(k.second);
-    up.set_request_rank(first);
-    up.set_hit_ranks_end(end);
+  p.ranges = joined_ranges(std::move(p.ranges));
+  for (const auto& [first, end] : p.ranges) {
+    send_hit(k, first, end);
     ++counts_.passed;
   }
   direct_[k.first] = k.second;

@@ -115,6 +115,8 @@ private:
   size_t sender_slot(int32_t rank) const;
   // Forgets a held key (after sending what it held).
   void forget(std::map<key, pending>::iterator it);
+  // Sends a hit of [first, end) for key `k` up.
+  void send_hit(const key& k, int32_t first, int32_t end);
   // Sends one hit up as it came (with the key's list and its range end).
   void pass_up(const v1::Request& req, const key& k, int32_t end);
   // Sends a held tensor's ranges up one by one; the rest of its round

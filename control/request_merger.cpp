@@ -1,10 +1,24 @@
 #include "control/request_merger.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "proto/request_parameters.hpp"
 
 namespace troupe::control {
+
+std::vector<std::pair<int32_t, int32_t>>
+joined_ranges(std::vector<std::pair<int32_t, int32_t>> ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<int32_t, int32_t>> out;
+  for (const auto& r : ranges) {
+    if (!out.empty() && out.back().second == r.first)
+      out.back().second = r.second;
+    else
+      out.push_back(r);
+  }
+  return out;
+}
 
 std::vector<std::pair<int32_t, int32_t>>
 missing_ranges(int32_t first, int32_t end, std::vector<std::pair<int32_t, int32_t>> covered) {
@@ -151,15 +165,10 @@ void request_merger::bound() {
 
 void request_merger::release(rounds::iterator it, v1::RequestList& up) {
   auto& r = it->second;
-  std::sort(r.ranges.begin(), r.ranges.end());
-  for (size_t i = 0; i < r.ranges.size();) {
-    auto [first, end] = r.ranges[i];
-    for (++i; i < r.ranges.size() && r.ranges[i].first == end; ++i)
-      end = r.ranges[i].second;
+  for (const auto& [first, end] : joined_ranges(std::exchange(r.ranges, {}))) {
     send(*r.request, first, end, up);
     ++counts_.passed;
   }
-  r.ranges.clear();
   r.request.reset();
   --held_count_;
 }

@@ -21,8 +21,14 @@ struct late_round {
   std::vector<std::pair<int32_t, int32_t>> missing;  // [first, end) each
 };
 
-/// The parts of [first, end) that `covered` ([first, end) ranges, in any
-/// order, disjoint) leaves out.
+/// `ranges` ([first, end) ranges of set ranks, in any order, disjoint)
+/// sorted, with adjacent ones joined: what goes up when a held round is
+/// released, one message per joined range.
+std::vector<std::pair<int32_t, int32_t>>
+joined_ranges(std::vector<std::pair<int32_t, int32_t>> ranges);
+
+/// The parts of [first, end) that `covered` (as for joined_ranges) leaves
+/// out.
 std::vector<std::pair<int32_t, int32_t>>
 missing_ranges(int32_t first, int32_t end, std::vector<std::pair<int32_t, int32_t>> covered);
 
