@@ -47,6 +47,12 @@ using remove_set_atom = caf::atom_constant<caf::atom("remove_set")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 // A peer leaves cleanly (shutdown) rather than being lost.
 using bye_atom = caf::atom_constant<caf::atom("bye")>;
+// A rank was lost (seen by a neighbour in the control connections, passed
+// along the control tree).
+using lost_atom = caf::atom_constant<caf::atom("lost")>;
+// A rank's supervisor, passed up the control tree so that every ancestor
+// can route to it (see supervisor.cpp).
+using route_atom = caf::atom_constant<caf::atom("route")>;
 // The job moves to a new membership epoch (in-place reset).
 using reset_atom = caf::atom_constant<caf::atom("reset")>;
 // The set is broken: fail everything pending with the given status.

@@ -86,16 +86,22 @@ using process_set_registry_actor = caf::typed_actor<
 /// process set, the coordinator's handle and its control channel's name,
 /// (coordinator, epoch, set id, registration serial, handle, name), from
 /// the set's lowest rank; (bye, rank,
-/// cause, cause text) -> true when a peer leaves (shutdown or reset).
+/// cause, cause text) -> true when a peer leaves (shutdown or reset);
+/// (lost, rank, why) when a rank was lost. With a control tree (see
+/// control::control_links) a supervisor passes each of them on to its
+/// other neighbours, so they reach every rank, and (route, rank, its
+/// supervisor) up to the root.
 using peer_actor = caf::typed_actor<
   caf::reacts_to<coordinator_atom, int64_t, uint32_t, uint64_t, coordinator_actor, std::string>,
-  caf::replies_to<bye_atom, int32_t, int32_t, std::string>::with<bool>>;
+  caf::replies_to<bye_atom, int32_t, int32_t, std::string>::with<bool>,
+  caf::reacts_to<lost_atom, int32_t, std::string>,
+  caf::reacts_to<route_atom, int32_t, caf::actor>>;
 
 /// A rank's supervisor of one membership epoch (workers/supervisor.hpp):
 /// a peer to the others, and what the runtime and the registry ask of it.
 using supervisor_actor = peer_actor::extend<
   caf::reacts_to<hello_atom, int32_t, peer_actor, std::string>,
-  caf::replies_to<peers_atom>::with<bool>,
+  caf::replies_to<peers_atom, std::vector<int32_t>>::with<bool>,
   caf::replies_to<start_atom, uint32_t, std::vector<int>, uint64_t>::with<status,
                                                                           negotiator_actor>,
   caf::replies_to<stop_atom, uint32_t>::with<bool>,

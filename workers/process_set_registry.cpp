@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "workers/control_dialer.hpp"
+
 
 namespace troupe::workers {
 
@@ -26,6 +28,7 @@ struct registry_state {
   identity id;
   config cfg;
   std::shared_ptr<process_set_snapshots> published;
+  std::shared_ptr<const control_dialer> dialer;  // null for a job of one
   uint64_t serial = 0;  // calls so far: the same on every rank
   static constexpr const char* name = "troupe.process_set_registry";
 };
@@ -105,6 +108,15 @@ status barrier(registry_self self, const std::string& name) {
 status start_set(registry_self self, int32_t id, const std::vector<int>& members,
                  uint64_t serial, process_set_snapshot& next) {
   auto& st = self->state;
+  // Along a control tree, the set's own connections first (see
+  // control_links::set_contacts); its coordinator announces itself only
+  // after every member's backend connected, so after these.
+  if (st.dialer) {
+    auto dialled = st.dialer->dial_set(members, std::chrono::steady_clock::now() + deadline(st));
+    if (!dialled.ok())
+      return {dialled.code(), "process set " + std::to_string(id) +
+                                " did not start: " + dialled.message()};
+  }
   status started;
   caf::scoped_actor asker{self->system()};
   asker
@@ -211,8 +223,10 @@ status remove(registry_self self, int32_t id) {
 
 process_set_registry_actor::behavior_type
 registry(registry_self self, supervisor_actor supervisor, identity id, config cfg,
-         std::shared_ptr<process_set_snapshots> published) {
+         std::shared_ptr<process_set_snapshots> published,
+         std::shared_ptr<const control_dialer> dialer) {
   auto& st = self->state;
+  st.dialer = std::move(dialer);
   st.supervisor = std::move(supervisor);
   st.id = std::move(id);
   st.cfg = std::move(cfg);
@@ -235,9 +249,10 @@ registry(registry_self self, supervisor_actor supervisor, identity id, config cf
 process_set_registry_actor
 spawn_process_set_registry(caf::actor_system& sys, supervisor_actor supervisor,
                                       const identity& id, const config& cfg,
-                                      std::shared_ptr<process_set_snapshots> published) {
+                                      std::shared_ptr<process_set_snapshots> published,
+                                      std::shared_ptr<const control_dialer> dialer) {
   return sys.spawn<caf::detached>(registry, std::move(supervisor), id, cfg,
-                                  std::move(published));
+                                  std::move(published), std::move(dialer));
 }
 
 } // namespace troupe::workers

@@ -19,6 +19,8 @@ class actor_system;
 
 namespace troupe::workers {
 
+class control_dialer;
+
 /// What any thread may read about the registered process sets. Never
 /// changed once published: the registry publishes a new one per change.
 struct process_set_snapshot {
@@ -79,10 +81,13 @@ private:
 /// `published` holds the global set (and its negotiator) of the registry's
 /// epoch when spawned; the registry publishes every change there, unless a
 /// reset has replaced the snapshot meanwhile (the call then fails with
-/// status_code::reset).
+/// status_code::reset). Along a control tree, `dialer` connects a member
+/// to the ranks it talks to directly in each new set (control_dialer::
+/// dial_set) before the set starts.
 actors::process_set_registry_actor
 spawn_process_set_registry(caf::actor_system& sys, actors::supervisor_actor supervisor,
                                       const identity& id, const config& cfg,
-                                      std::shared_ptr<process_set_snapshots> published);
+                                      std::shared_ptr<process_set_snapshots> published,
+                                      std::shared_ptr<const control_dialer> dialer);
 
 } // namespace troupe::workers

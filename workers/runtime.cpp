@@ -26,6 +26,9 @@
 #include "metrics/endpoint.hpp"
 #include "metrics/host_state_metrics.hpp"
 #include "metrics/rank_metrics.hpp"
+#include "control/control_links.hpp"
+#include "control/control_tree.hpp"
+#include "workers/control_dialer.hpp"
 #include "workers/control_plane.hpp"
 #include "workers/descriptor_limit.hpp"
 #include "workers/directory.hpp"
@@ -52,11 +55,6 @@ clock::time_point start_deadline(const config& cfg) {
   return clock::now() + seconds(cfg.start_timeout_seconds);
 }
 
-// Between two attempts to reach a peer's endpoint: doubled after each
-// failure, up to the maximum.
-constexpr auto retry_pause = std::chrono::milliseconds(50);
-constexpr auto max_retry_pause = std::chrono::milliseconds(1000);
-
 caf::actor_system_config make_caf_config(const config& cfg, const control_plane& plane) {
   caf::actor_system_config c;
   plane.configure(c);
@@ -82,14 +80,6 @@ caf::actor_system_config make_caf_config(const config& cfg, const control_plane&
 
 spdlog::level::level_enum log_level(const std::string& name) {
   return name == "warning" ? spdlog::level::warn : spdlog::level::from_str(name);
-}
-
-std::pair<std::string, uint16_t> split_address(const std::string& address) {
-  auto colon = address.rfind(':');
-  if (colon == std::string::npos)
-    throw elastic::store_error("malformed endpoint address '" + address + "'");
-  return {address.substr(0, colon),
-          static_cast<uint16_t>(std::stoi(address.substr(colon + 1)))};
 }
 
 // Identity handed down by mpirun instead of troupe-run.
@@ -132,6 +122,8 @@ std::string joined(const std::vector<std::string>& names) {
 struct epoch_run {
   int64_t epoch = 0;
   std::shared_ptr<const identity> id;
+  // Null for a job of one.
+  std::shared_ptr<const control_dialer> dialer;
   supervisor_actor supervisor;
   process_set_registry_actor registry;
 };
@@ -276,21 +268,25 @@ struct runtime::impl {
     return {};
   }
 
-  // Connects to every lower rank's supervisor of `next`'s epoch (found
-  // through that rank's directory) and introduces this one; higher ranks
-  // do the same with us. The directories' addresses go through the store
-  // (keys under the epoch's job prefix) or, under mpirun, an MPI allgather.
+  // Connects to the supervisors of `next`'s epoch that this rank dials
+  // (control::control_links: every lower rank in a small job, the parent
+  // in the global set's control tree in a large one; found through that
+  // rank's directory) and introduces this one; the others dial us. The
+  // directories' addresses go through the store (keys under the epoch's
+  // job prefix) or, under mpirun, an MPI allgather, each with the control
+  // fanout its rank was given, so every rank plans the same links.
   status connect_peers(epoch_run& next, const identity& id, clock::time_point deadline) {
     caf::anon_send(directory, enter_atom::value, next.epoch, next.supervisor);
     if (id.size == 1)
       return {};
-    const auto address = id.listen_host + ":" + std::to_string(directory_port);
+    const control::published_endpoint own{id.listen_host + ":" + std::to_string(directory_port),
+                                          cfg.control_fanout, id.hostname};
     auto key = [&id](int rank) { return id.job_id + "/endpoint/" + std::to_string(rank); };
     std::vector<std::string> all;
     if (store) {
       // First writer wins: a second process claiming this rank cannot
       // redirect the peers.
-      auto claim = store->compare_set(key(id.rank), std::nullopt, address);
+      auto claim = store->compare_set(key(id.rank), std::nullopt, own.encode());
       if (!claim.swapped)
         return {status_code::invalid_argument,
                 "rank " + std::to_string(id.rank) + "'s endpoint is already registered as " +
@@ -302,28 +298,39 @@ struct runtime::impl {
         *store, id.job_id + "/endpoint/", id.job_id + "/endpoints-published/", id.size,
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
     } else {
-      all = launch->allgather(address);
+      all = launch->allgather(own.encode());
     }
-    // Nearest lower rank first: had every rank started with rank 0, rank
-    // 0's one network thread would take N - 1 handshakes at once (48 ranks
-    // on this 2-core host: every one timed out, and the retries piled up).
-    for (int peer = id.rank - 1; peer >= 0; --peer) {
-      const auto& peer_address = all.at(static_cast<size_t>(peer));
-      auto [host, peer_port] = split_address(peer_address);
-      // A handshake can time out on a loaded host (seen with 6 ranks on 2
-      // cores); the peer is listening, so try again until the deadline,
-      // backing off (each attempt is another handshake for a busy peer).
-      // After the first epoch this is the middleman's cached handle.
-      auto remote = control_plane::connect(connections, system, host, peer_port);
-      auto pause = retry_pause;
-      while (!remote && clock::now() + pause < deadline) {
-        spdlog::warn("troupe rank {}: connecting to rank {} at {} failed ({}); retrying in {} ms",
-                     id.rank, peer, peer_address, system.render(remote.error()),
-                     pause.count());
-        std::this_thread::sleep_for(pause);
-        pause = std::min(pause * 2, max_retry_pause);
-        remote = control_plane::connect(connections, system, host, peer_port);
+    std::vector<control::published_endpoint> endpoints;
+    std::vector<int32_t> fanouts;
+    std::vector<std::string> hosts;
+    for (const auto& text : all) {
+      try {
+        endpoints.push_back(control::published_endpoint::decode(text));
+      } catch (const std::exception& e) {
+        return {status_code::invalid_argument,
+                "rank " + std::to_string(endpoints.size()) + " published a malformed endpoint: " +
+                  e.what()};
       }
+      fanouts.push_back(endpoints.back().fanout);
+      hosts.push_back(endpoints.back().hostname);
+    }
+    const auto links = control::control_links::plan(fanouts, hosts);
+    const auto differs = std::find_if(fanouts.begin(), fanouts.end(),
+                                      [&](int32_t f) { return f != fanouts.front(); });
+    if (differs != fanouts.end() && (id.rank == 0 || cfg.control_fanout != fanouts.front()))
+      spdlog::warn("troupe rank {}: TROUPE_CONTROL_FANOUT is {} on rank 0 but {} on rank {}: "
+                   "every rank connects to every other (a full mesh of control connections)",
+                   id.rank, fanouts.front(), *differs, differs - fanouts.begin());
+    next.dialer = std::make_shared<const control_dialer>(system, connections, id.rank,
+                                                         std::move(endpoints), links);
+    // Mesh: nearest lower rank first. Had every rank started with rank 0,
+    // rank 0's one network thread would take N - 1 handshakes at once (48
+    // ranks on this 2-core host: every one timed out, and the retries piled
+    // up).
+    for (int peer : links.dials(id.rank)) {
+      const auto& peer_address = next.dialer->endpoint(peer).address;
+      // After the first epoch this is the middleman's cached handle.
+      auto remote = next.dialer->dial(peer, deadline);
       if (!remote)
         return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) +
                                           " at " + peer_address + ": " +
@@ -346,15 +353,23 @@ struct runtime::impl {
                                       " has moved past membership epoch " +
                                       std::to_string(next.epoch)};
       caf::anon_send(supervisor, hello_atom::value, static_cast<int32_t>(id.rank),
-                     peer_actor{next.supervisor}, address);
+                     peer_actor{next.supervisor}, own.address);
       caf::anon_send(next.supervisor, hello_atom::value, static_cast<int32_t>(peer),
                      peer_actor{supervisor}, peer_address);
     }
     status result{status_code::timeout,
-                  "not every rank connected before the start timeout (TROUPE_START_TIMEOUT)"};
+                  "not every neighbour in the control connections said hello before the start "
+                  "timeout (TROUPE_START_TIMEOUT)"};
     caf::scoped_actor self{system};
-    self->request(next.supervisor, deadline - clock::now(), peers_atom::value)
-      .receive([&](bool) { result = {}; },
+    self->request(next.supervisor, deadline - clock::now(), peers_atom::value, links.parents())
+      .receive([&](bool) {
+                 result = {};
+                 spdlog::info("troupe rank {}: {} control connection(s) ({})", id.rank,
+                              links.neighbours(id.rank).size(),
+                              links.mesh() ? "a full mesh"
+                                           : "the control tree of fanout " +
+                                               std::to_string(fanouts.front()));
+               },
                [&](caf::error& err) { result = {status_code::timeout, result.message() +
                                                                       ": " + system.render(err)}; });
     return result;
@@ -404,7 +419,8 @@ struct runtime::impl {
         first->epoch = epoch;
         first->negotiators.emplace(0, std::move(global_negotiator));
         sets->store(std::move(first));
-        next.registry = spawn_process_set_registry(system, next.supervisor, id, cfg, sets);
+        next.registry =
+          spawn_process_set_registry(system, next.supervisor, id, cfg, sets, next.dialer);
         metrics->position({id.rank, id.size, id.local_rank}, epoch);
         metrics->resets().rendezvous(std::chrono::duration<double>(clock::now() - began).count());
         mark("MEMBERSHIP_EPOCH_" + std::to_string(epoch));

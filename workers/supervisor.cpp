@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/protocols.hpp"
+#include "control/control_links.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "workers/process_set_group.hpp"
 
@@ -26,12 +27,21 @@ constexpr auto bye_grace = std::chrono::milliseconds(250);
 
 struct supervisor_state {
   supervisor_args args;
-  std::vector<peer_actor> peers;  // endpoint per rank; self at own rank
+  // This rank's control connections (the runtime's plan, from `peers`).
+  control::control_links links;
+  // Endpoint per neighbour in `links` (every rank in a mesh); self at own
+  // rank.
+  std::vector<peer_actor> peers;
   std::vector<std::string> peer_addresses;
   std::vector<bool> left;
   // Lost, or shut down for good: not part of the next membership epoch.
   std::vector<bool> gone;
+  // The supervisors of this rank's subtree in a control tree (see
+  // on_route).
+  std::vector<caf::actor> routes;
+  std::vector<int32_t> early_routes;  // ranks of `routes` received before `peers`
   int known_peers = 0;
+  int expected_peers = -1;  // neighbours in `links`; -1 before `peers`
   std::optional<caf::typed_response_promise<bool>> peers_waiter;
   std::map<uint32_t, process_set_group> groups;  // by set id; this rank's sets
   // Starts waiting for their backend's rendezvous, answered when this
@@ -108,6 +118,81 @@ std::optional<int> peer_rank(const supervisor_state& st, const caf::actor_addr& 
   return std::nullopt;
 }
 
+// The neighbour that sent the message being handled; nullopt for one from
+// this rank's runtime or registry.
+std::optional<int> sending_peer(supervisor_self self) {
+  const auto& sender = self->current_sender();
+  if (!sender)
+    return std::nullopt;
+  return peer_rank(self->state, caf::actor_cast<caf::actor_addr>(sender));
+}
+
+// With a control tree, the neighbours a message is passed on to: all but
+// the one it came from (`from`; nullopt: this rank's own), so it reaches
+// every rank once. A mesh needs no relay: the message went to every rank.
+std::vector<peer_actor> relay_targets(const supervisor_state& st, std::optional<int> from) {
+  std::vector<peer_actor> out;
+  if (st.links.mesh())
+    return out;
+  for (size_t r = 0; r < st.peers.size(); ++r)
+    if (static_cast<int>(r) != st.args.id.rank && st.peers[r] && !st.gone[r] && !st.left[r] &&
+        (!from || *from != static_cast<int>(r)))
+      out.push_back(st.peers[r]);
+  return out;
+}
+
+template <class... Ts>
+void pass_on(supervisor_self self, std::optional<int> from, const Ts&... xs) {
+  for (const auto& peer : relay_targets(self->state, from))
+    self->send(peer, xs...);
+}
+
+// With a control tree, the sets this rank can no longer reach every member
+// of (the connections to one went through a rank that is lost or left,
+// `rank`) cannot complete either, though `rank` is not among them.
+void abort_cut_off(supervisor_self self, int rank, status_code code,
+                   std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
+  auto& st = self->state;
+  if (st.links.mesh())
+    return;
+  std::vector<bool> cut(st.gone.size());
+  for (size_t r = 0; r < cut.size(); ++r)
+    cut[r] = st.gone[r] || st.left[r];
+  for (const auto& [id, g] : st.groups) {
+    if (std::binary_search(g.members.begin(), g.members.end(), rank))
+      continue;  // aborted for `rank` itself
+    // A member gone itself broke the set on its own account.
+    for (auto m : g.members)
+      if (!cut[static_cast<size_t>(m)] && !st.links.connected(st.args.id.rank, m, cut)) {
+        const status why{code, fmt::format("process set {} can no longer reach rank {}: the "
+                                           "control connections to it went through rank {}, "
+                                           "which {}",
+                                           id, m, rank,
+                                           code == status_code::peer_lost ? "was lost"
+                                                                          : "has shut down")};
+        if (code == status_code::peer_lost)
+          spdlog::error("troupe rank {}: {}", st.args.id.rank, why.message());
+        else
+          spdlog::info("troupe rank {}: {}", st.args.id.rank, why.message());
+        if (delay.count() > 0)
+          self->delayed_send(g.negotiator, delay, abort_atom::value, why);
+        else
+          self->send(g.negotiator, abort_atom::value, why);
+        break;
+      }
+  }
+}
+
+// Rank `rank` was lost (`why`, as its neighbour that saw it said): every
+// set it belongs to breaks, and so do the sets cut off with it.
+void lose(supervisor_self self, int rank, const std::string& why, std::optional<int> from) {
+  auto& st = self->state;
+  st.gone[static_cast<size_t>(rank)] = true;
+  pass_on(self, from, lost_atom::value, static_cast<int32_t>(rank), why);
+  abort_groups(self, {status_code::peer_lost, why}, rank);
+  abort_cut_off(self, rank, status_code::peer_lost);
+}
+
 void on_down(supervisor_self self, const caf::down_msg& dm) {
   auto& st = self->state;
   for (const auto& [id, g] : st.groups)
@@ -118,16 +203,23 @@ void on_down(supervisor_self self, const caf::down_msg& dm) {
       return;
     }
   auto r = peer_rank(st, dm.source);
-  if (!r || st.left[static_cast<size_t>(*r)])
+  if (!r || st.left[static_cast<size_t>(*r)] || st.gone[static_cast<size_t>(*r)])
     return;
-  st.gone[static_cast<size_t>(*r)] = true;
-  abort_groups(self,
-               {status_code::peer_lost,
-                fmt::format("rank {} ({}) was lost: {}. Collectives involving it "
-                            "cannot complete.",
-                            *r, st.peer_addresses[static_cast<size_t>(*r)],
-                            self->system().render(dm.reason))},
-               *r);
+  lose(self, *r,
+       fmt::format("rank {} ({}) was lost: {} (seen by rank {}). Collectives involving it "
+                   "cannot complete.",
+                   *r, st.peer_addresses[static_cast<size_t>(*r)],
+                   self->system().render(dm.reason), st.args.id.rank),
+       *r);
+}
+
+// A loss that a neighbour passed on (control tree).
+void on_lost(supervisor_self self, int32_t rank, const std::string& why) {
+  auto& st = self->state;
+  if (rank < 0 || static_cast<size_t>(rank) >= st.gone.size() || rank == st.args.id.rank ||
+      st.gone[static_cast<size_t>(rank)] || st.left[static_cast<size_t>(rank)])
+    return;
+  lose(self, rank, why, sending_peer(self));
 }
 
 void on_hello(supervisor_self self, int32_t rank, const peer_actor& endpoint,
@@ -142,30 +234,90 @@ void on_hello(supervisor_self self, int32_t rank, const peer_actor& endpoint,
   st.peers[slot] = endpoint;
   st.peer_addresses[slot] = address;
   self->monitor(endpoint);
-  if (++st.known_peers == st.args.id.size - 1 && st.peers_waiter)
+  if (++st.known_peers == st.expected_peers && st.peers_waiter)
     st.peers_waiter->deliver(true);
 }
 
+// CAF relays a message between ranks that share no connection along the
+// tree, but a node learns a route only from an actor handle it receives:
+// had the handle come from one side of the tree, the node would route that
+// way. The global set's coordinator (the root) sends to every member, so
+// every rank passes its own supervisor up to the root once its neighbours
+// are known: each ancestor then routes to it through the right child.
+// Messages the other way follow the coordinator's handle, which comes down
+// the tree (announce_coordinator). Other sets connect their members
+// directly (see process_set_registry.cpp).
+void on_route(supervisor_self self, int32_t rank, caf::actor supervisor) {
+  auto& st = self->state;
+  if (st.expected_peers < 0) {  // a child's, before this rank's links
+    st.routes.emplace_back(std::move(supervisor));
+    st.early_routes.push_back(rank);
+    return;
+  }
+  if (st.links.mesh())
+    return;
+  const auto parent = st.links.parents()[static_cast<size_t>(st.args.id.rank)];
+  if (parent >= 0 && st.peers[static_cast<size_t>(parent)])
+    self->send(st.peers[static_cast<size_t>(parent)], route_atom::value, rank, supervisor);
+  if (rank != st.args.id.rank)
+    st.routes.push_back(std::move(supervisor));
+}
+
+// The runtime planned this rank's control connections (`parents`: the
+// tree's, empty for a mesh): answers once every neighbour said hello.
+caf::result<bool> await_peers(supervisor_self self, std::vector<int32_t> parents) {
+  auto& st = self->state;
+  try {
+    st.links = control::control_links::from_parents(st.args.id.size, std::move(parents));
+  } catch (const std::exception& e) {
+    return caf::make_error(caf::sec::invalid_argument, e.what());
+  }
+  st.expected_peers = static_cast<int>(st.links.neighbours(st.args.id.rank).size());
+  // The runtime dialled the parent before asking: its hello came first.
+  on_route(self, st.args.id.rank, caf::actor_cast<caf::actor>(self));
+  auto early = std::exchange(st.routes, {});
+  for (size_t i = 0; i < early.size(); ++i)
+    on_route(self, st.early_routes[i], std::move(early[i]));
+  st.early_routes.clear();
+  if (st.known_peers == st.expected_peers)
+    return true;
+  st.peers_waiter = self->make_response_promise<bool>();
+  return *st.peers_waiter;
+}
+
 // The coordinator's rank has connected set `set`, so every member's group
-// exists: tell each member's supervisor the coordinator's handle, once.
-// From then on negotiators and coordinator talk directly.
+// exists: tell each member's supervisor the coordinator's handle, once
+// (through this rank's own supervisor, which passes it along a control
+// tree to every rank). From then on negotiators and coordinator talk
+// directly (CAF routes their messages along the tree's connections).
 void announce_coordinator(supervisor_self self, const process_set_group& g, uint32_t set) {
   auto& st = self->state;
+  if (!st.links.mesh()) {
+    self->send(self, coordinator_atom::value, st.args.epoch, set, g.serial, g.coordinator,
+               g.control_channel);
+    return;
+  }
   for (auto r : g.members)
     self->send(st.peers[static_cast<size_t>(r)], coordinator_atom::value, st.args.epoch, set,
                g.serial, g.coordinator, g.control_channel);
 }
 
-// Passes a set's coordinator on to this rank's negotiator. The set may have
-// been removed (or removed and its id reused) a moment ago: a late
-// announcement is dropped.
+// Passes a set's coordinator on to this rank's negotiator (and, with a
+// control tree, to the other neighbours). The set may have been removed
+// (or removed and its id reused) a moment ago: a late announcement is
+// dropped.
 void on_coordinator(supervisor_self self, int64_t epoch, uint32_t set, uint64_t serial,
                     const coordinator_actor& coordinator, const std::string& channel) {
   auto& st = self->state;
   if (!same_epoch(st.args.epoch, epoch, "supervisor", set))
     return;
   st.args.metrics->supervisor_mailbox_depth(self->mailbox().size());
+  pass_on(self, sending_peer(self), coordinator_atom::value, epoch, set, serial, coordinator,
+          channel);
   auto it = st.groups.find(set);
+  // Along a tree, every rank hears of every set.
+  if (it == st.groups.end() && !st.links.mesh())
+    return;
   if (it == st.groups.end() || it->second.serial != serial) {
     spdlog::warn("troupe rank {}: dropped the coordinator of process set {} (registration {}), "
                  "which does not run here",
@@ -254,9 +406,16 @@ void stop_group(supervisor_self self, uint32_t set_id) {
 void on_bye(supervisor_self self, int32_t rank, status_code cause,
             const std::string& cause_text) {
   auto& st = self->state;
-  if (rank < 0 || static_cast<size_t>(rank) >= st.left.size())
+  if (rank < 0 || static_cast<size_t>(rank) >= st.left.size() || rank == st.args.id.rank ||
+      st.left[static_cast<size_t>(rank)])
     return;
   st.left[static_cast<size_t>(rank)] = true;
+  // Along a tree, to the other neighbours (a request, so each knows whom
+  // it came from; the answer is not needed).
+  for (const auto& peer : relay_targets(st, sending_peer(self)))
+    self->request(peer, bye_timeout, bye_atom::value, rank, static_cast<int32_t>(cause),
+                  cause_text)
+      .then([](bool) {}, [](caf::error&) {});
   if (cause == status_code::reset) {
     abort_groups(self,
                  {status_code::reset,
@@ -281,6 +440,9 @@ void on_bye(supervisor_self self, int32_t rank, status_code cause,
                               "can no longer complete.",
                               rank)},
                  rank, bye_grace);
+  abort_cut_off(self, rank,
+                cause == status_code::peer_lost ? status_code::peer_lost : status_code::shut_down,
+                bye_grace);
 }
 
 // Stops every group and tells the peers why (`why`; for a shutdown, the
@@ -342,18 +504,15 @@ supervisor_actor::behavior_type supervise(supervisor_self self, supervisor_args 
   st.left.resize(n, false);
   st.gone.resize(n, false);
   st.peers[static_cast<size_t>(args.id.rank)] = caf::actor_cast<supervisor_actor>(self);
+  st.links = control::control_links{args.id.size};
   st.args = std::move(args);
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   return {
     [=](hello_atom, int32_t rank, const peer_actor& endpoint, const std::string& address) {
       on_hello(self, rank, endpoint, address);
     },
-    [=](peers_atom) -> caf::result<bool> {
-      auto& st = self->state;
-      if (st.known_peers == st.args.id.size - 1)
-        return true;
-      st.peers_waiter = self->make_response_promise<bool>();
-      return *st.peers_waiter;
+    [=](peers_atom, std::vector<int32_t>& parents) {
+      return await_peers(self, std::move(parents));
     },
     [=](start_atom, uint32_t set_id, std::vector<int>& members, uint64_t serial) {
       return start_group(self, set_id, std::move(members), serial);
@@ -369,6 +528,10 @@ supervisor_actor::behavior_type supervise(supervisor_self self, supervisor_args 
     [=](bye_atom, int32_t rank, int32_t cause, const std::string& cause_text) -> bool {
       on_bye(self, rank, static_cast<status_code>(cause), cause_text);
       return true;
+    },
+    [=](lost_atom, int32_t rank, const std::string& why) { on_lost(self, rank, why); },
+    [=](route_atom, int32_t rank, caf::actor& supervisor) {
+      on_route(self, rank, std::move(supervisor));
     },
     [=](tl_start_atom, const std::string& path, bool mark_cycles) {
       return start_timeline(self, path, mark_cycles);

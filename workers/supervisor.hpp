@@ -31,17 +31,23 @@ struct supervisor_args {
 };
 
 /// Spawns the per-rank supervisor (protocol: actors::supervisor_actor). It is
-/// this rank's endpoint: peers send it
-/// (hello, rank, endpoint, address) at bootstrap, (bye, rank) when they shut
-/// down, and, once per process set, (coordinator, epoch, set id, serial,
-/// handle) from the set's coordinator rank, passed on to the negotiator;
-/// collectives then go between negotiators and coordinator directly. It
-/// owns the actor group of every process set (negotiator, coordinator on
-/// the set's lowest rank, detached backend), monitors peers and children,
-/// and turns a lost peer into an abort of the groups.
+/// this rank's endpoint: its neighbours in the control connections
+/// (control::control_links: every rank in a small job, the parent and
+/// children in the global set's control tree in a large one) send it
+/// (hello, rank, endpoint, address) at bootstrap; peers send (bye, rank)
+/// when they shut down, and, once per process set, (coordinator, epoch,
+/// set id, serial, handle) from the set's coordinator rank, passed on to the
+/// negotiator; collectives then go between negotiators and coordinator
+/// directly. Along a tree each supervisor passes byes, announcements and
+/// (lost, rank, why) on to its other neighbours. It owns the actor group of
+/// every process set (negotiator, coordinator on the set's lowest rank,
+/// detached backend), monitors its neighbours and children, and turns a
+/// lost peer into an abort of the groups it belongs to (and, along a tree,
+/// of the groups it cut this rank off from).
 ///
-/// Bootstrap protocol from the runtime: (peers) -> true once every peer has
-/// said hello; (start) -> (status, negotiator of the global set);
+/// Bootstrap protocol from the runtime: (peers, every rank's parent in the
+/// tree or nothing for a mesh) -> true once every neighbour has said hello;
+/// (start) -> (status, negotiator of the global set);
 /// (shutdown) -> true after peers were told (bye) and groups stopped;
 /// (reset, next epoch) -> the ranks that can join the next epoch (this one
 /// and every peer neither lost nor shut down), after the groups stopped

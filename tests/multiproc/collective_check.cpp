@@ -39,6 +39,9 @@
 //   collective_check process-sets
 //                               4 ranks, static sets [0, 2] and [1, 3],
 //                               dynamic sets, errors, add/remove leak check
+//   collective_check crossing-sets
+//                               5 ranks or more, dynamic sets across the
+//                               control tree's branches, checked
 //   collective_check errors     every user error, message checked on every rank
 //   collective_check allocate   allgather / alltoall / reducescatter results in
 //                               memory from an output_allocator
@@ -76,6 +79,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <thread>
@@ -215,6 +219,54 @@ int set_metrics(int rank, int n, const std::string& dir) {
   return removed.ok() && await_file(rank, dir + "/stop") ? 0 : 1;
 }
 
+// Sets whose members lie on different branches of the control tree, with
+// coordinators that are not its root: {2, size - 2, size - 1}, the odd
+// ranks, and every rank but 0. Twenty allreduces on each set a rank belongs to
+// (cached after the first), checked, then the sets are removed.
+int crossing_sets(int rank, int size) {
+  std::vector<int> all_but_first, odd;
+  for (int r = 1; r < size; ++r) {
+    all_but_first.push_back(r);
+    if (r % 2 == 1)
+      odd.push_back(r);
+  }
+  // The smallest first: no earlier set's messages teach the ranks between
+  // its members the way (see control_links::set_contacts).
+  const std::vector<std::vector<int>> lists{{2, size - 2, size - 1}, odd, all_but_first};
+  std::vector<troupe::process_set> sets(lists.size());
+  for (size_t i = 0; i < lists.size(); ++i)
+    if (auto s = troupe::add_process_set(lists[i], sets[i]); !s.ok()) {
+      std::printf("rank %d: FAIL add_process_set %zu: %s\n", rank, i, s.message().c_str());
+      return 1;
+    }
+  for (size_t i = 0; i < lists.size(); ++i) {
+    const auto& members = lists[i];
+    if (!std::binary_search(members.begin(), members.end(), rank))
+      continue;
+    const float expected = static_cast<float>(std::accumulate(members.begin(), members.end(), 0));
+    for (int step = 0; step < 20; ++step) {
+      float x = static_cast<float>(rank);
+      const troupe::tensor t{&x, data_type::float32, {1}};
+      auto s = troupe::allreduce(t, t, "crossing." + std::to_string(step % 5),
+                                 troupe::reduce_op::sum, 1.0, 1.0, sets[i])
+                 .wait();
+      if (!s.ok() || x != expected) {
+        std::printf("rank %d: FAIL allreduce %d on set %d: %s, got %g, expected %g\n", rank,
+                    step, sets[i].id, s.message().c_str(), static_cast<double>(x),
+                    static_cast<double>(expected));
+        return 1;
+      }
+    }
+  }
+  for (auto& set : sets)
+    if (auto s = troupe::remove_process_set(set); !s.ok()) {
+      std::printf("rank %d: FAIL remove_process_set %d: %s\n", rank, set.id, s.message().c_str());
+      return 1;
+    }
+  std::printf("rank %d: PASS crossing process sets\n", rank);
+  return 0;
+}
+
 // Allreduces named "<prefix>.<i>", checked.
 bool allreduce_series(int rank, int size, const std::string& prefix, int n) {
   for (int i = 0; i < n; ++i) {
@@ -320,6 +372,8 @@ int main(int argc, char** argv) {
     rc = timeline_dynamic(rank, size, argv[2]);
   else if (mode == "process-sets")
     rc = troupe::test::run_process_set_checks(rank, size);
+  else if (mode == "crossing-sets" && size >= 5)
+    rc = crossing_sets(rank, size);
   else if (mode == "autotune-sets" && argc == 3)
     rc = troupe::test::run_autotune_set_checks(rank, size, std::atoi(argv[2]));
   else if (mode == "allocate")

@@ -11,8 +11,10 @@
 # both inner nodes must have sent their subtree's hits, and with the cache
 # off their requests, up as one. Then fanout 1 (a chain: every rank but the
 # last an inner node) under dynamic process sets (each set its own tree),
-# 50 in-place resets (the trees rebuilt each time) and join. Last, a
-# fanout that differs between the coordinator's rank and the others.
+# 50 in-place resets (the trees rebuilt each time) and join. Then dynamic
+# sets across the branches of 15 ranks' tree of control connections (no
+# rank holds more than 3). Last, a fanout that differs between the
+# coordinator's rank and the others (the control connections a full mesh).
 set -u
 run=$1 check=$2
 out=$(mktemp)
@@ -73,6 +75,26 @@ timeout 150 "$run" "${chain[@]}" -np 4 "$check" reset 50 >"$out" 2>&1 || fail "r
 [ "$(grep -c 'PASS 50 in-place resets' "$out")" -eq 4 ] || fail "not every rank passed the resets"
 timeout 150 "$run" "${chain[@]}" -np 5 "$check" join >"$out" 2>&1 || fail "join in a chain"
 echo "PASS: process sets, resets and join in a chain"
+# Sets across the branches of the control connections (15 ranks, fanout 2,
+# three levels), their coordinators below the root, lists over CAF and
+# through the channel: each member connects to its set's coordinator and
+# parent itself. Routed along the tree instead, the set {2, 13, 14} never
+# ran (rank 1 had no route to 13) and the job hung.
+for ctl in 0 1; do
+  timeout 120 "$run" --timeout 100 -np 15 --control-fanout 2 --dynamic-process-sets 1 \
+    --shm-control "$ctl" --log-level info "$check" crossing-sets >"$out" 2>&1 \
+    || fail "sets across the tree (channel $ctl)"
+  [ "$(grep -c 'PASS crossing process sets' "$out")" -eq 15 ] \
+    || fail "not every rank passed the sets across the tree (channel $ctl)"
+  # The root holds its 2 children, no rank more than 3 (a mesh: 14 each).
+  grep -q "troupe rank 0: 2 control connection(s) (the control tree of fanout 2)" "$out" \
+    || fail "rank 0 does not hold exactly its two children (channel $ctl)"
+  [ "$(grep -c 'control connection(s) (the control tree of fanout 2)' "$out")" -eq 15 ] \
+    || fail "not every rank is in the tree of connections (channel $ctl)"
+  ! grep -qE "rank [0-9]+: ([4-9]|[1-9][0-9]+) control connection" "$out" \
+    || fail "a rank holds more than 3 tree connections (channel $ctl)"
+done
+echo "PASS: process sets across the tree's branches"
 # A fanout that differs across ranks (bad input) never hangs: a coordinator
 # that places nobody (fanout 0 on rank 0) leaves the others waiting for a
 # place 5 s, then they warn and send as in a star; a coordinator that
@@ -88,5 +110,10 @@ for zero in '= 0' '!= 0'; do
     [ "$(grep -c 'was not placed in the control tree within 5 s' "$out")" -eq 4 ] \
       || fail "ranks 1-4 did not each warn that they were not placed"
   fi
+  # ...and the control connections are the full mesh, said on rank 0 too.
+  grep -q "troupe rank 0: TROUPE_CONTROL_FANOUT is .* every rank connects to every other" "$out" \
+    || fail "rank 0 did not warn of the mesh (fanout 0 where TROUPE_RANK $zero)"
+  [ "$(grep -c 'control connection(s) (a full mesh)' "$out")" -eq 5 ] \
+    || fail "not every rank holds the full mesh (fanout 0 where TROUPE_RANK $zero)"
 done
 echo "PASS: a fanout that differs across ranks"

@@ -112,9 +112,14 @@ void errors(int rank) {
 }
 
 void add_remove_loop(int rank) {
-  // The first round creates what lives as long as the process (CAF, MPI).
-  process_set warm;
-  expect(add_process_set({1, 2}, warm).ok() && remove_process_set(warm).ok(), rank, "warm-up");
+  // The first round of each set creates what lives as long as the process
+  // (CAF, MPI) or the membership epoch (along a tree of control
+  // connections, a member's connections to its set's coordinator and
+  // parent).
+  for (const auto& ranks : {std::vector<int>{1, 2}, std::vector<int>{0, 1, 3}}) {
+    process_set warm;
+    expect(add_process_set(ranks, warm).ok() && remove_process_set(warm).ok(), rank, "warm-up");
+  }
   const auto before = settled_resources();
   for (int i = 0; i < 100 && failures() == 0; ++i) {
     process_set s;

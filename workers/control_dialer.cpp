@@ -1,0 +1,53 @@
+#include "workers/control_dialer.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "workers/control_plane.hpp"
+
+namespace troupe::workers {
+
+namespace {
+
+constexpr auto retry_pause = std::chrono::milliseconds(50);
+constexpr auto max_retry_pause = std::chrono::milliseconds(1000);
+
+} // namespace
+
+control_dialer::control_dialer(caf::actor_system& sys, caf::io::middleman_actor connections,
+                               int32_t rank, std::vector<control::published_endpoint> endpoints,
+                               control::control_links links)
+  : sys_(sys), connections_(std::move(connections)), rank_(rank),
+    endpoints_(std::move(endpoints)), links_(std::move(links)) {}
+
+caf::expected<caf::actor> control_dialer::dial(int32_t peer, clock::time_point deadline) const {
+  const auto& to = endpoint(peer);
+  const auto host = to.host();
+  const auto port = to.port();
+  auto remote = control_plane::connect(connections_, sys_, host, port);
+  auto pause = retry_pause;
+  while (!remote && clock::now() + pause < deadline) {
+    spdlog::warn("troupe rank {}: connecting to rank {} at {} failed ({}); retrying in {} ms",
+                 rank_, peer, to.address, sys_.render(remote.error()), pause.count());
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, max_retry_pause);
+    remote = control_plane::connect(connections_, sys_, host, port);
+  }
+  return remote;
+}
+
+status control_dialer::dial_set(const std::vector<int>& members,
+                                clock::time_point deadline) const {
+  for (auto peer : links_.set_contacts(rank_, members)) {
+    auto remote = dial(peer, deadline);
+    if (!remote)
+      return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) + " at " +
+                                        endpoint(peer).address + ": " +
+                                        sys_.render(remote.error())};
+  }
+  return {};
+}
+
+} // namespace troupe::workers
