@@ -90,12 +90,12 @@ using process_set_registry_actor = caf::typed_actor<
 /// (lost, rank, why) when a rank was lost. With a control tree (see
 /// control::control_links) a supervisor passes each of them on to its
 /// other neighbours, so they reach every rank, and (route, rank, its
-/// supervisor) up to the root.
+/// supervisor) -> true up to the root, answered once the root has it.
 using peer_actor = caf::typed_actor<
   caf::reacts_to<coordinator_atom, int64_t, uint32_t, uint64_t, coordinator_actor, std::string>,
   caf::replies_to<bye_atom, int32_t, int32_t, std::string>::with<bool>,
   caf::reacts_to<lost_atom, int32_t, std::string>,
-  caf::reacts_to<route_atom, int32_t, caf::actor>>;
+  caf::replies_to<route_atom, int32_t, caf::actor>::with<bool>>;
 
 /// A rank's supervisor of one membership epoch (workers/supervisor.hpp):
 /// a peer to the others, and what the runtime and the registry ask of it.

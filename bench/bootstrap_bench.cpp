@@ -14,6 +14,10 @@
 //   Gloo's connectFullMesh traffic (each rank sets one value holding all its
 //   pairs' addresses, then waits for and gets every peer's value).
 // Every rank checks that it received exactly what each peer addressed to it.
+// Then the control connections each rank holds at N (issue "Scale", item 4):
+// a full mesh, against the tree control::control_links plans at the default
+// fanout (16), on one host and on hosts of 8 ranks.
+#include "control/control_links.hpp"
 #include "elastic/embedded_store.hpp"
 #include "elastic/store_exchange.hpp"
 
@@ -209,6 +213,20 @@ options parse(int argc, char** argv) {
   return o;
 }
 
+// The most control connections any rank holds: `n` ranks, fanout 16, hosts
+// of `per_host` contiguous ranks.
+size_t most_links(int n, int per_host) {
+  std::vector<std::string> hosts;
+  for (int r = 0; r < n; ++r)
+    hosts.push_back("host" + std::to_string(r / per_host));
+  const auto links =
+    control::control_links::plan(std::vector<int32_t>(static_cast<size_t>(n), 16), hosts);
+  size_t most = 0;
+  for (int r = 0; r < n; ++r)
+    most = std::max(most, links.neighbours(r).size());
+  return most;
+}
+
 } // namespace
 
 int main(int argc, char** argv) try {
@@ -231,9 +249,25 @@ int main(int argc, char** argv) try {
       std::fflush(stdout);
       outcomes.push_back(std::move(o));
     }
+  struct links_row {
+    int ranks;
+    size_t mesh, one_host, hosts_of_8;
+  };
+  std::vector<links_row> links;
+  std::printf("\ncontrol connections per rank (most of any rank), fanout 16\n%6s %8s %14s %16s\n",
+              "ranks", "mesh", "tree, 1 host", "tree, hosts of 8");
+  for (int n : opt.ranks) {
+    links.push_back({n, static_cast<size_t>(n - 1), most_links(n, n), most_links(n, 8)});
+    std::printf("%6d %8zu %14zu %16zu\n", n, links.back().mesh, links.back().one_host,
+                links.back().hosts_of_8);
+  }
   if (!opt.json.empty()) {
     std::ofstream out(opt.json);
     out << "[\n";
+    for (const auto& l : links)
+      out << "  {\"protocol\": \"control-connections\", \"ranks\": " << l.ranks
+          << ", \"mesh\": " << l.mesh << ", \"tree_one_host\": " << l.one_host
+          << ", \"tree_hosts_of_8\": " << l.hosts_of_8 << "},\n";
     for (size_t i = 0; i < outcomes.size(); ++i) {
       const auto& o = outcomes[i];
       out << "  {\"protocol\": \"" << o.protocol << "\", \"ranks\": " << o.ranks

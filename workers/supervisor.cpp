@@ -37,9 +37,15 @@ struct supervisor_state {
   // Lost, or shut down for good: not part of the next membership epoch.
   std::vector<bool> gone;
   // The supervisors of this rank's subtree in a control tree (see
-  // on_route).
+  // relay_route), and those that came before this rank's own links.
   std::vector<caf::actor> routes;
-  std::vector<int32_t> early_routes;  // ranks of `routes` received before `peers`
+  struct early_route {
+    int32_t rank;
+    caf::actor supervisor;
+    caf::typed_response_promise<bool> promise;
+  };
+  std::vector<early_route> early_routes;
+  bool route_confirmed = false;
   int known_peers = 0;
   int expected_peers = -1;  // neighbours in `links`; -1 before `peers`
   std::optional<caf::typed_response_promise<bool>> peers_waiter;
@@ -52,6 +58,13 @@ struct supervisor_state {
 };
 
 using supervisor_self = supervisor_actor::stateful_pointer<supervisor_state>;
+
+// Bootstrap steps (routes, a set's backend rendezvous) are bounded by the
+// start timeout.
+std::chrono::milliseconds deadline(const supervisor_state& st) {
+  return std::chrono::milliseconds(
+    static_cast<int64_t>(st.args.cfg.start_timeout_seconds * 1000));
+}
 
 // start_timeline() / stop_timeline() need the timeline machinery.
 const status no_dynamic_timeline{
@@ -222,6 +235,16 @@ void on_lost(supervisor_self self, int32_t rank, const std::string& why) {
   lose(self, rank, why, sending_peer(self));
 }
 
+// Answers the runtime's (peers) once every neighbour said hello and the
+// root has this rank's route (see relay_route).
+void answer_peers(supervisor_self self) {
+  auto& st = self->state;
+  if (st.peers_waiter && st.route_confirmed && st.known_peers == st.expected_peers) {
+    st.peers_waiter->deliver(true);
+    st.peers_waiter.reset();
+  }
+}
+
 void on_hello(supervisor_self self, int32_t rank, const peer_actor& endpoint,
               const std::string& address) {
   auto& st = self->state;
@@ -234,8 +257,8 @@ void on_hello(supervisor_self self, int32_t rank, const peer_actor& endpoint,
   st.peers[slot] = endpoint;
   st.peer_addresses[slot] = address;
   self->monitor(endpoint);
-  if (++st.known_peers == st.expected_peers && st.peers_waiter)
-    st.peers_waiter->deliver(true);
+  ++st.known_peers;
+  answer_peers(self);
 }
 
 // CAF relays a message between ranks that share no connection along the
@@ -243,24 +266,40 @@ void on_hello(supervisor_self self, int32_t rank, const peer_actor& endpoint,
 // had the handle come from one side of the tree, the node would route that
 // way. The global set's coordinator (the root) sends to every member, so
 // every rank passes its own supervisor up to the root once its neighbours
-// are known: each ancestor then routes to it through the right child.
-// Messages the other way follow the coordinator's handle, which comes down
-// the tree (announce_coordinator). Other sets connect their members
-// directly (see process_set_registry.cpp).
-void on_route(supervisor_self self, int32_t rank, caf::actor supervisor) {
+// are known, and each ancestor then routes to it through the right child.
+// `done` runs once the root has it, so every ancestor has learnt the route
+// before this rank can introduce itself to any coordinator. Messages the
+// other way follow the coordinator's handle, which comes down the tree
+// (announce_coordinator). Other sets connect their members directly (see
+// process_set_registry.cpp).
+void relay_route(supervisor_self self, int32_t rank, caf::actor supervisor,
+                 std::function<void(bool)> done) {
   auto& st = self->state;
-  if (st.expected_peers < 0) {  // a child's, before this rank's links
-    st.routes.emplace_back(std::move(supervisor));
-    st.early_routes.push_back(rank);
+  const auto parent =
+    st.links.mesh() ? -1 : st.links.parents()[static_cast<size_t>(st.args.id.rank)];
+  if (rank != st.args.id.rank)
+    st.routes.push_back(supervisor);
+  if (parent < 0) {
+    done(true);
     return;
   }
-  if (st.links.mesh())
+  const auto& up = st.peers[static_cast<size_t>(parent)];
+  if (!up) {
+    done(false);
     return;
-  const auto parent = st.links.parents()[static_cast<size_t>(st.args.id.rank)];
-  if (parent >= 0 && st.peers[static_cast<size_t>(parent)])
-    self->send(st.peers[static_cast<size_t>(parent)], route_atom::value, rank, supervisor);
-  if (rank != st.args.id.rank)
-    st.routes.push_back(std::move(supervisor));
+  }
+  self->request(up, deadline(st), route_atom::value, rank, std::move(supervisor))
+    .then([done](bool ok) { done(ok); }, [done](caf::error&) { done(false); });
+}
+
+caf::result<bool> on_route(supervisor_self self, int32_t rank, caf::actor supervisor) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<bool>();
+  if (st.expected_peers < 0)  // a child's, before this rank's own links
+    st.early_routes.push_back({rank, std::move(supervisor), rp});
+  else
+    relay_route(self, rank, std::move(supervisor), [rp](bool ok) mutable { rp.deliver(ok); });
+  return rp;
 }
 
 // The runtime planned this rank's control connections (`parents`: the
@@ -273,16 +312,22 @@ caf::result<bool> await_peers(supervisor_self self, std::vector<int32_t> parents
     return caf::make_error(caf::sec::invalid_argument, e.what());
   }
   st.expected_peers = static_cast<int>(st.links.neighbours(st.args.id.rank).size());
-  // The runtime dialled the parent before asking: its hello came first.
-  on_route(self, st.args.id.rank, caf::actor_cast<caf::actor>(self));
-  auto early = std::exchange(st.routes, {});
-  for (size_t i = 0; i < early.size(); ++i)
-    on_route(self, st.early_routes[i], std::move(early[i]));
-  st.early_routes.clear();
-  if (st.known_peers == st.expected_peers)
-    return true;
   st.peers_waiter = self->make_response_promise<bool>();
-  return *st.peers_waiter;
+  auto result = *st.peers_waiter;
+  // The runtime dialled the parent before asking: its hello came first.
+  relay_route(self, st.args.id.rank, caf::actor_cast<caf::actor>(self), [self](bool ok) {
+    if (!ok)
+      spdlog::warn("troupe rank {}: the root of the control tree did not confirm its route to "
+                   "this rank; the global set's coordinator may not reach it",
+                   self->state.args.id.rank);
+    self->state.route_confirmed = true;
+    answer_peers(self);
+  });
+  for (auto& early : std::exchange(st.early_routes, {}))
+    relay_route(self, early.rank, std::move(early.supervisor),
+                [rp = early.promise](bool ok) mutable { rp.deliver(ok); });
+  answer_peers(self);
+  return result;
 }
 
 // The coordinator's rank has connected set `set`, so every member's group
@@ -367,9 +412,7 @@ caf::result<status, negotiator_actor> start_group(supervisor_self self, uint32_t
     if (!pending.empty())
       pending.mapped().deliver(std::move(s), std::move(negotiator));
   };
-  const auto deadline = std::chrono::milliseconds(
-    static_cast<int64_t>(st.args.cfg.start_timeout_seconds * 1000));
-  self->request(g.backends.at(device_kind::cpu).actor, deadline, connect_atom::value)
+  self->request(g.backends.at(device_kind::cpu).actor, deadline(st), connect_atom::value)
     .then(
       [=](status& connected) {
         if (connected.ok() && g.coordinator)
@@ -531,7 +574,7 @@ supervisor_actor::behavior_type supervise(supervisor_self self, supervisor_args 
     },
     [=](lost_atom, int32_t rank, const std::string& why) { on_lost(self, rank, why); },
     [=](route_atom, int32_t rank, caf::actor& supervisor) {
-      on_route(self, rank, std::move(supervisor));
+      return on_route(self, rank, std::move(supervisor));
     },
     [=](tl_start_atom, const std::string& path, bool mark_cycles) {
       return start_timeline(self, path, mark_cycles);
