@@ -20,11 +20,13 @@ run=$1 check=$2
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 fail() { cat "$out"; echo "FAIL: $*"; exit 1; }
+# expect_count N PATTERN WHY: exactly N lines of the job's output match.
+expect_count() { [ "$(grep -c -- "$2" "$out")" -eq "$1" ] || fail "$3"; }
 for ctl in 1 0; do
   common=(--timeout 100 -np 7 --control-fanout 2 --shm-control "$ctl")
   timeout 120 "$run" "${common[@]}" --log-level info "$check" cache 1000 >"$out" 2>&1 \
     || fail "cache steps (channel $ctl)"
-  [ "$(grep -c 'PASS 1000 cached steps' "$out")" -eq 7 ] || fail "not every rank passed the steps"
+  expect_count 7 'PASS 1000 cached steps' "not every rank passed the steps"
   grep -q "control tree of fanout 2 over 7 ranks (1 host(s)) in place; the coordinator sends lists to 3 of them" \
     "$out" || fail "the tree was not put in place (channel $ctl)"
   for node in "1, 4" "4, 7"; do
@@ -35,12 +37,12 @@ for ctl in 1 0; do
   # what the inner nodes hold.
   timeout 120 "$run" "${common[@]}" --cache-capacity 8 "$check" cache 1000 >"$out" 2>&1 \
     || fail "cache steps, capacity 8 (channel $ctl)"
-  [ "$(grep -c 'PASS 1000 cached steps' "$out")" -eq 7 ] || fail "not every rank passed the steps"
+  expect_count 7 'PASS 1000 cached steps' "not every rank passed the steps"
   # The cache off: every round is full requests, merged at the inner nodes
   # (an allgather's differ, and go up as they came).
   timeout 120 "$run" "${common[@]}" --log-level info --cache-capacity 0 "$check" cache 300 \
     >"$out" 2>&1 || fail "steps with the cache off (channel $ctl)"
-  [ "$(grep -c 'PASS 300 cached steps' "$out")" -eq 7 ] || fail "not every rank passed the steps"
+  expect_count 7 'PASS 300 cached steps' "not every rank passed the steps"
   for node in "1, 4" "4, 7"; do
     grep -q "requests of set ranks \[$node) up as one" "$out" \
       || fail "the node over [$node) never merged requests (channel $ctl)"
@@ -64,15 +66,15 @@ for ctl in 1 0; do
     # ...and their node says why it sent them up without rank 6.
     grep -q "set rank 4 held 'stall.withheld' for the control tree's hold (250 ms) but set ranks \[6, 7) had not asked for it" \
       "$out" || fail "the node over [4, 7) did not say it held the tensor without rank 6 (channel $ctl, cache $cap)"
-    [ "$(grep -c 'PASS stalled tensor failed' "$out")" -eq 7 ] \
-      || fail "not every rank passed the stall (cache $cap)"
+    expect_count 7 'PASS stalled tensor failed' \
+    "not every rank passed the stall (cache $cap)"
   done
   echo "PASS: control tree, channel $ctl"
 done
 chain=(--timeout 100 --control-fanout 1 --dynamic-process-sets 1)
 timeout 150 "$run" "${chain[@]}" -np 4 "$check" process-sets >"$out" 2>&1 || fail "process sets in a chain"
 timeout 150 "$run" "${chain[@]}" -np 4 "$check" reset 50 >"$out" 2>&1 || fail "resets in a chain"
-[ "$(grep -c 'PASS 50 in-place resets' "$out")" -eq 4 ] || fail "not every rank passed the resets"
+expect_count 4 'PASS 50 in-place resets' "not every rank passed the resets"
 timeout 150 "$run" "${chain[@]}" -np 5 "$check" join >"$out" 2>&1 || fail "join in a chain"
 echo "PASS: process sets, resets and join in a chain"
 # Sets across the branches of the control connections (15 ranks, fanout 2,
@@ -84,13 +86,13 @@ for ctl in 0 1; do
   timeout 120 "$run" --timeout 100 -np 15 --control-fanout 2 --dynamic-process-sets 1 \
     --shm-control "$ctl" --log-level info "$check" crossing-sets >"$out" 2>&1 \
     || fail "sets across the tree (channel $ctl)"
-  [ "$(grep -c 'PASS crossing process sets' "$out")" -eq 15 ] \
-    || fail "not every rank passed the sets across the tree (channel $ctl)"
+  expect_count 15 'PASS crossing process sets' \
+    "not every rank passed the sets across the tree (channel $ctl)"
   # The root holds its 2 children, no rank more than 3 (a mesh: 14 each).
   grep -q "troupe rank 0: 2 control connection(s) (the control tree of fanout 2)" "$out" \
     || fail "rank 0 does not hold exactly its two children (channel $ctl)"
-  [ "$(grep -c 'control connection(s) (the control tree of fanout 2)' "$out")" -eq 15 ] \
-    || fail "not every rank is in the tree of connections (channel $ctl)"
+  expect_count 15 'control connection(s) (the control tree of fanout 2)' \
+    "not every rank is in the tree of connections (channel $ctl)"
   ! grep -qE "rank [0-9]+: ([4-9]|[1-9][0-9]+) control connection" "$out" \
     || fail "a rank holds more than 3 tree connections (channel $ctl)"
 done
@@ -104,16 +106,16 @@ for zero in '= 0' '!= 0'; do
   timeout 120 "$run" --timeout 100 -np 5 --control-fanout 2 --log-level info sh -c \
     "[ \"\$TROUPE_RANK\" $zero ] && export TROUPE_CONTROL_FANOUT=0; exec \"$check\" cache 30" \
     >"$out" 2>&1 || fail "fanout 0 where TROUPE_RANK $zero"
-  [ "$(grep -c 'PASS 30 cached steps' "$out")" -eq 5 ] \
-    || fail "not every rank passed the steps with fanout 0 where TROUPE_RANK $zero"
+  expect_count 5 'PASS 30 cached steps' \
+    "not every rank passed the steps with fanout 0 where TROUPE_RANK $zero"
   if [ "$zero" = '= 0' ]; then
-    [ "$(grep -c 'was not placed in the control tree within 5 s' "$out")" -eq 4 ] \
-      || fail "ranks 1-4 did not each warn that they were not placed"
+    expect_count 4 'was not placed in the control tree within 5 s' \
+    "ranks 1-4 did not each warn that they were not placed"
   fi
   # ...and the control connections are the full mesh, said on rank 0 too.
   grep -q "troupe rank 0: TROUPE_CONTROL_FANOUT is .* every rank connects to every other" "$out" \
     || fail "rank 0 did not warn of the mesh (fanout 0 where TROUPE_RANK $zero)"
-  [ "$(grep -c 'control connection(s) (a full mesh)' "$out")" -eq 5 ] \
-    || fail "not every rank holds the full mesh (fanout 0 where TROUPE_RANK $zero)"
+  expect_count 5 'control connection(s) (a full mesh)' \
+    "not every rank holds the full mesh (fanout 0 where TROUPE_RANK $zero)"
 done
 echo "PASS: a fanout that differs across ranks"

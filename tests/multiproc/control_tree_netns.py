@@ -7,9 +7,12 @@ The tree follows the hosts: set rank 3, the first of host B, leads it
 are the only ones of host B that cross the veth pair to the coordinator. First cached training
 steps checked exactly, with the tree in place and host B's node sending
 its ranks' hits up as one; steps with the cache off, host B's node
-merging its ranks' requests into one; then that node is SIGKILLed mid-collective and
-every survivor, on both hosts, must fail its collective naming rank 3
-within 5 s (heartbeat deadline 3 s). Exit 77 without root or ip netns."""
+merging its ranks' requests into one. The control connections are that
+tree: rank 3's to rank 0 is the only one across the pair. Then that node
+is SIGKILLed mid-collective and every survivor, on both hosts, must fail
+its collective naming rank 3 within 5 s (heartbeat deadline 3 s): ranks
+0, 4 and 5 hold a connection to it, ranks 1 and 2 hear of it from rank 0.
+Exit 77 without root or ip netns."""
 
 import os
 import re
@@ -48,6 +51,9 @@ def main():
            'lists to 4 of them' in steps.stderr, 'the tree was put in place, following the hosts')
     expect('sent the cache hits of set ranks [3, 6) up as one' in steps.stderr,
            'host B\'s node aggregated its ranks\' hits')
+    for r, links in enumerate([3, 1, 1, 3, 1, 1]):
+        expect('troupe rank %d: %d control connection(s) (the control tree of fanout 2)'
+               % (r, links) in steps.stderr, 'rank %d holds %d control connection(s)' % (r, links))
     print(uncached.stdout)
     print(uncached.stderr)
     expect(uncached.returncode == 0, 'the job with the cache off exited %d' % uncached.returncode)
@@ -66,6 +72,10 @@ def main():
         expect(m is not None, 'rank %d failed its collective naming rank 3' % r)
         if m:
             expect(float(m.group(1)) <= 5, 'rank %d noticed within 5 s (%s s)' % (r, m.group(1)))
+        seen = 0 if r in (1, 2) else r
+        expect(re.search(r'^\[%d\]<stdout>:rank %d: DETECTED .*\(seen by rank %d\)'
+                         % (r, r, seen), lost.stdout, re.M),
+               'rank %d learnt of the loss from rank %d' % (r, seen))
     print('FAILED: %d check(s)' % len(failures) if failures else 'PASS')
     sys.exit(1 if failures else 0)
 
