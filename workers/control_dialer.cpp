@@ -22,7 +22,8 @@ control_dialer::control_dialer(caf::actor_system& sys, caf::io::middleman_actor 
   : sys_(sys), connections_(std::move(connections)), rank_(rank),
     endpoints_(std::move(endpoints)), links_(std::move(links)) {}
 
-caf::expected<caf::actor> control_dialer::dial(int32_t peer, clock::time_point deadline) const {
+status control_dialer::dial(int32_t peer, clock::time_point deadline,
+                            caf::actor& directory) const {
   const auto& to = endpoint(peer);
   const auto host = to.host();
   const auto port = to.port();
@@ -35,17 +36,19 @@ caf::expected<caf::actor> control_dialer::dial(int32_t peer, clock::time_point d
     pause = std::min(pause * 2, max_retry_pause);
     remote = control_plane::connect(connections_, sys_, host, port);
   }
-  return remote;
+  if (!remote)
+    return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) + " at " +
+                                      to.address + ": " + sys_.render(remote.error())};
+  directory = std::move(*remote);
+  return {};
 }
 
 status control_dialer::dial_set(const std::vector<int>& members,
                                 clock::time_point deadline) const {
   for (auto peer : links_.set_contacts(rank_, members)) {
-    auto remote = dial(peer, deadline);
-    if (!remote)
-      return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) + " at " +
-                                        endpoint(peer).address + ": " +
-                                        sys_.render(remote.error())};
+    caf::actor directory;
+    if (auto dialled = dial(peer, deadline, directory); !dialled.ok())
+      return dialled;
   }
   return {};
 }

@@ -9,7 +9,6 @@
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
-#include <caf/expected.hpp>
 #include <caf/io/middleman_actor.hpp>
 
 #include <troupe/status.hpp>
@@ -29,20 +28,20 @@ public:
                  std::vector<control::published_endpoint> endpoints,
                  control::control_links links);
 
-  /// `peer`'s directory, connecting to it unless the middleman already has
-  /// (CAF keeps one connection per host and port). A handshake can time out
-  /// on a loaded host (seen with 6 ranks on 2 cores) while the peer
-  /// listens, so a failed attempt is retried, backing off from 50 ms to
-  /// 1 s (each attempt is another handshake for a busy peer), until
-  /// `deadline`.
-  caf::expected<caf::actor> dial(int32_t peer, clock::time_point deadline) const;
+  /// `peer`'s directory into `directory`, connecting to it unless the
+  /// middleman already has (CAF keeps one connection per host and port). A
+  /// handshake can time out on a loaded host (seen with 6 ranks on 2 cores)
+  /// while the peer listens, so a failed attempt is retried, backing off
+  /// from 50 ms to 1 s (each attempt is another handshake for a busy peer),
+  /// until `deadline`; then status_code::peer_lost naming the rank and its
+  /// address.
+  status dial(int32_t peer, clock::time_point deadline, caf::actor& directory) const;
 
   /// Connects to the ranks this one exchanges messages with directly in a
   /// process set of `members` other than the global one
   /// (control_links::set_contacts); nothing on a mesh.
   status dial_set(const std::vector<int>& members, clock::time_point deadline) const;
 
-  const control::control_links& links() const { return links_; }
   const control::published_endpoint& endpoint(int32_t rank) const {
     return endpoints_.at(static_cast<size_t>(rank));
   }

@@ -18,6 +18,7 @@
 #include "actors/protocols.hpp"
 #include "actors/timeline.hpp"
 #include "backends/registry.hpp"
+#include "control/control_links.hpp"
 #include "elastic/elastic_plan.hpp"
 #include "elastic/membership_epoch.hpp"
 #include "elastic/store.hpp"
@@ -26,8 +27,6 @@
 #include "metrics/endpoint.hpp"
 #include "metrics/host_state_metrics.hpp"
 #include "metrics/rank_metrics.hpp"
-#include "control/control_links.hpp"
-#include "control/control_tree.hpp"
 #include "workers/control_dialer.hpp"
 #include "workers/control_plane.hpp"
 #include "workers/descriptor_limit.hpp"
@@ -330,15 +329,13 @@ struct runtime::impl {
     for (int peer : links.dials(id.rank)) {
       const auto& peer_address = next.dialer->endpoint(peer).address;
       // After the first epoch this is the middleman's cached handle.
-      auto remote = next.dialer->dial(peer, deadline);
-      if (!remote)
-        return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) +
-                                          " at " + peer_address + ": " +
-                                          system.render(remote.error())};
+      caf::actor remote;
+      if (auto dialled = next.dialer->dial(peer, deadline, remote); !dialled.ok())
+        return dialled;
       supervisor_actor supervisor;
       status found;
       caf::scoped_actor self{system};
-      self->request(*remote, deadline - clock::now(), lookup_atom::value, next.epoch)
+      self->request(remote, deadline - clock::now(), lookup_atom::value, next.epoch)
         .receive([&](supervisor_actor& a) { supervisor = std::move(a); },
                  [&](caf::error& err) {
                    found = {status_code::timeout,
