@@ -133,6 +133,10 @@ rank_metrics::rank_metrics(const rank_position& pos, const std::string& built_ba
     epoch_(gauge(*registry_, "troupe_membership_epoch",
                  "Membership epoch this process serves in: 0 after init (in an elastic job, "
                  "the epoch of troupe-run's plan it joined), the next one after each reset.")),
+    control_links_(gauge(*registry_, "troupe_control_links",
+                         "Ranks this one holds a control connection to in its membership epoch: "
+                         "every other in a full mesh, its parent and children along the control "
+                         "tree.")),
     resets_(*registry_) {
   register_build_info(*registry_, built_backends);
   position(pos, 0);

@@ -163,6 +163,13 @@ public:
     return resets_;
   }
 
+  /// The ranks this one holds a control connection to in its membership
+  /// epoch (control::control_links: N - 1 in a full mesh, its parent and
+  /// children along the control tree).
+  void control_links(size_t neighbours) {
+    control_links_.Set(static_cast<double>(neighbours));
+  }
+
   /// Supervisor: messages waiting in its mailbox (one per rank, no set).
   void supervisor_mailbox_depth(size_t messages) {
     supervisor_mailbox_.Set(static_cast<double>(messages));
@@ -176,6 +183,7 @@ private:
   prometheus::Gauge& world_size_;
   prometheus::Gauge& local_rank_;
   prometheus::Gauge& epoch_;
+  prometheus::Gauge& control_links_;
   reset_metrics resets_;
 };
 

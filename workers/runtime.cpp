@@ -361,6 +361,7 @@ struct runtime::impl {
     self->request(next.supervisor, deadline - clock::now(), peers_atom::value, links.parents())
       .receive([&](bool) {
                  result = {};
+                 metrics->control_links(links.neighbours(id.rank).size());
                  spdlog::info("troupe rank {}: {} control connection(s) ({})", id.rank,
                               links.neighbours(id.rank).size(),
                               links.mesh() ? "a full mesh"

@@ -138,6 +138,13 @@ TEST(rank_metrics, a_reset_moves_the_position_gauges) {
                            "troupe_membership_epoch 4\n"});
 }
 
+TEST(rank_metrics, the_control_links_are_a_gauge) {
+  rank_metrics m{{0, 1, 0}, "gloo"};
+  expect_lines(expose(m), {"troupe_control_links 0\n"});  // a job of one
+  m.control_links(17);
+  expect_lines(expose(m), {"troupe_control_links 17\n"});
+}
+
 // Every reason and outcome is there from the start (absent-series alerts
 // work), and a reset counts under its reason and its outcome apart.
 TEST(rank_metrics, resets_count_by_reason_and_time_by_outcome) {

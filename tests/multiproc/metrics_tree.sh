@@ -10,7 +10,9 @@
 # the whole subtree unless the hold sent it up (a rank over 1 s late:
 # counted in troupe_control_tree_hold_expired_total). Members send nothing
 # before they are placed, and a node keeps its children's lists until it
-# is: no list may bypass a node (the error that says so).
+# is: no list may bypass a node (the error that says so). The control
+# connections are that tree: troupe_control_links is 2 on the root, 3 on
+# the inner nodes, 1 on the leaves.
 set -u
 run=$1 check=$2
 here=$(dirname "$0")
@@ -30,7 +32,10 @@ for r in 0 1 2 3 4 5 6; do
   aggregated=$(count "$dir/$r.txt" aggregated) passed=$(count "$dir/$r.txt" passed)
   merged=$(count "$dir/$r.txt" merged requests) full=$(count "$dir/$r.txt" passed requests)
   late=$(expired "$dir/$r.txt" requests)
-  echo "rank $r: hits aggregated $aggregated, passed $passed; requests merged $merged, passed $full, held past the hold $late"
+  links=$(sed -n 's/^troupe_control_links //p' "$dir/$r.txt")
+  echo "rank $r: hits aggregated $aggregated, passed $passed; requests merged $merged, passed $full, held past the hold $late; control links $links"
+  want=$(case $r in 0) echo 2;; 1|4) echo 3;; *) echo 1;; esac)
+  [ "$links" = "$want" ] || { echo "FAIL: rank $r holds $links control links, not $want"; exit 1; }
   if [ "$r" = 1 ] || [ "$r" = 4 ]; then
     [ $((aggregated + passed)) -ge 290 ] && [ $((aggregated * 2)) -ge 290 ] \
       || { echo "FAIL: inner node $r sent up too few hits, or too few aggregated"; exit 1; }
