@@ -55,9 +55,7 @@ std::vector<int32_t> control_links::set_contacts(int32_t rank,
     return out;
   const auto set_size = static_cast<int32_t>(members.size());
   auto add = [&](int32_t r) {
-    const bool neighbour = parents_[static_cast<size_t>(r)] == rank ||
-                           parents_[static_cast<size_t>(rank)] == r;
-    if (r != rank && !neighbour && std::find(out.begin(), out.end(), r) == out.end())
+    if (r != rank && !linked(rank, r) && std::find(out.begin(), out.end(), r) == out.end())
       out.push_back(r);
   };
   add(members.front());
@@ -88,10 +86,14 @@ std::vector<int32_t> control_links::dials(int32_t rank) const {
 std::vector<int32_t> control_links::neighbours(int32_t rank) const {
   std::vector<int32_t> out;
   for (int32_t r = 0; r < size_; ++r)
-    if (r != rank && (mesh() || parents_[static_cast<size_t>(r)] == rank ||
-                      parents_.at(static_cast<size_t>(rank)) == r))
+    if (linked(rank, r))
       out.push_back(r);
   return out;
+}
+
+bool control_links::linked(int32_t a, int32_t b) const {
+  return a != b && (mesh() || parents_.at(static_cast<size_t>(a)) == b ||
+                    parents_.at(static_cast<size_t>(b)) == a);
 }
 
 bool control_links::connected(int32_t a, int32_t b, const std::vector<bool>& gone) const {

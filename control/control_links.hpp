@@ -41,6 +41,8 @@ public:
   std::vector<int32_t> dials(int32_t rank) const;
   /// Every rank `rank` holds a connection to.
   std::vector<int32_t> neighbours(int32_t rank) const;
+  /// Whether `a` and `b` (two ranks) hold a connection to each other.
+  bool linked(int32_t a, int32_t b) const;
 
   /// The ranks `rank` must hold a connection of its own to for a process
   /// set of global ranks `members` (ascending) other than the global one:

@@ -361,9 +361,9 @@ struct runtime::impl {
     self->request(next.supervisor, deadline - clock::now(), peers_atom::value, links.parents())
       .receive([&](bool) {
                  result = {};
-                 metrics->control_links(links.neighbours(id.rank).size());
-                 spdlog::info("troupe rank {}: {} control connection(s) ({})", id.rank,
-                              links.neighbours(id.rank).size(),
+                 const auto held = links.neighbours(id.rank).size();
+                 metrics->control_links(held);
+                 spdlog::info("troupe rank {}: {} control connection(s) ({})", id.rank, held,
                               links.mesh() ? "a full mesh"
                                            : "the control tree of fanout " +
                                                std::to_string(fanouts.front()));

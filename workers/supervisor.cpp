@@ -36,8 +36,9 @@ struct supervisor_state {
   std::vector<bool> left;
   // Lost, or shut down for good: not part of the next membership epoch.
   std::vector<bool> gone;
-  // The supervisors of this rank's subtree in a control tree (see
-  // relay_route), and those that came before this rank's own links.
+  // The supervisors of this rank's subtree in a control tree, held for the
+  // epoch: CAF learnt the routes to them from these handles (see
+  // relay_route). And those that came before this rank's own links.
   std::vector<caf::actor> routes;
   struct early_route {
     int32_t rank;

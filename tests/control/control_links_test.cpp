@@ -114,12 +114,8 @@ TEST(control_links, a_member_of_another_set_connects_to_its_coordinator_and_set_
     const int32_t rank = members[static_cast<size_t>(s)];
     const int32_t parent = members[static_cast<size_t>(node.parent)];
     const auto contacts = links.set_contacts(rank, members);
-    auto linked = [&](int32_t other) {
-      return links.parents()[static_cast<size_t>(rank)] == other ||
-             links.parents()[static_cast<size_t>(other)] == rank;
-    };
     for (int32_t needed : {1, parent})
-      EXPECT_TRUE(needed == rank || linked(needed) ||
+      EXPECT_TRUE(needed == rank || links.linked(rank, needed) ||
                   std::find(contacts.begin(), contacts.end(), needed) != contacts.end())
         << "rank " << rank << " needs " << needed;
     EXPECT_LE(contacts.size(), 2u);
