@@ -130,6 +130,21 @@ TEST(fused_allreduce, no_chunk_or_a_large_one_reduces_everything_at_once) {
   }
 }
 
+TEST(single_allreduce, a_large_tensor_is_reduced_in_chunks_where_it_is) {
+  // 10 floats in 16-byte chunks: 4 + 4 + 2, into the output (a copy of the
+  // input first) and in place.
+  for (size_t chunk : {size_t{16}, size_t{0}}) {
+    fused_case c({10, 10});
+    runner r;
+    for (auto& e : c.entries)
+      run_allreduce({r.comm, 0, 2, r.scratch, r.trace, chunk}, sum_response(), *e);
+    EXPECT_EQ(r.comm.calls, chunk ? (std::vector<size_t>{4, 4, 2, 4, 4, 2})
+                                  : (std::vector<size_t>{10, 10}));
+    c.expect_doubled();
+    EXPECT_EQ(r.scratch.fusion.size(), 0u);
+  }
+}
+
 TEST(half_reduction, rounds_each_result_to_16_bits) {
   // 2049 is not a float16: 2048 + 1 rounds to even (2048).
   std::vector<float> a{2048, 1.5f, -3, 65504};

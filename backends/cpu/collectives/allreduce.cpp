@@ -25,10 +25,20 @@ void reduce_in_output(const run_context& ctx, const v1::Response& resp,
     reduce_in_place(ctx, resp, out + at, std::min(chunk, size - at) / esize, e.input.dtype);
 }
 
+// Whole elements per chunk (0: at once). Every rank cuts the same chunks:
+// the response fixes the tensors, their order and their sizes. Adasum's
+// dot products and norms span the whole vector.
+size_t chunk_of(const run_context& ctx, const v1::Response& resp, data_type dtype) {
+  if (static_cast<reduce_op>(resp.reduce_op()) == reduce_op::adasum)
+    return 0;
+  const size_t esize = element_size(dtype);
+  return ctx.fusion_chunk_bytes / esize * esize;
+}
+
 } // namespace
 
 void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e) {
-  reduce_in_output(ctx, resp, e, 0);
+  reduce_in_output(ctx, resp, e, chunk_of(ctx, resp, e.input.dtype));
 }
 
 void pack_inputs(entry_iterator first, entry_iterator last, char* buffer) {
@@ -68,13 +78,9 @@ void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
   size_t bytes = 0;
   for (const auto& e : entries)
     bytes += e->input.size_bytes();
-  const size_t esize = element_size(entries.front()->input.dtype);
-  // Whole elements per chunk. Every rank cuts the same chunks: the response
-  // fixes the entries, their order and their sizes.
-  const size_t chunk = ctx.fusion_chunk_bytes / esize * esize;
+  const size_t chunk = chunk_of(ctx, resp, entries.front()->input.dtype);
   const std::string activity = ctx.trace ? backend_activity(ctx, resp.op()) : std::string();
-  if (chunk == 0 || chunk >= bytes ||
-      static_cast<reduce_op>(resp.reduce_op()) == reduce_op::adasum) {
+  if (chunk == 0 || chunk >= bytes) {
     reduce_through_buffer(ctx, resp, activity, entries.begin(), entries.end(), bytes);
     return;
   }

@@ -49,8 +49,9 @@ struct run_context {
   int size;
   scratch_buffers& scratch;
   const actors::activity_trace& trace;  // may be empty
-  /// Bytes a fused allreduce reduces at a time (0 = all at once), so the
-  /// copies in and out and the reduction stay in cache.
+  /// Bytes an allreduce, fused or not, reduces at a time (0 = all at
+  /// once), so the copies in and out and the reduction stay in cache (and
+  /// Open MPI's large-message path, slower here, is not taken).
   size_t fusion_chunk_bytes = 0;
 
   /// Begin ('B') / end ('E') of an activity on the timeline, if one is written.
@@ -60,6 +61,8 @@ struct run_context {
   }
 };
 
+/// One allreduce, reduced a chunk at a time in its output (after copying
+/// the input there when they differ); Adasum at once.
 void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
 /// Several allreduces fused by the coordinator, reduced a chunk at a time
 /// (run_context::fusion_chunk_bytes): small tensors packed into the
