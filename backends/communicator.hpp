@@ -53,6 +53,12 @@ public:
   /// Rendezvous with the other members.
   virtual void connect() = 0;
 
+  /// Bytes of an allreduce this library reduces fastest at a time here (0:
+  /// at once); asked once connected, the same answer on every member.
+  virtual size_t chunk_bytes() const {
+    return 0;
+  }
+
   virtual void allreduce(const allreduce_options& opts) = 0;
   virtual void allgather(const allgather_options& opts) = 0;
   virtual void broadcast(const broadcast_options& opts) = 0;

@@ -1,7 +1,6 @@
 // The only file that knows which backends were compiled in.
 #include "backends/registry.hpp"
 
-#include <string_view>
 
 #include "backends/config.h"
 #include "backends/cpu/cpu_backend.hpp"
@@ -103,14 +102,10 @@ std::unique_ptr<communicator> make_cpu_communicator(const backend_context& ctx,
 
 std::unique_ptr<backend> make_cpu_backend(const backend_context& ctx, const std::string& name) {
   auto comm = make_cpu_communicator(ctx, name);
-  // Measured on the ResNet-50 step (docs/benchmarks.md): 1 MiB chunks bring
-  // MPI to its one-tensor-at-a-time speed; Gloo's per-call cost makes any
-  // chunking slower than one call.
-  const int64_t chunk = ctx.fusion_chunk_bytes >= 0 ? ctx.fusion_chunk_bytes
-                        : std::string_view(comm->name()) == "mpi" ? int64_t{1} << 20
-                                                                   : 0;
-  return std::make_unique<cpu_backend>(std::move(comm), ctx.rank, ctx.size,
-                                       static_cast<size_t>(chunk));
+  std::optional<size_t> chunk;
+  if (ctx.fusion_chunk_bytes >= 0)
+    chunk = static_cast<size_t>(ctx.fusion_chunk_bytes);
+  return std::make_unique<cpu_backend>(std::move(comm), ctx.rank, ctx.size, chunk);
 }
 
 // Whether CUDA tensors get NCCL; throws when the choice cannot be had.

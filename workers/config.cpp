@@ -172,7 +172,7 @@ const std::vector<knob>& knobs() {
      [](const config& c) { return std::to_string(c.fusion_threshold); }},
     {"TROUPE_FUSION_CHUNK_BYTES", nullptr, "fusion-chunk-bytes",
      "bytes of a CPU allreduce, fused or not, reduced at a time (0 = all at once; default: "
-     "1 MiB on MPI, 0 on Gloo)",
+     "1 MiB on MPI and through Gloo mode's shared memory, 0 on plain Gloo)",
      [](config& c, const std::string& s) {
        c.fusion_chunk_bytes =
          s == "0" ? 0 : static_cast<int64_t>(parse_positive("TROUPE_FUSION_CHUNK_BYTES", s));

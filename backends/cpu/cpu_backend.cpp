@@ -1,17 +1,33 @@
 #include "backends/cpu/cpu_backend.hpp"
 
+#include <string>
+
+#include <spdlog/spdlog.h>
+
 #include "backends/cpu/execute.hpp"
 
 namespace troupe::backends {
 
 cpu_backend::cpu_backend(std::unique_ptr<communicator> comm, int set_rank, int set_size,
-                         size_t fusion_chunk_bytes)
+                         std::optional<size_t> fusion_chunk_bytes)
   : comm_(std::move(comm)), rank_(set_rank), size_(set_size),
     fusion_chunk_bytes_(fusion_chunk_bytes) {
 }
 
+void cpu_backend::connect() {
+  comm_->connect();
+  if (!fusion_chunk_bytes_)
+    fusion_chunk_bytes_ = comm_->chunk_bytes();
+  if (size_ > 1)
+    spdlog::info("troupe set rank {}/{}: CPU allreduces over {} reduced {} at a time", rank_,
+                 size_, comm_->name(),
+                 *fusion_chunk_bytes_ ? std::to_string(*fusion_chunk_bytes_) + " bytes"
+                                      : std::string("whole"));
+}
+
 std::unique_ptr<completion> cpu_backend::start(actors::collective_work& work) {
-  return std::make_unique<finished>(execute({*comm_, rank_, size_, scratch_, work.trace, fusion_chunk_bytes_}, work));
+  return std::make_unique<finished>(execute(
+    {*comm_, rank_, size_, scratch_, work.trace, fusion_chunk_bytes_.value_or(0)}, work));
 }
 
 } // namespace troupe::backends

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "backends/communicator.hpp"
 #include "backends/cpu/collectives/collectives.hpp"
@@ -13,16 +14,15 @@ namespace troupe::backends {
 /// communicator's blocking calls. A work has finished when start() returns.
 class cpu_backend : public backend {
 public:
-  /// `fusion_chunk_bytes`: see run_context.
+  /// `fusion_chunk_bytes`: see run_context; none: the communicator's
+  /// choice once connected.
   cpu_backend(std::unique_ptr<communicator> comm, int set_rank, int set_size,
-              size_t fusion_chunk_bytes);
+              std::optional<size_t> fusion_chunk_bytes);
 
   const char* name() const override {
     return comm_->name();
   }
-  void connect() override {
-    comm_->connect();
-  }
+  void connect() override;
   std::unique_ptr<completion> start(actors::collective_work& work) override;
   /// Interrupts the communicator call start() is blocked in, if any: start()
   /// then returns a failed completion (nothing is running once it has).
@@ -34,7 +34,7 @@ private:
   std::unique_ptr<communicator> comm_;
   int rank_;
   int size_;
-  size_t fusion_chunk_bytes_;
+  std::optional<size_t> fusion_chunk_bytes_;
   scratch_buffers scratch_;
 };
 

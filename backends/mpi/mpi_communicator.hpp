@@ -22,6 +22,11 @@ public:
     return "mpi";
   }
   void connect() override;
+  /// 1 MiB: measured on the ResNet-50 step and a 64 MiB tensor
+  /// (docs/benchmarks.md), larger calls take Open MPI's slower path.
+  size_t chunk_bytes() const override {
+    return size_t{1} << 20;
+  }
   void allreduce(const allreduce_options& opts) override;
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;

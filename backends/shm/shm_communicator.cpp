@@ -81,6 +81,10 @@ void shm_communicator::connect() {
   }
 }
 
+size_t shm_communicator::chunk_bytes() const {
+  return group_ ? size_t{1} << 20 : 0;
+}
+
 void shm_communicator::abort() {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -7,7 +7,8 @@ namespace troupe::test {
 /// Allreduces one at a time (so nothing is fused) of sizes around Gloo's
 /// shm path thresholds: one element, either side of 16 KiB (where a round
 /// switches to the reduce-scatter among a host's ranks) and of 256 KiB (one
-/// round), and 2.5 rounds; for integer, float16, bfloat16, float32 and
+/// round), 2.5 rounds, and past the CPU backend's 1 MiB chunk (a chunk and
+/// a few elements, 2.5 chunks); for integer, float16, bfloat16, float32 and
 /// float64 data, sum, min and product of small integers, so each result is
 /// exact in its dtype and compared for equality. Returns the exit code.
 int run_shm_size_checks(int rank, int size);

@@ -70,7 +70,7 @@ def main():
     for r in range(4):
         out = '[%d]<stdout>:rank %d: ' % (r, r)
         err = '[%d]<stderr>:' % r
-        for what in (r'PASS \d+ collectives$', r'PASS 147 allreduces of 1 B to 2.5 rounds, exact'):
+        for what in (r'PASS \d+ collectives$', r'PASS 189 allreduces of 1 B to 10 rounds, exact'):
             expect(re.search('^' + re.escape(out) + what, done.stdout, re.M),
                    'rank %d printed %r' % (r, what))
         m = re.search(re.escape(out) + r'PASS shared-memory segment (/troupe-\S+) (\d+)$',
@@ -91,6 +91,9 @@ def main():
                             re.escape(segment[r])), done.stderr, re.M),
                'rank %d logged its place: host %d of 2, local rank %d of 2, segment %s, '
                'cross-host step' % (r, r // 2, r % 2, segment[r]))
+        expect(re.search(r'^%s.*troupe set rank %d/4: CPU allreduces over gloo reduced 1048576 '
+                         r'bytes at a time$' % (re.escape(err), r), done.stderr, re.M),
+               'rank %d reduces 1 MiB at a time through the segment' % r)
         m = re.search(r'^%s.*troupe set rank %d/4: shared-memory allreduce: (\d+) allreduces, '
                       r'(\d+) bytes through segment %s, (\d+) bytes of this rank\'s shares '
                       r'across hosts$' % (re.escape(err), r, re.escape(segment[r])),
@@ -98,9 +101,10 @@ def main():
         expect(m is not None, 'rank %d logged its shared-memory totals at shutdown' % r)
         if m:
             allreduces, through, across = map(int, m.groups())
-            # The size checks alone: 7 dtypes x 3 ops x (1440 KiB and a few
-            # elements); a rank's share of a round is about half of it.
-            expect(allreduces >= 147 and through >= 21 * 1440 * 1024 and across * 4 >= through,
+            # The size checks alone: 7 dtypes x 3 ops x (5,024 KiB and a few
+            # elements), the last two sizes in 1 MiB chunks (2 and 3 calls);
+            # a rank's share of a round is about half of it.
+            expect(allreduces >= 21 * 12 and through >= 21 * 5024 * 1024 and across * 4 >= through,
                    'rank %d: %d allreduces, %d bytes through the segment, %d bytes of its '
                    'shares (about half of each round) across hosts'
                    % (r, allreduces, through, across))
