@@ -87,6 +87,9 @@ struct negotiator_state {
   std::deque<list_progress> lists_running;
   // A settings change to send with the next request list.
   std::optional<v1::Tuning> tuning;
+  // The CPU allreduce chunk tuned at run time (none: the backend's own),
+  // in force from the list that set it on, as on every member.
+  std::optional<size_t> fusion_chunk_bytes;
   uint64_t next_work_id = 1;
   // join() was called: contribute zeros to allreduces this rank lacks.
   bool joined = false;
@@ -468,6 +471,11 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
     flush_soon(self);
   if (list.tuning().has_cache_capacity())
     st.cache.clear();  // the coordinator emptied its cache as of this list
+  if (list.tuning().has_fusion_chunk_bytes()) {
+    const auto chunk = list.tuning().fusion_chunk_bytes();
+    st.fusion_chunk_bytes =
+      chunk < 0 ? std::nullopt : std::optional<size_t>(static_cast<size_t>(chunk));
+  }
   st.cache.apply(list, [&](const std::string& name) -> const v1::Request* {
     auto it = st.table.find(name);
     return it == st.table.end() ? nullptr : &it->second->request;
@@ -517,6 +525,7 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
       continue;
     work->id = st.next_work_id++;
     work->response = std::move(resp);
+    work->fusion_chunk_bytes = st.fusion_chunk_bytes;
     if (st.tracing)
       attach_tracers(st.timeline, *work);
     st.in_flight.emplace(work->id, work);

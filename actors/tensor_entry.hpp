@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "troupe/handle.hpp"
@@ -75,6 +76,9 @@ struct collective_work {
   uint64_t id = 0;
   v1::Response response;
   std::vector<tensor_entry_ptr> entries;
+  /// Bytes a CPU allreduce reduces at a time, as tuned at run time (none:
+  /// the backend's own); the same on every member, set from the list.
+  std::optional<size_t> fusion_chunk_bytes;
   /// Both empty unless a timeline is being written.
   activity_trace trace;
   past_activity_trace past_trace;

@@ -866,10 +866,11 @@ status runtime::tune(int32_t id, const tuning& change) {
             "tune: this rank is not a member of process set " + std::to_string(id) + "."};
   const double cycle = change.cycle_time_ms.value_or(0);
   if (change.fusion_threshold_bytes.value_or(0) < 0 || !(cycle >= 0 && cycle < 1e9) ||
-      change.cache_capacity.value_or(0) < 0)
+      change.cache_capacity.value_or(0) < 0 || change.fusion_chunk_bytes.value_or(0) < -1)
     return {status_code::invalid_argument,
             "tune: fusion threshold, cycle time and cache capacity cannot be negative (cycle "
-            "time: a finite number of milliseconds)."};
+            "time: a finite number of milliseconds), a fusion chunk is -1 (the "
+            "configured one) or more."};
   v1::Tuning t;
   if (change.fusion_threshold_bytes)
     t.set_fusion_threshold(*change.fusion_threshold_bytes);
@@ -877,6 +878,8 @@ status runtime::tune(int32_t id, const tuning& change) {
     t.set_cycle_time_us(static_cast<int64_t>(*change.cycle_time_ms * 1000));
   if (change.cache_capacity)
     t.set_cache_capacity(*change.cache_capacity);
+  if (change.fusion_chunk_bytes)
+    t.set_fusion_chunk_bytes(*change.fusion_chunk_bytes);
   caf::anon_send(negotiator, tune_atom::value, t.SerializeAsString());
   return {};
 }

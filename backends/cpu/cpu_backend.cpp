@@ -26,8 +26,10 @@ void cpu_backend::connect() {
 }
 
 std::unique_ptr<completion> cpu_backend::start(actors::collective_work& work) {
-  return std::make_unique<finished>(execute(
-    {*comm_, rank_, size_, scratch_, work.trace, fusion_chunk_bytes_.value_or(0)}, work));
+  const size_t chunk = work.fusion_chunk_bytes ? *work.fusion_chunk_bytes
+                                               : fusion_chunk_bytes_.value_or(0);
+  return std::make_unique<finished>(
+    execute({*comm_, rank_, size_, scratch_, work.trace, chunk}, work));
 }
 
 } // namespace troupe::backends

@@ -96,13 +96,19 @@ void add_float_allreduce(std::vector<job>& out, int rank, int size, int step) {
 }
 
 // The settings one rank changes at `step` (a multiple of 10): fusion off,
-// tiny and large; cycle time on and off; cache off, tiny and large.
+// tiny and large; cycle time on and off; cache off, tiny and large; CPU
+// allreduce chunks of one element, of 12 bytes (three int32, one float64),
+// whole, and the configured one again: every member must cut the same
+// pieces from the same list on, or the backend's calls disagree.
 tuning tuning_at(int step) {
   const int k = step / 10;
   const int64_t fusion[] = {0, 48, 1 << 20, 128 << 20};
   const double cycle[] = {0, 0.2, 0, 1};
   const int64_t cache[] = {1024, 1, 0, 2, 3};
+  const int64_t chunk[] = {4, 12, 0, -1};
   tuning t;
+  if (k % 7 < 4)
+    t.fusion_chunk_bytes = chunk[k % 4];
   if (k % 2 == 0)
     t.fusion_threshold_bytes = fusion[k % 4];
   if (k % 3 == 0)
