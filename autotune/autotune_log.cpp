@@ -13,14 +13,14 @@ autotune_log::autotune_log(const std::string& path) : out_(path, std::ios::trunc
     throw std::runtime_error("cannot write the autotune log '" + path +
                              "': " + std::strerror(errno));
   out_ << "hierarchical_allreduce,hierarchical_allgather,torus_allreduce,cache_enabled,"
-          "cycle_time_ms,tensor_fusion_threshold,score\n"
+          "cycle_time_ms,tensor_fusion_threshold,score,fusion_chunk_bytes\n"
        << std::flush;
 }
 
 void autotune_log::row(const settings& s, double bytes_per_second) {
-  out_ << fmt::format("0,0,0,{},{},{},{}\n", s.cache_enabled ? 1 : 0, s.cycle_time_ms,
+  out_ << fmt::format("0,0,0,{},{},{},{},{}\n", s.cache_enabled ? 1 : 0, s.cycle_time_ms,
                       static_cast<double>(s.fusion_threshold) / (1 << 20),
-                      bytes_per_second / 1e6)
+                      bytes_per_second / 1e6, s.fusion_chunk_bytes)
        << std::flush;
 }
 

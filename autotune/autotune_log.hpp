@@ -12,10 +12,13 @@ namespace troupe::autotune {
 /// scored setting, one per finalist scored again (finalist_rescoring) and,
 /// once the search ends, the frozen setting again:
 ///   hierarchical_allreduce,hierarchical_allgather,torus_allreduce,
-///   cache_enabled,cycle_time_ms,tensor_fusion_threshold,score
+///   cache_enabled,cycle_time_ms,tensor_fusion_threshold,score,
+///   fusion_chunk_bytes
 /// No backend has hierarchical or torus collectives, so those columns are
 /// 0; the threshold is in MiB and the score in bytes per microsecond, as
-/// Horovod's. Each row is flushed, so the file is current while the job
+/// Horovod's. The last column is Troupe's (the CPU allreduce chunk; -1: the
+/// configured one), after Horovod's seven so that readers of those by
+/// position still work. Each row is flushed, so the file is current while the job
 /// runs.
 class autotune_log {
 public:

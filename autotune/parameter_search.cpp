@@ -82,10 +82,19 @@ void parameter_search::advance(stage next) {
   scores_.clear();
   if (next == stage::bayes && !optimizer_)
     next = stage::baseline;
-  if (next == stage::baseline && (best_ || !options_.tune_cache))
+  if (next == stage::baseline && (best_ || (!options_.tune_cache && !options_.tune_chunk)))
     next = stage::cache;  // a Bayesian stage already scored a baseline
   if (next == stage::cache && !options_.tune_cache)
-    next = stage::rescore;
+    next = stage::chunk;
+  if (next == stage::chunk) {
+    chunks_left_.clear();
+    if (options_.tune_chunk && best_)
+      for (auto c : options_.chunk_candidates)
+        if (c != best_->fusion_chunk_bytes)
+          chunks_left_.push_back(c);
+    if (!next_chunk())
+      next = stage::rescore;
+  }
   if (next == stage::rescore && (options_.finalists == 0 || !best_))
     next = stage::done;
   stage_ = next;
@@ -97,6 +106,8 @@ void parameter_search::advance(stage next) {
   case stage::cache:
     current_ = *best_;
     current_.cache_enabled = !current_.cache_enabled;
+    break;
+  case stage::chunk:  // next_chunk() chose current_
     break;
   case stage::rescore:
     rescoring_ = std::make_unique<finalist_rescoring>(
@@ -170,10 +181,24 @@ void parameter_search::score_current(step& out) {
   case stage::baseline:
     advance(stage::cache);
     break;
-  default:
-    advance(stage::rescore);
+  case stage::cache:
+    advance(stage::chunk);
+    break;
+  default:  // the chunk stage
+    scores_.clear();
+    if (!next_chunk())
+      advance(stage::rescore);
     break;
   }
+}
+
+bool parameter_search::next_chunk() {
+  if (chunks_left_.empty())
+    return false;
+  current_ = *best_;
+  current_.fusion_chunk_bytes = chunks_left_.front();
+  chunks_left_.erase(chunks_left_.begin());
+  return true;
 }
 
 } // namespace troupe::autotune

@@ -30,6 +30,12 @@ struct search_options {
   bool tune_fusion = true;
   bool tune_cycle = true;
   bool tune_cache = true;
+  bool tune_chunk = true;
+  /// CPU allreduce chunks tried on the best setting after the cache: the
+  /// whole buffer at once (what suits a library with a high per-call cost)
+  /// and 1 MiB (what keeps the copies and the reduction in cache here);
+  /// one of them is usually the configured one, which is not tried twice.
+  std::vector<int64_t> chunk_candidates = {0, int64_t{1} << 20};
   /// Samples discarded before the search starts (the job warming up).
   int warmup_samples = 3;
   /// Settings of fusion threshold and cycle time tried by Bayesian
@@ -52,8 +58,9 @@ struct search_options {
 /// which settings to run next. After the warm-up, fusion threshold and cycle
 /// time (those tuned) are searched jointly by Bayesian optimisation, then
 /// the response cache is tried the other way round on the best setting so
-/// far; then the best scored settings and the configured one are scored
-/// again in interleaved rounds, and the best of those scores is frozen.
+/// far, then each other CPU allreduce chunk on the best one; then the best
+/// scored settings and the configured one are scored again in interleaved
+/// rounds, and the best of those scores is frozen.
 class parameter_search {
 public:
   /// Throws std::invalid_argument for counts below 1 (warm-up and
@@ -101,7 +108,7 @@ public:
   }
 
 private:
-  enum class stage { warmup, bayes, baseline, cache, rescore, done };
+  enum class stage { warmup, bayes, baseline, cache, chunk, rescore, done };
 
   // Leaves the current stage for the next one that has work.
   void advance(stage next);
@@ -109,6 +116,9 @@ private:
   void score_current(step& out);
   // A sample of the re-scoring stage.
   void record_finalist(double score, step& out);
+  // The best setting so far with the next chunk left to try; false when
+  // none is left.
+  bool next_chunk();
 
   search_options options_;
   std::vector<int> dims_;  // 0 = fusion, 1 = cycle time, in point order
@@ -117,6 +127,7 @@ private:
   int warmup_left_;
   settings current_;
   std::vector<double> scores_;  // of current_
+  std::vector<int64_t> chunks_left_;  // the chunk stage's candidates not tried yet
   std::vector<scored_setting> history_;  // every setting scored before re-scoring
   std::unique_ptr<finalist_rescoring> rescoring_;
   std::optional<settings> best_;

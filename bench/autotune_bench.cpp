@@ -44,10 +44,12 @@ struct setting {
   int64_t fusion;
   double cycle_ms;
   bool cache;
+  int64_t chunk = -1;  // CPU allreduce chunk; -1: the communicator's
 
   std::string describe() const {
     return "fusion " + std::to_string(fusion) + " B, cycle " + std::to_string(cycle_ms) +
-           " ms, cache " + (cache ? "on" : "off");
+           " ms, cache " + (cache ? "on" : "off") +
+           (chunk < 0 ? std::string() : ", chunk " + std::to_string(chunk) + " B");
   }
 };
 
@@ -124,21 +126,22 @@ bool tuner_done(const std::string& csv, size_t rows) {
 }
 
 // The frozen setting, the CSV's last row (Horovod's columns: ...,
-// cache_enabled, cycle_time_ms, tensor_fusion_threshold in MiB, score), as
-// rank 0 read it, on every rank.
+// cache_enabled, cycle_time_ms, tensor_fusion_threshold in MiB, score; then
+// Troupe's fusion_chunk_bytes), as rank 0 read it, on every rank.
 setting frozen_setting(const std::string& csv) {
-  std::vector<double> v(3, 0.0);
+  std::vector<double> v(4, 0.0);
   if (troupe::rank() == 0) {
     std::stringstream row{last_line(csv)};
     std::vector<double> cols;
     for (std::string cell; std::getline(row, cell, ',');)
       cols.push_back(std::atof(cell.c_str()));
-    if (cols.size() != 7)
+    if (cols.size() != 8)
       throw std::runtime_error("unexpected last row in " + csv);
-    v = {cols[3], cols[4], cols[5]};
+    v = {cols[3], cols[4], cols[5], cols[7]};
   }
   allreduce_or_throw(v, "bench.frozen_setting");
-  return {static_cast<int64_t>(std::llround(v[2] * (1 << 20))), v[1], v[0] > 0};
+  return {static_cast<int64_t>(std::llround(v[2] * (1 << 20))), v[1], v[0] > 0,
+          std::llround(v[3])};
 }
 
 void init_or_throw() {
@@ -151,6 +154,7 @@ void apply(const setting& s) {
   t.fusion_threshold_bytes = s.fusion;
   t.cycle_time_ms = s.cycle_ms;
   t.cache_capacity = s.cache ? cache_capacity : 0;
+  t.fusion_chunk_bytes = s.chunk;
   if (auto st = troupe::tune(t); !st.ok())
     throw std::runtime_error("tune failed: " + st.message());
 }

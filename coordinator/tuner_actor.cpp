@@ -31,8 +31,10 @@ struct tuner_state {
 using tuner_self = tuner_actor::stateful_pointer<tuner_state>;
 
 std::string describe(const autotune::settings& s) {
-  return fmt::format("[cache {}, cycle {} ms, fusion {} B]", s.cache_enabled ? 1 : 0,
-                     s.cycle_time_ms, s.fusion_threshold);
+  return fmt::format("[cache {}, cycle {} ms, fusion {} B, chunk {}]", s.cache_enabled ? 1 : 0,
+                     s.cycle_time_ms, s.fusion_threshold,
+                     s.fusion_chunk_bytes < 0 ? std::string("configured")
+                                              : std::to_string(s.fusion_chunk_bytes) + " B");
 }
 
 // Sends what differs between the search's current setting and the one in
@@ -48,6 +50,8 @@ void apply(tuner_self self) {
     t.set_cycle_time_us(static_cast<int64_t>(s.cycle_time_ms * 1000));
   if (s.cache_enabled != st.applied.cache_enabled)
     t.set_cache_capacity(s.cache_enabled ? st.options.cache_capacity : 0);
+  if (s.fusion_chunk_bytes != st.applied.fusion_chunk_bytes)
+    t.set_fusion_chunk_bytes(s.fusion_chunk_bytes);
   st.applied = s;
   self->send(st.coordinator, tune_atom::value, t.SerializeAsString());
   st.sampler->change_sent();
@@ -87,7 +91,7 @@ void finish_sample(tuner_self self, double score) {
     apply(self);
   const auto& now = st.search->current();
   st.options.metrics->settings(now.fusion_threshold, now.cycle_time_ms, now.cache_enabled,
-                               st.search->active());
+                               now.fusion_chunk_bytes, st.search->active());
   if (step.finished) {
     spdlog::info("Autotuner of set {}: best params {} {:.0f} B/s (choosing settings took "
                  "{:.1f} ms)",
@@ -118,7 +122,7 @@ tuner_actor::behavior_type tune(tuner_self self, coordinator_actor coordinator,
   self->set_down_handler([=](caf::down_msg&) { self->quit(); });
   const auto& s = st.search->current();
   st.options.metrics->settings(s.fusion_threshold, s.cycle_time_ms, s.cache_enabled,
-                               st.search->active());
+                               s.fusion_chunk_bytes, st.search->active());
   if (!st.options.log_path.empty()) {
     try {
       st.log = std::make_unique<autotune::autotune_log>(st.options.log_path);

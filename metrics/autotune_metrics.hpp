@@ -25,6 +25,7 @@ struct autotune_families {
   prometheus::Family<prometheus::Gauge>& fusion_threshold;
   prometheus::Family<prometheus::Gauge>& cycle_time;
   prometheus::Family<prometheus::Gauge>& cache_enabled;
+  prometheus::Family<prometheus::Gauge>& fusion_chunk;
   prometheus::Family<prometheus::Gauge>& score;
   prometheus::Family<prometheus::Gauge>& best_score;
   prometheus::Family<prometheus::Counter>& samples;
@@ -41,9 +42,10 @@ public:
   autotune_metrics(const autotune_metrics&) = delete;
   autotune_metrics& operator=(const autotune_metrics&) = delete;
 
-  /// The settings now in force, and whether the search still runs.
+  /// The settings now in force (a chunk of -1: the configured one), and
+  /// whether the search still runs.
   void settings(int64_t fusion_threshold_bytes, double cycle_time_ms, bool cache_enabled,
-                bool searching);
+                int64_t fusion_chunk_bytes, bool searching);
   /// One more sample measured (warm-up included).
   void sampled() {
     samples_.Increment();
@@ -64,6 +66,7 @@ private:
   prometheus::Gauge& fusion_threshold_;
   prometheus::Gauge& cycle_time_;
   prometheus::Gauge& cache_enabled_;
+  prometheus::Gauge& fusion_chunk_;
   prometheus::Gauge& score_;
   prometheus::Gauge& best_score_;
   prometheus::Counter& samples_;

@@ -46,11 +46,13 @@ std::optional<coordinator::tuner_options> tuner_for(const group_spec& spec) {
     return std::nullopt;
   coordinator::tuner_options t;
   auto& search = t.search;
-  search.initial = {cfg.fusion_threshold, cfg.cycle_time_ms, cfg.cache_capacity > 0};
+  search.initial = {cfg.fusion_threshold, cfg.cycle_time_ms, cfg.cache_capacity > 0,
+                    cfg.fusion_chunk_bytes};
   search.tune_fusion = !cfg.is_explicit("TROUPE_FUSION_THRESHOLD");
   search.tune_cycle = !cfg.is_explicit("TROUPE_CYCLE_TIME");
   search.tune_cache = !cfg.is_explicit("TROUPE_CACHE_CAPACITY");
-  if (!search.tune_fusion && !search.tune_cycle && !search.tune_cache)
+  search.tune_chunk = !cfg.is_explicit("TROUPE_FUSION_CHUNK_BYTES");
+  if (!search.tune_fusion && !search.tune_cycle && !search.tune_cache && !search.tune_chunk)
     return std::nullopt;
   search.warmup_samples = cfg.autotune_warmup_samples;
   search.max_samples = cfg.autotune_bayes_opt_max_samples;

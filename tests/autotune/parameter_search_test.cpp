@@ -16,17 +16,24 @@ namespace troupe::autotune {
 namespace {
 
 // A CPU host's throughput: best with small fused buffers (~256 KiB), worse
-// with any cycle time, slightly better with the cache.
+// with any cycle time, slightly better with the cache; 1 MiB chunks best,
+// whole buffers worst, the configured chunk (-1) in between.
 double throughput(const settings& s) {
   const double f = std::log2(static_cast<double>(std::max<int64_t>(s.fusion_threshold, 1)));
+  const double chunk = s.fusion_chunk_bytes == 1 << 20 ? 1.0
+                       : s.fusion_chunk_bytes == 0     ? 0.7
+                                                       : 0.9;
   return 100 * std::exp(-(f - 18) * (f - 18) / 18) / (1 + 0.2 * s.cycle_time_ms) *
-         (s.cache_enabled ? 1.0 : 0.9);
+         (s.cache_enabled ? 1.0 : 0.9) * chunk;
 }
 const double best_throughput = 100;
 
+// The chunk stage has tests of its own (ChunkStage*): the others leave it
+// out, so their counts are those of the continuous search and the cache.
 search_options defaults() {
   search_options o;
-  o.initial = {128 << 20, 0.0, true};
+  o.initial = {128 << 20, 0.0, true, 1 << 20};
+  o.tune_chunk = false;
   o.seed = 1;
   return o;
 }
@@ -199,14 +206,62 @@ TEST(ParameterSearch, FixedSettingsNeverChange) {
   o.tune_cycle = false;
   o.tune_cache = false;
   o.initial.cycle_time_ms = 2.5;
+  o.initial.fusion_chunk_bytes = 8192;
   parameter_search other(o);
   bool fusion_moved = false;
   for (const auto& s : run_to_end(other)) {
     EXPECT_EQ(s.cycle_time_ms, 2.5);
     EXPECT_TRUE(s.cache_enabled);
+    EXPECT_EQ(s.fusion_chunk_bytes, 8192);
     fusion_moved = fusion_moved || s.fusion_threshold != o.initial.fusion_threshold;
   }
   EXPECT_TRUE(fusion_moved);
+}
+
+TEST(ParameterSearch, ChunkStageTriesEveryOtherChunkOnTheBestSettingAfterTheCache) {
+  auto o = defaults();
+  o.tune_chunk = true;
+  o.initial.fusion_chunk_bytes = -1;  // the configured one (the communicator's)
+  o.warmup_samples = 0;
+  o.samples_per_setting = 1;
+  o.max_samples = 4;
+  parameter_search search(o);
+  int scored = 0;
+  auto ran = run_to_end(search, &scored);
+  EXPECT_EQ(scored, o.max_samples + 1 + 2);  // Bayesian, the cache, then whole and 1 MiB
+  ASSERT_GE(ran.size(), 7u);
+  for (size_t i = 0; i <= static_cast<size_t>(o.max_samples); ++i)
+    EXPECT_EQ(ran[i].fusion_chunk_bytes, -1) << "sample " << i;
+  // Each on the best setting so far, which differs from it in the chunk
+  // only.
+  EXPECT_EQ(ran[5].fusion_chunk_bytes, 0);
+  EXPECT_EQ(ran[6].fusion_chunk_bytes, 1 << 20);
+  auto same_but_chunk = [](settings a, const settings& b) {
+    a.fusion_chunk_bytes = b.fusion_chunk_bytes;
+    return a == b;
+  };
+  EXPECT_TRUE(same_but_chunk(ran[5], ran[6]));
+  EXPECT_EQ(search.current().fusion_chunk_bytes, 1 << 20);  // the fastest
+}
+
+TEST(ParameterSearch, ChunkStageSkipsTheConfiguredChunkAndRunsWithoutTheOthers) {
+  // Only the chunk tuned, configured at 1 MiB: the baseline, then whole,
+  // then both again as finalists.
+  auto o = defaults();
+  o.tune_fusion = o.tune_cycle = o.tune_cache = false;
+  o.tune_chunk = true;
+  o.warmup_samples = 0;
+  o.samples_per_setting = 1;
+  parameter_search search(o);
+  auto ran = run_to_end(search);
+  ASSERT_EQ(ran.size(), 4u);
+  EXPECT_EQ(ran[0].fusion_chunk_bytes, 1 << 20);
+  EXPECT_EQ(ran[1].fusion_chunk_bytes, 0);
+  EXPECT_EQ(search.current().fusion_chunk_bytes, 1 << 20);
+  for (const auto& s : ran) {
+    EXPECT_EQ(s.fusion_threshold, o.initial.fusion_threshold);
+    EXPECT_TRUE(s.cache_enabled);
+  }
 }
 
 TEST(ParameterSearch, OnlyTheCacheTunedComparesItBothWays) {
@@ -257,16 +312,16 @@ TEST(AutotuneLog, WritesHorovodsHeaderAndOneRowPerSetting) {
   {
     autotune_log log(path);
     log.row({64 << 10, 1.5, true}, 2.5e9);
-    log.row({4 << 20, 0.0, false}, 1e6);
+    log.row({4 << 20, 0.0, false, 1 << 20}, 1e6);
   }
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(),
             "hierarchical_allreduce,hierarchical_allgather,torus_allreduce,cache_enabled,"
-            "cycle_time_ms,tensor_fusion_threshold,score\n"
-            "0,0,0,1,1.5,0.0625,2500\n"
-            "0,0,0,0,0,4,1\n");
+            "cycle_time_ms,tensor_fusion_threshold,score,fusion_chunk_bytes\n"
+            "0,0,0,1,1.5,0.0625,2500,-1\n"
+            "0,0,0,0,0,4,1,1048576\n");
   std::remove(path.c_str());
   EXPECT_THROW(autotune_log("/nonexistent-dir/x.csv"), std::runtime_error);
 }

@@ -109,7 +109,7 @@ TEST(rank_metrics, executed_collectives_update_their_sets_children) {
 TEST(rank_metrics, autotune_series_per_set_leave_with_the_tuner) {
   rank_metrics m{{0, 2, 0}, "gloo"};
   auto tuner = m.for_autotune(2);
-  tuner->settings(65536, 1.5, false, true);
+  tuner->settings(65536, 1.5, false, 1 << 20, true);
   tuner->sampled();
   tuner->sampled();
   tuner->scored(2.5e9, 3e9);
@@ -118,12 +118,13 @@ TEST(rank_metrics, autotune_series_per_set_leave_with_the_tuner) {
                            "troupe_autotune_fusion_threshold_bytes{process_set=\"2\"} 65536\n",
                            "troupe_autotune_cycle_time_seconds{process_set=\"2\"} 0.0015\n",
                            "troupe_autotune_cache_enabled{process_set=\"2\"} 0\n",
+                           "troupe_autotune_fusion_chunk_bytes{process_set=\"2\"} 1048576\n",
                            "troupe_autotune_samples_total{process_set=\"2\"} 2\n",
                            "troupe_autotune_score_bytes_per_second{process_set=\"2\"} 2500000000\n",
                            "troupe_autotune_best_score_bytes_per_second{process_set=\"2\"} "
                            "3000000000\n",
                            "troupe_autotune_optimizer_seconds_total{process_set=\"2\"} 0.25\n"});
-  tuner->settings(65536, 1.5, false, false);
+  tuner->settings(65536, 1.5, false, 1 << 20, false);
   expect_lines(expose(m), {"troupe_autotune_active{process_set=\"2\"} 0\n"});
   tuner.reset();
   EXPECT_EQ(expose(m).find("process_set=\"2\""), std::string::npos);

@@ -12,7 +12,14 @@ import csv
 import sys
 
 HEADER = ["hierarchical_allreduce", "hierarchical_allgather", "torus_allreduce",
-          "cache_enabled", "cycle_time_ms", "tensor_fusion_threshold", "score"]
+          "cache_enabled", "cycle_time_ms", "tensor_fusion_threshold", "score",
+          "fusion_chunk_bytes"]
+SCORE = HEADER.index("score")
+
+
+def setting(row):
+    """Every column but the score."""
+    return row[:SCORE] + row[SCORE + 1:]
 
 
 def fail(path, why):
@@ -40,14 +47,16 @@ def main():
     for row in rows[1:]:
         if len(row) != len(HEADER) or row[:3] != ["0", "0", "0"] or row[3] not in ("0", "1"):
             fail(args.path, f"malformed row {row}")
-        if float(row[6]) <= 0:
+        if float(row[SCORE]) <= 0:
             fail(args.path, f"score not positive in {row}")
-    if finalists[-1][:6] != scored[0][:6]:
+        if int(row[-1]) < -1:
+            fail(args.path, f"chunk below -1 in {row}")
+    if setting(finalists[-1]) != setting(scored[0]):
         fail(args.path, f"the last finalist {finalists[-1]} is not the configured {scored[0]}")
     for row in finalists:
-        if not any(row[:6] == s[:6] for s in scored):
+        if not any(setting(row) == setting(s) for s in scored):
             fail(args.path, f"finalist {row} was never scored before")
-    top = max(finalists, key=lambda r: float(r[6]))
+    top = max(finalists, key=lambda r: float(r[SCORE]))
     if best != top:
         fail(args.path, f"last row {best} is not the best finalist {top}")
     for col in filter(None, args.varies.split(",")):
