@@ -1,12 +1,15 @@
 #include "ipc/shm_segment.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <stdexcept>
 
@@ -115,6 +118,41 @@ std::string fresh_segment_name(const std::string& kind) {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(bits));
   return "/troupe-" + kind + std::to_string(::getpid()) + "-" + hex;
+}
+
+std::optional<pid_t> creator_of(const std::string& entry) {
+  const std::string prefix = "troupe-";
+  constexpr size_t hex_digits = 16;
+  if (entry.size() < prefix.size() + 2 + hex_digits || entry.compare(0, prefix.size(), prefix))
+    return std::nullopt;
+  const size_t hex_at = entry.size() - hex_digits;
+  if (entry[hex_at - 1] != '-' ||
+      entry.find_first_not_of("0123456789abcdef", hex_at) != std::string::npos)
+    return std::nullopt;
+  // The pid: the digits before "-<hex>", after the kind's '-' or the prefix.
+  size_t pid_at = hex_at - 1;
+  while (pid_at > prefix.size() && std::isdigit(static_cast<unsigned char>(entry[pid_at - 1])))
+    --pid_at;
+  const std::string kind = entry.substr(prefix.size(), pid_at - prefix.size());
+  const size_t digits = hex_at - 1 - pid_at;
+  if (digits == 0 || digits > 10 ||
+      (!kind.empty() && (kind.size() < 2 || kind.back() != '-' ||
+                         kind.find_first_not_of("abcdefghijklmnopqrstuvwxyz") != kind.size() - 1)))
+    return std::nullopt;
+  return static_cast<pid_t>(std::stoll(entry.substr(pid_at, hex_at - 1 - pid_at)));
+}
+
+std::vector<std::string> remove_segments_of(pid_t pid) {
+  std::vector<std::string> removed;
+  std::unique_ptr<DIR, int (*)(DIR*)> dir{::opendir("/dev/shm"), ::closedir};
+  if (!dir)
+    return removed;
+  while (const dirent* e = ::readdir(dir.get())) {
+    const std::string entry = e->d_name;
+    if (creator_of(entry) == pid && ::shm_unlink(("/" + entry).c_str()) == 0)
+      removed.push_back("/" + entry);
+  }
+  return removed;
 }
 
 } // namespace troupe::ipc

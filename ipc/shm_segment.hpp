@@ -1,5 +1,10 @@
 #pragma once
 
+#include <sys/types.h>
+
+#include <optional>
+#include <vector>
+
 #include <cstddef>
 #include <string>
 
@@ -61,5 +66,17 @@ private:
 /// A name no other segment has: "/troupe-" + `kind` + the creator's pid and
 /// 64 random bits.
 std::string fresh_segment_name(const std::string& kind);
+
+/// The creator's pid in a name fresh_segment_name made, as /dev/shm lists
+/// it ("troupe-<kind><pid>-<16 hex digits>", no slash; `kind` letters and a
+/// '-', or empty); none for any other name.
+std::optional<pid_t> creator_of(const std::string& entry);
+
+/// Removes the names of segments `pid` created that are still in /dev/shm,
+/// and returns them. A creator unlinks each name once its peers have
+/// opened it; a name is left only when it died before that (SIGKILL, OOM).
+/// For a process known to have exited: a live one may still be waiting
+/// for its peers.
+std::vector<std::string> remove_segments_of(pid_t pid);
 
 } // namespace troupe::ipc

@@ -332,8 +332,9 @@ void elastic_driver::spawn(const plan_member& seat, const rank_slot& slot, int s
     input = s_.secret;
   }
   try {
-    supervisor_.add(
-      spawn_worker(static_cast<int>(seat.worker_id), argv, env, out_, err_, input));
+    auto worker = spawn_worker(static_cast<int>(seat.worker_id), argv, env, out_, err_, input);
+    worker.on_this_host = here && s_.spawn_command.empty();
+    supervisor_.add(std::move(worker));
     if (observe_.spawned)
       observe_.spawned();
   } catch (const spawn_error& e) {

@@ -1,6 +1,7 @@
 #include "elastic/launcher/job_supervisor.hpp"
 
 #include "elastic/launcher/signals.hpp"
+#include "ipc/shm_segment.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -125,6 +126,12 @@ void job_supervisor::reap() {
 
 void job_supervisor::on_exit(worker_process& w, int status) {
   w.running = false;
+  // A rank killed between creating a shared segment and its peers opening
+  // it leaves the name behind (it unlinks it only once they have).
+  if (w.on_this_host)
+    for (const auto& name : ipc::remove_segments_of(w.pid))
+      report_("troupe-run: removed shared-memory segment " + name + " that " +
+              worker_name(w.rank) + " (pid " + std::to_string(w.pid) + ") left behind\n");
   // Forward what it wrote before its exit is reported.
   w.drain();
   bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;

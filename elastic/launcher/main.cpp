@@ -317,12 +317,14 @@ int main(int argc, char** argv) {
       try {
         // Another host: over ssh, which gets troupe-run's environment; the
         // worker's goes on its command line, the secret through its stdin.
-        supervisor.add(
-          launcher::is_local_host(slot.host, self)
-            ? launcher::spawn_worker(slot.rank, opts.command, env, to_stdout, to_stderr)
-            : launcher::spawn_worker(
-                slot.rank, launcher::ssh_command(slot.host, opts.ssh, cwd, env, opts.command),
-                parent, to_stdout, to_stderr, secret));
+        const bool here = launcher::is_local_host(slot.host, self);
+        auto worker =
+          here ? launcher::spawn_worker(slot.rank, opts.command, env, to_stdout, to_stderr)
+               : launcher::spawn_worker(
+                   slot.rank, launcher::ssh_command(slot.host, opts.ssh, cwd, env, opts.command),
+                   parent, to_stdout, to_stderr, secret);
+        worker.on_this_host = here;
+        supervisor.add(std::move(worker));
         counts.workers_started();
       } catch (const launcher::spawn_error& e) {
         to_stderr(std::string("troupe-run: ") + e.what() + "\n");

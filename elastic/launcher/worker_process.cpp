@@ -83,15 +83,18 @@ std::string find_executable(const std::string& name) {
   return {};
 }
 
+// Reports errno on `status` and ends the child (async-signal-safe).
+[[noreturn]] void child_failed(int status) {
+  int e = errno;
+  (void)!::write(status, &e, sizeof e);
+  ::_exit(127);
+}
+
 // The child between fork and exec: async-signal-safe calls only (the
 // launcher has other threads). Reports a failure as its errno on `status`.
 [[noreturn]] void become_worker(pid_t launcher, int in, int out, int err, int status,
                                 const char* file, char* const* argv, char* const* envp) {
-  auto fail = [status] {
-    int e = errno;
-    (void)!::write(status, &e, sizeof e);
-    ::_exit(127);
-  };
+  auto fail = [status] { child_failed(status); };
   // Own process group: a terminal's Ctrl-C reaches troupe-run alone, which
   // forwards it, and a kill of the group also reaches the worker's children.
   if (::setpgid(0, 0) != 0)
@@ -116,7 +119,7 @@ std::string find_executable(const std::string& name) {
       || ::dup2(err, STDERR_FILENO) < 0)
     fail();
   ::execve(file, argv, envp);
-  fail();
+  child_failed(status);
 }
 
 } // namespace

@@ -26,6 +26,9 @@ struct worker_process {
   net::unique_fd err;
   line_forwarder out_lines;
   line_forwarder err_lines;
+  /// Started on this host (not through ssh or a spawn hook): `pid` is the
+  /// rank's own process, whose leftovers in /dev/shm can be removed here.
+  bool on_this_host = false;
 
   /// Sends `sig` to the worker's process group.
   void signal(int sig) const;

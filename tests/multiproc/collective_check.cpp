@@ -355,6 +355,8 @@ int main(int argc, char** argv) {
   }
   else if (mode == "shm-kill" && (argc == 4 || (argc == 5 && argv[4] == std::string("fds-held"))))
     rc = troupe::test::run_shm_kill(rank, size, std::atoi(argv[2]), argv[3], argc == 5);
+  else if (mode == "shm-orphans")
+    troupe::test::run_shm_orphans(rank);
   else if (mode == "many")
     rc = troupe::test::run_checks(
       troupe::test::many_small(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000), rank,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/cpu/arith.hpp"
+#include "ipc/shm_segment.hpp"
 #include "troupe/troupe.hpp"
 
 namespace troupe::test {
@@ -126,6 +127,17 @@ int run_shm_size_checks(int rank, int size) {
                 tag, took.count());
   std::fflush(stdout);
   return failed == 0 ? 0 : 1;
+}
+
+void run_shm_orphans(int rank) {
+  std::vector<ipc::shm_segment> kept;
+  for (const char* kind : {"ctl-", "data-"}) {
+    kept.push_back(ipc::shm_segment::create(ipc::fresh_segment_name(kind), 4096));
+    std::printf("rank %d: ORPHAN %s\n", rank, kept.back().name().c_str());
+  }
+  std::fflush(stdout);
+  std::raise(SIGKILL);
+  std::abort();  // not reached
 }
 
 std::string mapped_shm_segment(const std::string& kind) {

@@ -13,6 +13,11 @@ namespace troupe::test {
 /// exact in its dtype and compared for equality. Returns the exit code.
 int run_shm_size_checks(int rank, int size);
 
+/// Creates a control-channel and a data segment by the runtime's naming
+/// rule, prints "rank R: ORPHAN NAME" for each and dies by SIGKILL before
+/// unlinking them, as a rank killed before its peers opened its segments.
+[[noreturn]] void run_shm_orphans(int rank);
+
 /// The shared-memory segment of kind `kind` this process maps ("data-":
 /// the Gloo shm path, "ctl-": a control channel), "NAME BYTES"
 /// ("/troupe-<kind>..."; names are unlinked once every rank of the host

@@ -1,0 +1,67 @@
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "ipc/shm_segment.hpp"
+
+namespace troupe::ipc {
+namespace {
+
+TEST(segment_names, the_creator_is_read_back_from_every_kind_of_name) {
+  for (const std::string kind : {"ctl-", "data-", ""}) {
+    const auto name = fresh_segment_name(kind);
+    ASSERT_EQ(name[0], '/');
+    EXPECT_EQ(creator_of(name.substr(1)), ::getpid()) << name;
+  }
+  EXPECT_EQ(creator_of("troupe-ctl-12-0123456789abcdef"), 12);
+  EXPECT_EQ(creator_of("troupe-4711-fedcba9876543210"), 4711);
+}
+
+TEST(segment_names, other_names_have_no_creator) {
+  for (const char* entry :
+       {"troupe-ctl-12-0123456789abcde",     // 15 hex digits
+        "troupe-ctl-12-0123456789abcdeg",    // not hex
+        "troupe-ctl--0123456789abcdef",      // no pid
+        "troupe-CTL-12-0123456789abcdef",    // not a kind
+        "troupe--12-0123456789abcdef",       // an empty kind with its dash
+        "troupe-ctl-12345678901-0123456789abcdef",  // more digits than a pid
+        "troupe-ctl12-0123456789abcdef",     // no dash after the kind
+        "sem.troupe-ctl-12-0123456789abcdef", "mpi-ctl-12-0123456789abcdef", "troupe-", ""})
+    EXPECT_FALSE(creator_of(entry)) << entry;
+}
+
+TEST(segment_names, a_dead_creators_names_are_removed_and_no_one_elses) {
+  // A child creates a segment and dies without unlinking it, as a rank
+  // SIGKILLed before its peers opened the segment.
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto s = shm_segment::create(fresh_segment_name("ctl-"), 4096);
+    const auto& name = s.name();
+    (void)!::write(pipe_fds[1], name.data(), name.size());
+    ::raise(SIGKILL);
+  }
+  ::close(pipe_fds[1]);
+  char buf[128] = {};
+  const auto n = ::read(pipe_fds[0], buf, sizeof buf - 1);
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_GT(n, 0);
+  const std::string name(buf, static_cast<size_t>(n));
+  auto mine = shm_segment::create(fresh_segment_name("ctl-"), 4096);  // a live creator's
+
+  EXPECT_EQ(remove_segments_of(child), std::vector<std::string>{name});
+  EXPECT_THROW(shm_segment::open(name), std::runtime_error);  // gone
+  EXPECT_TRUE(remove_segments_of(child).empty());
+  EXPECT_NO_THROW(shm_segment::open(mine.name()));  // untouched
+}
+
+} // namespace
+} // namespace troupe::ipc
