@@ -44,7 +44,7 @@ struct setting {
   int64_t fusion;
   double cycle_ms;
   bool cache;
-  int64_t chunk = -1;  // CPU allreduce chunk; -1: the communicator's
+  int64_t chunk = -1;  // CPU allreduce chunk; -1: the configured one
 
   std::string describe() const {
     return "fusion " + std::to_string(fusion) + " B, cycle " + std::to_string(cycle_ms) +
