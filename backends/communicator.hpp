@@ -41,6 +41,11 @@ struct alltoall_options {
   std::vector<int64_t> recv_bytes;
 };
 
+/// Bytes of an allreduce per call that keep its copies and its reduction in
+/// cache on this host (measured on the ResNet-50 step and a 64 MiB tensor,
+/// docs/benchmarks.md): the chunk of a communicator whose calls are cheap.
+inline constexpr size_t cache_sized_chunk_bytes = size_t{1} << 20;
+
 /// A CPU communication library (Gloo, MPI, or none for a set of one): the
 /// primitives the CPU backend (cpu/cpu_backend.hpp) builds every collective
 /// from. Every call blocks until done and throws backend_error on failure.

@@ -6,11 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <random>
+#include <regex>
 #include <stdexcept>
 
 namespace troupe::ipc {
@@ -121,25 +121,12 @@ std::string fresh_segment_name(const std::string& kind) {
 }
 
 std::optional<pid_t> creator_of(const std::string& entry) {
-  const std::string prefix = "troupe-";
-  constexpr size_t hex_digits = 16;
-  if (entry.size() < prefix.size() + 2 + hex_digits || entry.compare(0, prefix.size(), prefix))
+  // What fresh_segment_name writes, without the slash.
+  static const std::regex name{"troupe-(?:[a-z]+-)?([0-9]{1,10})-[0-9a-f]{16}"};
+  std::smatch m;
+  if (!std::regex_match(entry, m, name))
     return std::nullopt;
-  const size_t hex_at = entry.size() - hex_digits;
-  if (entry[hex_at - 1] != '-' ||
-      entry.find_first_not_of("0123456789abcdef", hex_at) != std::string::npos)
-    return std::nullopt;
-  // The pid: the digits before "-<hex>", after the kind's '-' or the prefix.
-  size_t pid_at = hex_at - 1;
-  while (pid_at > prefix.size() && std::isdigit(static_cast<unsigned char>(entry[pid_at - 1])))
-    --pid_at;
-  const std::string kind = entry.substr(prefix.size(), pid_at - prefix.size());
-  const size_t digits = hex_at - 1 - pid_at;
-  if (digits == 0 || digits > 10 ||
-      (!kind.empty() && (kind.size() < 2 || kind.back() != '-' ||
-                         kind.find_first_not_of("abcdefghijklmnopqrstuvwxyz") != kind.size() - 1)))
-    return std::nullopt;
-  return static_cast<pid_t>(std::stoll(entry.substr(pid_at, hex_at - 1 - pid_at)));
+  return static_cast<pid_t>(std::stoll(m[1]));
 }
 
 std::vector<std::string> remove_segments_of(pid_t pid) {

@@ -2,11 +2,10 @@
 
 #include <sys/types.h>
 
-#include <optional>
-#include <vector>
-
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace troupe::ipc {
 

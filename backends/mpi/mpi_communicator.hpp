@@ -22,10 +22,10 @@ public:
     return "mpi";
   }
   void connect() override;
-  /// 1 MiB: measured on the ResNet-50 step and a 64 MiB tensor
-  /// (docs/benchmarks.md), larger calls take Open MPI's slower path.
+  /// Cache-sized: larger calls also take Open MPI's slower large-message
+  /// path here.
   size_t chunk_bytes() const override {
-    return size_t{1} << 20;
+    return cache_sized_chunk_bytes;
   }
   void allreduce(const allreduce_options& opts) override;
   void allgather(const allgather_options& opts) override;

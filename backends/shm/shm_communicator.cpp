@@ -82,7 +82,7 @@ void shm_communicator::connect() {
 }
 
 size_t shm_communicator::chunk_bytes() const {
-  return group_ ? size_t{1} << 20 : 0;
+  return group_ ? cache_sized_chunk_bytes : 0;
 }
 
 void shm_communicator::abort() {

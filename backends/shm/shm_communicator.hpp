@@ -30,7 +30,7 @@ public:
   /// stays on Gloo.
   void connect() override;
   void allreduce(const allreduce_options& opts) override;
-  /// Through the segment, 1 MiB (four rounds per member): the fusion
+  /// Through the segment, cache-sized (four rounds per member): the fusion
   /// buffer's copies then stay in cache too, and the cross-host step makes
   /// the same calls. Plain Gloo (per-call cost over loopback): at once.
   size_t chunk_bytes() const override;
