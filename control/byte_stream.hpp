@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace troupe::control {
 
@@ -13,6 +14,12 @@ namespace troupe::control {
 /// each of which consumes every byte. The writer never overwrites what an
 /// active reader has not read yet; an inactive reader holds nothing back.
 /// A view: the memory (zeroed for a new stream) belongs to a segment.
+///
+/// Any process that maps the segment can write anything into the shared
+/// positions, so each side keeps its own position and only publishes it:
+/// a reader whose published position is impossible holds nothing back, and
+/// a reader that sees more unread bytes than the stream holds throws
+/// instead of reading past it.
 class byte_stream {
 public:
   /// Bytes of shared memory a stream of `capacity` bytes and `readers`
@@ -25,8 +32,13 @@ public:
   /// returns how much.
   size_t write_some(const char* data, size_t n);
 
-  /// Copies up to `n` unread bytes into `out` and consumes them.
+  /// Copies up to `n` unread bytes into `out` and consumes them. Throws
+  /// std::runtime_error when the stream is corrupt (see unread).
   size_t read_some(size_t reader, char* out, size_t n);
+
+  /// Bytes `reader` has not read yet; throws std::runtime_error when that is
+  /// more than the stream holds (its shared position was overwritten).
+  size_t unread(size_t reader) const;
 
   bool has_unread(size_t reader) const;
 
@@ -37,6 +49,14 @@ public:
   /// stream's beginning: activate it before anything is written.
   void set_active(size_t reader, bool active);
 
+  /// The active readers that left the most unread (none when all is read):
+  /// those the writer waits for.
+  std::vector<size_t> slowest() const;
+
+  /// The writer gives up on `reader`: it holds nothing back from now on, and
+  /// its next read throws instead of reading what was overwritten.
+  void drop(size_t reader);
+
 private:
   struct header;
   struct reader_slot;
@@ -46,6 +66,10 @@ private:
   char* data_;
   size_t reader_count_;
   size_t capacity_;
+  // This view's own positions, as of its construction: what it wrote (as
+  // the writer) and what each reader read (as that reader).
+  uint64_t written_;
+  std::vector<uint64_t> read_;
 };
 
 /// Length-prefixed messages over a byte_stream, in order. A message longer
@@ -82,8 +106,10 @@ public:
 private:
   char prefix_[4] = {};
   size_t have_prefix_ = 0;
+  // The announced message grows as its bytes arrive: a prefix alone never
+  // allocates what it announces.
   std::string body_;
-  size_t have_body_ = 0;
+  size_t body_size_ = 0;
 };
 
 } // namespace troupe::control

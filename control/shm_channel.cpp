@@ -50,6 +50,21 @@ size_t layout_bytes(size_t members, const channel_sizes& s) {
          members * byte_stream::bytes_needed(1, s.request_bytes);
 }
 
+// Whether a header read from a segment of `bytes` describes it: any process
+// of the job's user can write there, so nothing is trusted that could
+// divide by zero, wrap the layout's arithmetic or reach past the mapping.
+bool layout_fits(size_t members, const channel_sizes& s, size_t bytes) {
+  if (members == 0 || s.request_bytes == 0 || s.response_bytes == 0 ||
+      s.request_bytes > bytes || s.response_bytes > bytes || members > bytes)
+    return false;
+  // Each term is below 2 x bytes now; only the product can wrap.
+  size_t requests = 0;
+  if (__builtin_mul_overflow(members, byte_stream::bytes_needed(1, s.request_bytes), &requests))
+    return false;
+  const size_t rest = sizeof(channel_header) + byte_stream::bytes_needed(members, s.response_bytes);
+  return requests <= bytes && rest <= bytes && requests + rest == bytes;
+}
+
 } // namespace
 
 // The mapped segment and the streams in it: the response stream (one
@@ -202,6 +217,18 @@ bool channel_host::flush() {
   return done;
 }
 
+std::vector<int> channel_host::drop_slowest() {
+  std::vector<int> ranks;
+  auto& stream = segment_->responses();
+  for (size_t member : stream.slowest()) {
+    stream.drop(member);
+    ranks.push_back(static_cast<int>(member));
+  }
+  // A dropped member that is only slow finds out at its next read.
+  segment_->header().responses.ring();
+  return ranks;
+}
+
 void channel_host::unlink() {
   segment_->segment().unlink();
 }
@@ -215,12 +242,14 @@ std::unique_ptr<channel_member> channel_member::open(const std::string& name, in
     if (segment.size() < sizeof(channel_header))
       return nullptr;
     auto& h = *static_cast<channel_header*>(segment.data());
-    const channel_sizes sizes{h.request_bytes, h.response_bytes};
-    if (h.magic.load(std::memory_order_acquire) != channel_magic ||
-        member < 0 || static_cast<uint32_t>(member) >= h.members ||
-        h.segment_bytes != segment.size() || layout_bytes(h.members, sizes) != segment.size())
+    if (h.magic.load(std::memory_order_acquire) != channel_magic)
       return nullptr;
+    // Read once: what is checked is what is used.
     const size_t members = h.members;
+    const channel_sizes sizes{h.request_bytes, h.response_bytes};
+    if (member < 0 || static_cast<size_t>(member) >= members ||
+        h.segment_bytes != segment.size() || !layout_fits(members, sizes, segment.size()))
+      return nullptr;
     auto seg = std::make_unique<channel_segment>(std::move(segment), members, sizes);
     if (seg->responses().written() != 0)
       return nullptr;  // too late to read the lists from the start

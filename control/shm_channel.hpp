@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "control/byte_stream.hpp"
 
@@ -52,6 +53,12 @@ public:
   /// slowly); flush() later.
   bool post(std::string list);
   bool flush();
+
+  /// Gives up on the members that left the most of the response stream
+  /// unread (a member killed or frozen without closing its end): they hold
+  /// nothing back from now on, and their next read fails. Returns their set
+  /// ranks.
+  std::vector<int> drop_slowest();
 
   /// Removes the name once every member has opened the channel or given up
   /// on it; the memory stays until the last mapping goes.

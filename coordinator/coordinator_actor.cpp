@@ -40,6 +40,9 @@ struct coordinator_state {
   std::shared_ptr<control::channel_host> channel;
   std::vector<bool> on_channel;
   bool channel_retry_scheduled = false;
+  // Since when lists have waited for room in the channel (none: they have
+  // not).
+  std::optional<std::chrono::steady_clock::time_point> channel_blocked_since;
   std::unique_ptr<message_table> table;
   std::unique_ptr<stall_inspector> stalls;
   std::unique_ptr<response_cache> cache;
@@ -114,11 +117,32 @@ bool cycle_elapsed(coordinator_self self) {
   return false;
 }
 
+// A member's reader thread drains the channel whenever it is rung,
+// whatever its negotiator is doing: one that has not made room for this
+// long is dead or frozen without having closed its end.
+constexpr auto channel_reader_deadline = std::chrono::seconds(10);
+
 // Retries shortly what the channel could not take yet (a member reads
-// slowly); the lists stay in order in the channel's queue.
+// slowly); the lists stay in order in the channel's queue. Past the
+// deadline the members holding the room back are dropped from the channel.
 void retry_channel_unless(coordinator_self self, bool written) {
   auto& st = self->state;
-  if (written || st.channel_retry_scheduled)
+  if (written) {
+    st.channel_blocked_since.reset();
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (!st.channel_blocked_since) {
+    st.channel_blocked_since = now;
+  } else if (now - *st.channel_blocked_since > channel_reader_deadline) {
+    const auto dropped = st.channel->drop_slowest();
+    spdlog::error("process set {}: set rank(s) {} left the control channel's response lists "
+                  "unread for {} s (killed or frozen?); the coordinator no longer waits for "
+                  "them there, and what they read next fails",
+                  st.set_id, fmt::join(dropped, ", "), channel_reader_deadline.count());
+    st.channel_blocked_since = now;
+  }
+  if (st.channel_retry_scheduled)
     return;
   st.channel_retry_scheduled = true;
   self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);

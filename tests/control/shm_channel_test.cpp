@@ -1,3 +1,4 @@
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 
 #include "control/byte_stream.hpp"
 #include "control/shm_channel.hpp"
+#include "ipc/shm_segment.hpp"
 
 namespace troupe::control {
 namespace {
@@ -71,6 +73,109 @@ TEST(byte_stream, a_corrupt_length_is_an_error_not_an_allocation) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("4294967280 bytes"), std::string::npos) << e.what();
   }
+}
+
+// The shared positions are the stream's first 8 bytes (what was written)
+// and then one 64-byte slot per reader (what it read).
+uint64_t& shared_written(std::vector<char>& memory) {
+  return *reinterpret_cast<uint64_t*>(memory.data());
+}
+uint64_t& shared_read(std::vector<char>& memory, size_t reader) {
+  return *reinterpret_cast<uint64_t*>(memory.data() + 64 + 64 * reader);
+}
+
+TEST(byte_stream, a_forged_write_position_is_an_error_not_a_read_past_the_stream) {
+  constexpr size_t capacity = 64;
+  std::vector<char> memory(byte_stream::bytes_needed(1, capacity), 0);
+  byte_stream writer_view(memory.data(), 1, capacity);
+  byte_stream reader_view(memory.data(), 1, capacity);
+  writer_view.set_active(0, true);
+  message_writer writer;
+  writer.push("first");
+  ASSERT_TRUE(writer.flush(writer_view));
+  shared_written(memory) += uint64_t{1} << 40;  // another process wrote there
+  message_reader reader;
+  std::vector<std::string> got;
+  try {
+    reader.drain(reader_view, 0, [&](std::string m) { got.push_back(std::move(m)); });
+    FAIL() << "read " << got.size() << " messages from a stream claiming 2^40 bytes";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("corrupt control stream: 1099511627785 bytes unread"),
+              std::string::npos)
+      << e.what();
+  }
+  // The writer kept its own position: its next write puts it back.
+  writer.push("second");
+  ASSERT_TRUE(writer.flush(writer_view));
+  message_reader fresh;
+  fresh.drain(reader_view, 0, [&](std::string m) { got.push_back(std::move(m)); });
+  EXPECT_EQ(got, (std::vector<std::string>{"first", "second"}));
+}
+
+TEST(byte_stream, a_forged_read_position_holds_nothing_back_and_overwrites_nothing_unread) {
+  constexpr size_t capacity = 64;
+  std::vector<char> memory(byte_stream::bytes_needed(2, capacity), 0);
+  byte_stream stream(memory.data(), 2, capacity);
+  stream.set_active(0, true);
+  stream.set_active(1, true);
+  // Reader 1 claims to be far ahead of the writer, then never reads.
+  shared_read(memory, 1) = uint64_t{1} << 50;
+  message_writer writer;
+  message_reader reader;
+  std::vector<std::string> sent, got;
+  for (int i = 0; i < 200; ++i) {
+    sent.push_back(message(0, i, 40));
+    writer.push(sent.back());
+    bool flushed = writer.flush(stream);
+    for (int round = 0; round < 8 && !flushed; ++round) {
+      reader.drain(stream, 0, [&](std::string m) { got.push_back(std::move(m)); });
+      flushed = writer.flush(stream);
+    }
+    ASSERT_TRUE(flushed) << "message " << i << " held back";
+  }
+  reader.drain(stream, 0, [&](std::string m) { got.push_back(std::move(m)); });
+  EXPECT_EQ(got, sent);
+}
+
+TEST(byte_stream, a_dropped_reader_holds_nothing_back_and_its_next_read_fails) {
+  constexpr size_t capacity = 64;
+  std::vector<char> memory(byte_stream::bytes_needed(3, capacity), 0);
+  byte_stream stream(memory.data(), 3, capacity);
+  for (size_t r = 0; r < 3; ++r)
+    stream.set_active(r, true);
+  EXPECT_TRUE(stream.slowest().empty());  // nothing unread
+  ASSERT_EQ(stream.write_some("0123456789", 10), 10u);
+  char out[8];
+  ASSERT_EQ(stream.read_some(0, out, 8), 8u);
+  ASSERT_EQ(stream.read_some(1, out, 4), 4u);
+  ASSERT_EQ(stream.read_some(2, out, 4), 4u);
+  EXPECT_EQ(stream.slowest(), (std::vector<size_t>{1, 2}));  // 6 unread each
+  ASSERT_EQ(stream.read_some(1, out, 8), 6u);
+  EXPECT_EQ(stream.slowest(), (std::vector<size_t>{2}));
+  stream.drop(2);
+  // Reader 2's 10 bytes no longer count: the writer fills what reader 0
+  // left (2 bytes unread) up to the capacity.
+  std::string fill(capacity, 'x');
+  EXPECT_EQ(stream.write_some(fill.data(), fill.size()), capacity - 2);
+  EXPECT_THROW(stream.read_some(2, out, 1), std::runtime_error);
+}
+
+TEST(byte_stream, an_announced_length_allocates_only_what_arrived) {
+  constexpr size_t capacity = 64;
+  std::vector<char> memory(byte_stream::bytes_needed(1, capacity), 0);
+  byte_stream stream(memory.data(), 1, capacity);
+  stream.set_active(0, true);
+  const uint32_t gib = message_reader::max_message;
+  ASSERT_EQ(stream.write_some(reinterpret_cast<const char*>(&gib), 4), 4u);
+  ASSERT_EQ(stream.write_some("12345678", 8), 8u);
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  message_reader reader;
+  reader.drain(stream, 0, [](std::string) { FAIL() << "1 GiB announced, 8 bytes written"; });
+  rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  // Resizing to the announced GiB would touch it all (ru_maxrss is in KiB).
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024);
 }
 
 // Collects what a reader thread delivers; waits with a deadline.
@@ -170,6 +275,65 @@ TEST(shm_channel, a_member_cannot_open_what_is_not_its_channel) {
   // A member that would start reading in the middle of the stream uses
   // the network instead.
   EXPECT_EQ(channel_member::open(host.name(), 2), nullptr);
+}
+
+// The header's first fields, laid out as shm_channel.cpp's channel_header.
+struct header_prefix {
+  uint64_t magic;
+  uint32_t members;
+  uint64_t request_bytes;
+  uint64_t response_bytes;
+  uint64_t segment_bytes;
+};
+
+TEST(shm_channel, a_member_does_not_trust_a_header_another_process_rewrote) {
+  const channel_sizes sizes{4096, 8192};
+  channel_host host(3, sizes);
+  auto segment = ipc::shm_segment::open(host.name());
+  segment.keep_name();
+  auto* h = static_cast<header_prefix*>(segment.data());
+  ASSERT_EQ(h->request_bytes, 4096u);
+  ASSERT_EQ(h->response_bytes, 8192u);
+  // Request streams of 0 bytes (every send would divide by zero), the
+  // response stream grown by what they gave up: the layout's total is the
+  // same.
+  h->request_bytes = 0;
+  h->response_bytes = 8192 + 3 * 4096;
+  EXPECT_EQ(channel_member::open(host.name(), 1), nullptr);
+  // Sizes whose layout wraps around to the segment's size.
+  h->request_bytes = uint64_t{1} << 62;
+  h->response_bytes = 8192;
+  EXPECT_EQ(channel_member::open(host.name(), 1), nullptr);
+  h->request_bytes = 4096;
+  h->members = 0xffffffffu;
+  EXPECT_EQ(channel_member::open(host.name(), 1), nullptr);
+  h->members = 3;
+  EXPECT_NE(channel_member::open(host.name(), 1), nullptr);
+}
+
+TEST(shm_channel, the_coordinator_can_drop_a_member_that_stopped_reading) {
+  channel_host host(3, channel_sizes{4096, 256});
+  auto reading = channel_member::open(host.name(), 1);
+  auto frozen = channel_member::open(host.name(), 2);  // open, never reads
+  ASSERT_NE(reading, nullptr);
+  ASSERT_NE(frozen, nullptr);
+  inbox got;
+  reading->start([&](std::string s) { got.add(std::move(s)); });
+  bool blocked = false;
+  int posted = 0;
+  for (; posted < 50 && !blocked; ++posted)
+    blocked = !host.post(message(0, posted, 100));
+  ASSERT_TRUE(blocked) << "256 bytes of room took 50 lists of 100 bytes";
+  // The reading member drains what was written (the blocked list partly):
+  // only the frozen one is behind then.
+  ASSERT_TRUE(got.wait_for_count(static_cast<size_t>(posted - 1), 10s));
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(host.drop_slowest(), (std::vector<int>{2}));
+  EXPECT_TRUE(send_all(host, {}, std::chrono::steady_clock::now() + 10s, &channel_host::post));
+  for (int i = posted; i < 50; ++i)
+    EXPECT_TRUE(send_all(host, {message(0, i, 100)}, std::chrono::steady_clock::now() + 10s,
+                         &channel_host::post));
+  EXPECT_TRUE(got.wait_for_count(50, 10s)) << got.messages.size();
 }
 
 TEST(shm_channel, a_member_that_went_away_holds_nothing_back) {
