@@ -16,6 +16,7 @@
 #include "control/hit_aggregator.hpp"
 #include "metrics/rank_metrics.hpp"
 #include "proto/op_properties.hpp"
+#include "proto/request_checks.hpp"
 
 namespace troupe::actors {
 
@@ -34,6 +35,7 @@ const char* duplicate_name_error =
 struct negotiator_state {
   uint32_t set_id = 0;
   int32_t set_rank = 0;
+  int32_t set_size = 1;
   int64_t epoch = 0;
   // Null until the supervisor passes it on: requests wait in the outbox.
   coordinator_actor coordinator;
@@ -426,6 +428,16 @@ void open_channel(negotiator_self self, const std::string& name) {
   });
 }
 
+// Fails the entries a malformed response names, saying what was wrong.
+void fail_named(negotiator_state& st, const v1::Response& resp, const status& s) {
+  spdlog::error("negotiator: {}", s.message());
+  for (const auto& name : resp.tensor_names()) {
+    auto it = st.table.find(name);
+    if (it != st.table.end())
+      complete(st, it->second, s);
+  }
+}
+
 // What a joined rank runs for an allreduce it never submitted: zeros of the
 // negotiated size, so the sum (and AVERAGE over all ranks) is right.
 tensor_entry_ptr joined_stand_in(const v1::Response& resp, int index) {
@@ -482,6 +494,13 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
   });
   size_t launched = 0;
   for (auto& resp : *list.mutable_responses()) {
+    // The backends index and allocate by what a response says: one that
+    // does not add up fails what it names here instead of reaching them.
+    if (auto err = check_response(resp, st.set_size); !err.empty()) {
+      fail_named(st, resp, {status_code::internal, "process set " + std::to_string(st.set_id) +
+                                                     ": the coordinator's " + err});
+      continue;
+    }
     if (resp.op() == v1::OP_TYPE_JOIN) {
       if (st.aggregator)
         st.aggregator->join_ended();
@@ -489,6 +508,7 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
       continue;
     }
     auto work = std::make_shared<collective_work>();
+    std::optional<std::string> unknown;
     for (int i = 0; i < resp.tensor_names_size(); ++i) {
       const auto& name = resp.tensor_names(i);
       auto it = st.table.find(name);
@@ -499,10 +519,24 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
       }
       else if (st.joined && resp.op() == v1::OP_TYPE_ALLREDUCE)
         work->entries.push_back(joined_stand_in(resp, i));
-      else if (!st.joined && resp.op() != v1::OP_TYPE_ERROR)  // errors reach every rank
-        spdlog::error("negotiator: coordinator answered for unknown tensor '{}'", name);
+      else if (resp.op() != v1::OP_TYPE_ERROR && !unknown)  // errors reach every rank
+        unknown = name;
+    }
+    // Without one of its tensors a fused work's sizes no longer line up with
+    // the response's: nothing of it runs here.
+    if (unknown && (!work->entries.empty() || !st.joined)) {
+      const status s{status_code::internal,
+                     "process set " + std::to_string(st.set_id) + ": the coordinator's " +
+                       properties(resp.op()).name + " response names tensor '" + *unknown +
+                       "', which set rank " + std::to_string(st.set_rank) + " has not submitted"};
+      spdlog::error("negotiator: {}", s.message());
+      for (auto& e : work->entries)
+        complete(st, e, s);
+      continue;
     }
     if (resp.op() == v1::OP_TYPE_ERROR) {
+      if (resp.has_only_rank() && resp.only_rank() != st.set_rank)
+        continue;  // another rank's late request: this rank's may be a newer round
       status s{static_cast<status_code>(resp.error().code()), resp.error().message()};
       for (auto& e : work->entries)
         complete(st, e, s);
@@ -587,6 +621,7 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
   auto& st = self->state;
   st.set_id = args.process_set_id;
   st.set_rank = args.set_rank;
+  st.set_size = args.set_size;
   st.epoch = args.epoch;
   st.tree_hold = args.tree_hold;
   st.placed = !args.await_place;

@@ -38,6 +38,8 @@ struct negotiator_args {
   /// Sends no list before the coordinator placed it in the control tree
   /// (control::tree_possible, and not the coordinator's own rank).
   bool await_place = false;
+  /// Members of the set: an allgather response carries sizes for each.
+  int32_t set_size = 1;
 };
 
 /// Spawns the negotiator of one process set on this rank. It owns the set's

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "proto/request_parameters.hpp"
+
 namespace troupe::control {
 
 hit_aggregator::hit_aggregator(tree_node node, clock::duration hold, name_lookup name_of)
@@ -81,14 +83,15 @@ bool hit_aggregator::answered(const v1::ResponseList& list) {
 void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::time_point now) {
   const key k{req.cache_id(), req.cache_list() > 0 ? req.cache_list() : lists_applied};
   const int32_t first = req.request_rank();
-  const int32_t end = req.hit_ranks_end() > 0 ? req.hit_ranks_end() : first + 1;
+  const int64_t end64 = ranks_end(req);
   auto direct = direct_.find(k.first);
   if (direct != direct_.end() && direct->second != k.second) {
     direct_.erase(direct);  // a new round of the id
     direct = direct_.end();
   }
-  if (first < node_.rank || end > node_.end || end <= first)
-    return pass_up(req, k, end);  // the coordinator names the error
+  if (first < node_.rank || end64 > node_.end || end64 <= first)
+    return pass_up(req, k, static_cast<int32_t>(end64));  // the coordinator names the error
+  const auto end = static_cast<int32_t>(end64);
   if (joined_)
     return pass_up(req, k, end);  // (full requests pass too: the merger waits for nothing)
   auto held = held_.find(k);

@@ -40,14 +40,15 @@ request_merger::request_merger(int32_t first, int32_t end, clock::duration hold)
 
 void request_merger::add(const v1::Request& req, clock::time_point now, v1::RequestList& up) {
   const int32_t first = req.request_rank();
-  const int32_t end = req.hit_ranks_end() > 0 ? req.hit_ranks_end() : first + 1;
+  const int64_t end64 = ranks_end(req);
   // Not this subtree's to merge (the coordinator names the error), or a
   // deadline, which the coordinator times from the first request it sees:
   // holding it here would move that later (internal collectives, rare).
-  if (first < first_ || end > end_ || end <= first || req.deadline_ms() > 0) {
+  if (first < first_ || end64 > end_ || end64 <= first || req.deadline_ms() > 0) {
     pass(req, up);
     return;
   }
+  const auto end = static_cast<int32_t>(end64);
   auto [it, fresh] = round_of(req.tensor_name(), first, end);
   if (fresh) {
     auto& r = it->second;

@@ -7,6 +7,7 @@
 
 #include "proto/op_properties.hpp"
 #include "proto/request_checks.hpp"
+#include "proto/request_parameters.hpp"
 #include "troupe/types.hpp"
 
 namespace troupe::coordinator {
@@ -84,7 +85,7 @@ bool same_dims(const v1::Request& a, const v1::Request& b) {
 }
 
 // "rank 3", or "set ranks [3, 7)" for a control-tree node's merged range.
-std::string senders_text(int32_t first, int32_t end) {
+std::string senders_text(int64_t first, int64_t end) {
   return end == first + 1 ? fmt::format("rank {}", first)
                           : fmt::format("set ranks [{}, {})", first, end);
 }
@@ -218,12 +219,17 @@ message_table::message_table(int32_t set_size)
 
 std::optional<std::string> message_table::add(const v1::Request& request) {
   const auto first = request.request_rank();
-  const auto end = request.hit_ranks_end() > 0 ? request.hit_ranks_end() : first + 1;
-  if (first < 0 || end <= first || end > set_size_)
+  const int64_t end64 = ranks_end(request);
+  if (first < 0 || end64 <= first || end64 > set_size_)
     return fmt::format("request for '{}' from {} outside the set of size {}",
-                       request.tensor_name(), senders_text(first, end), set_size_);
+                       request.tensor_name(), senders_text(first, end64), set_size_);
+  const auto end = static_cast<int32_t>(end64);
   if (auto err = check_request(request); !err.empty())
     return reject(request, err, end);
+  // The JOIN's own name: a tensor of that name would be taken for it.
+  if (request.op() != v1::OP_TYPE_JOIN && request.tensor_name() == join_name)
+    return fmt::format("{} of '{}' from {}: that name is reserved for join()",
+                       properties(request.op()).name, join_name, senders_text(first, end));
   if (request.op() == v1::OP_TYPE_JOIN) {
     std::optional<std::string> err;
     for (auto r = first; r < end; ++r)
@@ -370,12 +376,11 @@ std::optional<std::string> message_table::join(int32_t rank) {
   if (joined_[static_cast<size_t>(rank)])
     return fmt::format("rank {} joined twice", rank);
   joined_[static_cast<size_t>(rank)] = true;
+  ++joined_count_;
   last_joined_ = rank;
-  if (++joined_count_ == set_size_) {
-    ready_.push_back(join_name);
-    return std::nullopt;
-  }
-  // Tensors that only this rank was missing can run now, in arrival order.
+  // Tensors that only this rank was missing can run now, in arrival order,
+  // and before the JOIN if this rank joined last: the JOIN ends the round in
+  // which joined ranks stand in with zeros.
   std::vector<std::pair<clock::time_point, std::string>> newly;
   for (auto& [name, e] : entries_)
     if (!e.released && is_ready(e))
@@ -383,6 +388,8 @@ std::optional<std::string> message_table::join(int32_t rank) {
   std::sort(newly.begin(), newly.end());
   for (const auto& n : newly)
     release(n.second, entries_.at(n.second));
+  if (joined_count_ == set_size_)
+    ready_.push_back(join_name);
   return std::nullopt;
 }
 
@@ -499,6 +506,7 @@ bool message_table::answer_late(const std::string& name, int32_t rank) {
     return false;  // a new round of a name that failed before
   *owed = false;
   failed_.push_back(t.error);
+  failed_.back().set_only_rank(rank);
   if (std::none_of(t.owed.begin(), t.owed.end(), [](bool b) { return b; })) {
     tombstone_order_.erase(
       std::find(tombstone_order_.begin(), tombstone_order_.end(), it->first));

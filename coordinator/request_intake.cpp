@@ -6,6 +6,7 @@
 
 #include "coordinator/response_cache.hpp"
 #include "proto/op_properties.hpp"
+#include "proto/request_parameters.hpp"
 
 namespace troupe::coordinator {
 
@@ -23,14 +24,27 @@ bool cacheable(const v1::Response& resp, const message_table::sent& sent) {
 std::vector<std::string> take_requests(const v1::RequestList& list, message_table& table,
                                        response_cache& cache) {
   std::vector<std::string> ignored;
+  // A list speaks for the set ranks [sender_rank, ranks_end) (a member: its
+  // own; a control-tree node: its subtree's); none of its requests for
+  // others.
+  const int64_t list_first = list.sender_rank();
+  const int64_t list_end = list.ranks_end() > 0 ? list.ranks_end() : INT64_MAX;
   for (const auto& req : list.requests()) {
+    if (list.ranks_end() > 0 &&
+        (req.request_rank() < list_first || ranks_end(req) > list_end)) {
+      ignored.push_back(fmt::format("the list of set ranks [{}, {}) carried a request for '{}' "
+                                    "from set ranks [{}, {})",
+                                    list_first, list_end, req.tensor_name(), req.request_rank(),
+                                    ranks_end(req)));
+      continue;
+    }
     if (req.cache_id() == 0) {
       if (auto err = table.add(req))
         ignored.push_back(std::move(*err));
       continue;
     }
     const auto first = req.request_rank();
-    const auto end = req.hit_ranks_end() > 0 ? req.hit_ranks_end() : first + 1;
+    const auto end = static_cast<int32_t>(std::min<int64_t>(ranks_end(req), INT32_MAX));
     const auto state = req.cache_list() > 0 ? req.cache_list() : list.lists_applied();
     auto cached = cache.resolve(req.cache_id(), first, state);
     if (!cached) {

@@ -1,5 +1,6 @@
 #include "request_checks.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -74,6 +75,41 @@ std::string check_request(const v1::Request& r) {
                       ? "a scalar cannot be gathered; give the tensor at least one dimension"
                       : "a scalar cannot be exchanged; give the tensor at least one dimension");
   return {};
+}
+
+std::string check_response(const v1::Response& r, int32_t set_size) {
+  const auto names = static_cast<int64_t>(r.tensor_names_size());
+  const std::string what =
+    std::string(properties(r.op()).name) + " response" +
+    (names > 0 ? " for '" + r.tensor_names(0) + "'" + (names > 1 ? " and others" : "") : "");
+  if (names == 0)
+    return what + " names no tensor";
+  for (const auto& name : r.tensor_names())
+    if (name.empty())
+      return what + " names a tensor without a name";
+  if (r.op() == v1::OP_TYPE_ERROR)
+    return r.error().code() == 0 ? what + " has no error code" : "";
+  const auto counted = [&](const char* field, int64_t have, int64_t want) {
+    return have == want ? std::string()
+                        : what + " has " + std::to_string(have) + " " + field + " for " +
+                            std::to_string(names) + " tensor(s), not " + std::to_string(want);
+  };
+  std::string err;
+  if (r.op() == v1::OP_TYPE_ALLREDUCE)
+    err = counted("tensor_sizes", r.tensor_sizes_size(), names);
+  if (r.op() == v1::OP_TYPE_ALLGATHER) {
+    err = counted("tensor_sizes", r.tensor_sizes_size(), names * set_size);
+    if (err.empty())
+      err = counted("row_elements", r.row_elements_size(), names);
+  }
+  const auto out_of_range = [](const auto& values) {
+    constexpr int64_t most = int64_t{1} << 48;
+    return std::any_of(values.begin(), values.end(),
+                       [](int64_t v) { return v < 0 || v > most; });
+  };
+  if (err.empty() && (out_of_range(r.tensor_sizes()) || out_of_range(r.row_elements())))
+    err = what + " has a size below 0 or above 2^48 elements";
+  return err;
 }
 
 } // namespace troupe

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+
 #include "troupe/v1/control.pb.h"
 
 namespace troupe {
@@ -14,5 +16,11 @@ bool same_parameters(const v1::Request& a, const v1::Request& b);
 /// member's own cache view compares), so a control-tree node may merge
 /// them although each rank's tensor lives on its own GPU.
 bool same_collective(const v1::Request& a, const v1::Request& b);
+
+/// The end of the set ranks a request speaks for: its hit_ranks_end, else
+/// the sender alone. In 64 bits, so that a rank of INT32_MAX has an end.
+inline int64_t ranks_end(const v1::Request& r) {
+  return r.hit_ranks_end() > 0 ? r.hit_ranks_end() : int64_t{r.request_rank()} + 1;
+}
 
 } // namespace troupe

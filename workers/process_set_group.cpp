@@ -144,6 +144,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
                                  std::min(1000.0, cfg.stall_check_seconds * 250))),
                                spec.id->hostname};
   args.await_place = set_rank != 0 && control::tree_possible(set_size, cfg.control_fanout);
+  args.set_size = set_size;
   g.negotiator = actors::spawn_negotiator(sys, std::move(args), g.coordinator, g.backends,
                                           spec.timeline);
   return g;

@@ -302,6 +302,7 @@ TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning)
   auto* resp = list.add_responses();
   resp->set_op(v1::OP_TYPE_ALLREDUCE);
   resp->add_tensor_names("x");
+  resp->add_tensor_sizes(1);
   resp->add_cache_ids(3);
   caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
   sched_.run();
@@ -355,6 +356,7 @@ TEST_F(actor_protocol, a_running_work_completes_before_the_negotiator_stops) {
   v1::ResponseList list;
   list.add_responses()->set_op(v1::OP_TYPE_ALLREDUCE);
   list.mutable_responses(0)->add_tensor_names("z");
+  list.mutable_responses(0)->add_tensor_sizes(2);
   caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
   sched_.run();
   ASSERT_EQ(backend_box.works.size(), 1u);
@@ -390,7 +392,52 @@ std::string response_on(const std::string& name, v1::DeviceKind kind) {
   resp->set_op(v1::OP_TYPE_ALLREDUCE);
   resp->set_device_kind(kind);
   resp->add_tensor_names(name);
+  resp->add_tensor_sizes(2);
   return list.SerializeAsString();
+}
+
+// What the backends would index by is checked first; an error for another
+// rank's late request leaves this rank's newer round alone.
+TEST_F(actor_protocol, a_malformed_response_or_another_ranks_late_error_runs_nothing_here) {
+  inbox endpoint, cpu;
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(cpu));
+  std::vector<float> x(2), y(2), z(2);
+  auto a = entry("a", x);
+  auto b = entry("b", y);
+  auto c = entry("c", z);
+  submit_batch(neg, entry_batch{a, b, c});
+  v1::ResponseList list;
+  auto* fused = list.add_responses();  // sizes for one of its two tensors
+  fused->set_op(v1::OP_TYPE_ALLREDUCE);
+  fused->add_tensor_names("a");
+  fused->add_tensor_names("b");
+  fused->add_tensor_sizes(2);
+  auto* late = list.add_responses();
+  late->set_op(v1::OP_TYPE_ERROR);
+  late->add_tensor_names("c");
+  late->mutable_error()->set_code(v1::ERROR_CODE_TIMEOUT);
+  late->mutable_error()->set_message("rank 1 was late");
+  late->set_only_rank(1);
+  auto* unknown = list.add_responses();  // "c" and a tensor this rank never submitted
+  unknown->set_op(v1::OP_TYPE_ALLREDUCE);
+  unknown->add_tensor_names("c");
+  unknown->add_tensor_names("d");
+  unknown->add_tensor_sizes(2);
+  unknown->add_tensor_sizes(2);
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
+  sched_.run();
+  EXPECT_TRUE(cpu.works.empty());
+  for (const auto& e : {a, b}) {
+    ASSERT_TRUE(e->handle->done());
+    EXPECT_EQ(e->handle->result().code(), status_code::internal);
+    EXPECT_EQ(e->handle->result().message(),
+              "process set 0: the coordinator's ALLREDUCE response for 'a' and others has 1 "
+              "tensor_sizes for 2 tensor(s), not 2");
+  }
+  ASSERT_TRUE(c->handle->done());  // not by the late error: by the unknown tensor
+  EXPECT_EQ(c->handle->result().message(),
+            "process set 0: the coordinator's ALLREDUCE response names tensor 'd', which set "
+            "rank 0 has not submitted");
 }
 
 TEST_F(actor_protocol, device_kind_travels_to_the_coordinator_and_picks_the_backend) {

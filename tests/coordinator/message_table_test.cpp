@@ -1,6 +1,11 @@
 #include "coordinator/message_table.hpp"
 
+#include <climits>
+
 #include <gtest/gtest.h>
+
+#include "coordinator/request_intake.hpp"
+#include "coordinator/response_cache.hpp"
 
 namespace troupe::coordinator {
 namespace {
@@ -212,6 +217,61 @@ TEST(message_table, joined_ranks_no_longer_block_allreduce) {
   EXPECT_FALSE(t.has_ready());
 }
 
+// Rank 0 asks for "w" and joins; rank 1 only joins, last: "w" runs (rank 1
+// contributing zeros) before the JOIN that ends the round.
+TEST(message_table, the_last_join_first_releases_what_it_made_ready) {
+  message_table t{2};
+  t.add(request(0, "w"));
+  t.add(join_request(0));
+  EXPECT_FALSE(t.has_ready());
+  t.add(join_request(1));
+  ASSERT_TRUE(t.has_ready());
+  auto resp = t.pop_ready();
+  EXPECT_EQ(resp.op(), v1::OP_TYPE_ALLREDUCE);
+  ASSERT_EQ(resp.tensor_names_size(), 1);
+  EXPECT_EQ(resp.tensor_names(0), "w");
+  ASSERT_TRUE(t.has_ready());
+  resp = t.pop_ready();
+  EXPECT_EQ(resp.op(), v1::OP_TYPE_JOIN);
+  EXPECT_EQ(resp.last_joined_rank(), 1);
+  EXPECT_FALSE(t.has_ready());
+  // Nothing of "w" is left to pair with a later round.
+  t.add(request(1, "w"));
+  EXPECT_FALSE(t.has_ready());
+  EXPECT_EQ(t.missing_ranks(message_table::clock::now() + std::chrono::hours(1)).size(), 1u);
+}
+
+TEST(message_table, a_tensor_named_as_the_join_and_a_rank_without_an_end_are_refused) {
+  message_table t{2};
+  const auto err = t.add(request(0, message_table::join_name));
+  ASSERT_TRUE(err.has_value());
+  EXPECT_EQ(*err, "ALLREDUCE of 'join.noname' from rank 0: that name is reserved for join()");
+  EXPECT_FALSE(t.has_ready());
+  EXPECT_TRUE(t.add(request(INT32_MAX, "x")).has_value());
+  EXPECT_FALSE(t.has_ready());
+}
+
+// A member's list speaks for that member (a tree node's, for its subtree):
+// a request in it for another rank would take that rank's place.
+TEST(request_intake, a_list_carries_requests_only_for_its_own_ranks) {
+  message_table table{3};
+  response_cache cache{4, 3};
+  v1::RequestList list;
+  list.set_sender_rank(0);
+  list.set_ranks_end(1);
+  *list.add_requests() = request(1, "x");
+  *list.add_requests() = request(0, "y");
+  auto ignored = take_requests(list, table, cache);
+  ASSERT_EQ(ignored.size(), 1u);
+  EXPECT_EQ(ignored[0], "the list of set ranks [0, 1) carried a request for 'x' from set ranks "
+                        "[1, 2)");
+  v1::RequestList own;
+  own.set_sender_rank(1);
+  own.set_ranks_end(2);
+  *own.add_requests() = request(1, "x");
+  EXPECT_TRUE(take_requests(own, table, cache).empty());  // rank 1's own "x" is its first
+}
+
 TEST(message_table, allgather_with_joined_ranks_is_horovods_error) {
   message_table t{2};
   t.add(join_request(0));
@@ -266,6 +326,10 @@ TEST(message_table, missed_deadline_fails_everywhere_naming_the_late_rank) {
   auto late = t.take_failed();
   ASSERT_EQ(late.size(), 1u);
   EXPECT_EQ(late[0].error().message(), failed[0].error().message());
+  // For rank 2 alone: the others may have asked for a new round meanwhile.
+  EXPECT_FALSE(failed[0].has_only_rank());
+  ASSERT_TRUE(late[0].has_only_rank());
+  EXPECT_EQ(late[0].only_rank(), 2);
   // Owed once: a new round of the same name negotiates normally.
   for (int r = 0; r < 3; ++r)
     t.add(request(r, "set.add.1", v1::OP_TYPE_ALLGATHER));
