@@ -1,5 +1,6 @@
 #include "error_checks.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -211,6 +212,25 @@ int run_join_checks(int rank, int size) {
   const tensor one{&x, data_type::float32, {1}};
   if (!allreduce(one, one, "j.after").wait().ok() || x != static_cast<float>(size))
     problems.push_back("allreduce after join: " + std::to_string(x));
+  // Rank 0 asks for an allreduce nobody else submits and joins; the others
+  // join later, one after another: the allreduce runs with their zeros
+  // before the last JOIN ends the round (it used to wait for ever).
+  float y = 3;
+  const tensor mine{&y, data_type::float32, {1}};
+  handle pending;
+  if (rank == 0)
+    pending = allreduce(mine, mine, "j.pending");
+  else
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 + 50 * rank));
+  auto again = join();
+  if (auto s = again.wait_for(std::chrono::seconds(30));
+      !s.ok() || join_result(again) < 0 || join_result(again) >= size)
+    problems.push_back("second join: [" + std::string(to_string(s.code())) + "] " +
+                       s.message());
+  if (rank == 0)
+    if (auto s = pending.wait_for(std::chrono::seconds(30)); !s.ok() || y != 3)
+      problems.push_back("allreduce the others joined for: [" + std::string(to_string(s.code())) +
+                         "] " + s.message() + " value " + std::to_string(y));
   for (const auto& p : problems)
     std::printf("rank %d: FAIL %s\n", rank, p.c_str());
   if (problems.empty())
