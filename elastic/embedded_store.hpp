@@ -86,6 +86,10 @@ private:
 
 /// What one store server holds at most. A client over a limit is refused
 /// or made to wait, never buffered without bound.
+/// Store connections each rank holds for its whole life: its client, its
+/// rendezvous client and its launcher watch (workers/runtime.cpp).
+constexpr size_t store_connections_per_rank = 3;
+
 struct store_limits {
   /// Connections at once; more are closed as soon as they are accepted.
   size_t max_connections = 1024;

@@ -99,8 +99,14 @@ struct store_server::impl {
   std::map<int, connection> conns;
   bool store_changed = false;
   // Out of file descriptors: the listener stays readable, so it is left out
-  // of poll() until a client leaves instead of spinning on accept().
+  // of poll() until a client leaves, or for accept_retry (descriptors this
+  // process freed elsewhere), instead of spinning on accept().
   bool accept_paused = false;
+  clock::time_point accept_paused_at{};
+  static constexpr auto accept_retry = std::chrono::milliseconds(100);
+  // Budget freed after some connection was looked at in this round: the
+  // next poll() returns at once, so a connection waiting for it goes on.
+  bool budget_freed = false;
   std::thread thread;
 
   void run();
@@ -172,7 +178,9 @@ void store_server::impl::run() {
         events |= POLLOUT;
       fds.push_back({fd, events, 0});
     }
-    int n = ::poll(fds.data(), fds.size(), next_timeout());
+    int n = ::poll(fds.data(), fds.size(), budget_freed ? 0 : next_timeout());
+    budget_freed = false;
+    const size_t reserved_before = reserved_input, output_before = pending_output;
     if (n < 0 && errno != EINTR) {
       // Cannot serve any more: hang up so that clients fail now rather than
       // at their deadlines.
@@ -183,6 +191,8 @@ void store_server::impl::run() {
     if (fds[0].revents != 0)
       return;
     expire_leases();
+    if (accept_paused && clock::now() >= accept_paused_at + accept_retry)
+      accept_paused = false;  // polled for again from the next round
     if (fds[1].revents & POLLIN)
       accept_all();
     for (size_t i = 2; i < fds.size(); ++i) {
@@ -208,6 +218,7 @@ void store_server::impl::run() {
         ++it;
       }
     }
+    budget_freed = reserved_input < reserved_before || pending_output < output_before;
   }
 }
 
@@ -217,6 +228,7 @@ void store_server::impl::accept_all() {
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       accept_paused = errno == EMFILE || errno == ENFILE;
+      accept_paused_at = clock::now();
       return;
     }
     if (conns.size() >= limits.max_connections) {
@@ -401,7 +413,11 @@ void store_server::impl::handle_add(connection& c, const proto::request& req) {
       return;
     }
   }
-  value += req.delta;
+  if (__builtin_add_overflow(value, req.delta, &value)) {
+    answer(c, reply(proto::status::error, "adding " + std::to_string(req.delta) + " to key '" +
+                                            req.key + "' overflows 64 bits"));
+    return;
+  }
   write(req.key, std::to_string(value));
   answer(c, begin_reply(proto::status::ok).i64(value).finish());
 }
@@ -552,6 +568,8 @@ int store_server::impl::next_timeout() const {
   };
   if (!leases.empty())
     consider(leases.begin()->first);
+  if (accept_paused)
+    consider(accept_paused_at + accept_retry);
   for (const auto& [fd, c] : conns) {
     if (c.wait)
       consider(c.wait->deadline);

@@ -121,11 +121,15 @@ shm_group::shm_group(shm_segment segment, int member, int members,
       header_(static_cast<shm_header*>(segment_.data())),
       member_(member),
       members_(members),
-      slot_bytes_(header_->slot_bytes),
+      slot_bytes_(header_->slot_bytes),  // read once: what is checked is what is used
       timeout_(timeout) {
+  // Any process of the job's user can write the header: a slot size that
+  // is 0 (no progress), or so large that the layout's product wraps, would
+  // take this process's copies anywhere.
   if (header_->magic != segment_magic || header_->members != static_cast<uint64_t>(members) ||
-      member < 0 || member >= members ||
-      segment_.size() != segment_bytes(members, header_->slot_bytes))
+      members < 2 || members > max_members || member < 0 || member >= members ||
+      slot_bytes_ < 64 || slot_bytes_ > segment_.size() ||
+      segment_.size() != segment_bytes(members, slot_bytes_))
     throw backend_error("shared memory segment " + segment_.name() + " is not a group of " +
                         std::to_string(members) + " members (as member " +
                         std::to_string(member) + ")");
@@ -153,6 +157,9 @@ void shm_group::fail(uint32_t kind, int member) {
 void shm_group::throw_failure() const {
   const uint64_t failure = header_->failure.load();
   const auto who = static_cast<int>(failure & 0xffffffffu);
+  if (who < 0 || who >= members_)  // only a process writing into the segment makes one
+    throw backend_error("shared-memory allreduce failed (an unreadable failure word " +
+                        std::to_string(failure) + " in the segment)");
   const auto local = "local rank " + std::to_string(who) + " of this host's shared segment";
   switch (failure >> 32) {
     case aborted:
@@ -221,7 +228,7 @@ void shm_group::wait_for(uint64_t target) {
       check_members_alive();
       next_check = now + liveness_period;
     }
-    if (now >= deadline) {
+    if (now >= deadline && !all_arrived(target)) {
       int late = 0;
       while (late < members_ && header_->arrived[late].value.load() >= target)
         ++late;

@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <poll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -125,13 +126,19 @@ std::string store_address(const troupe::workers::config& cfg) {
                                        : troupe::workers::interface_address(cfg.network_interface);
 }
 
-// The store serves each rank's client and launcher watch: its default
-// bound on connections would refuse the ranks of a job past ~500.
-troupe::elastic::store_limits store_limits_for(int ranks) {
+// The store serves every rank's connections for the job's life: its
+// default bound on connections would refuse the ranks of a job past ~340.
+// An elastic job without --max-np has no bound: as many as troupe-run can
+// hold open then.
+troupe::elastic::store_limits store_limits_for(std::optional<int> ranks) {
   troupe::elastic::store_limits limits;
-  limits.max_connections =
-    std::max(limits.max_connections, 2 * static_cast<size_t>(ranks) + 64);
-  troupe::workers::raise_descriptor_limit(ranks);
+  troupe::workers::raise_descriptor_limit(ranks.value_or(0));
+  size_t wanted = troupe::elastic::store_connections_per_rank *
+                    static_cast<size_t>(std::max(ranks.value_or(0), 0)) + 64;
+  if (rlimit open{}; !ranks && getrlimit(RLIMIT_NOFILE, &open) == 0 &&
+                     open.rlim_cur != RLIM_INFINITY && open.rlim_cur > 128)
+    wanted = static_cast<size_t>(open.rlim_cur) - 64;
+  limits.max_connections = std::max(limits.max_connections, wanted);
   return limits;
 }
 
@@ -147,7 +154,7 @@ struct rendezvous {
 constexpr std::chrono::seconds store_connect_timeout{10};
 
 rendezvous open_rendezvous(const troupe::workers::config& cfg, const std::string& secret,
-                           const std::string& job_id, int ranks) {
+                           const std::string& job_id, std::optional<int> ranks) {
   rendezvous r;
   if (cfg.rendezvous) {
     r.endpoint = *cfg.rendezvous;
@@ -170,7 +177,8 @@ int run_elastic(const launcher::launch_options& opts, const troupe::workers::con
   const auto& el = opts.elastic;
   const auto job_id = launcher::random_job_id();
   const auto store =
-    open_rendezvous(cfg, secret, job_id, std::max(opts.np, el.max_np.value_or(opts.np)));
+    open_rendezvous(cfg, secret, job_id,
+                    el.max_np ? std::optional<int>(std::max(opts.np, *el.max_np)) : std::nullopt);
   const auto client = troupe::elastic::connect_store(store.endpoint, secret, store_connect_timeout);
   launcher::elastic_driver::settings s;
   s.np = opts.np;

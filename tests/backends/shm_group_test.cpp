@@ -8,10 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -322,6 +324,62 @@ TEST(shm_group, a_member_that_closes_its_side_fails_the_wait) {
       return 0;  // returning destroys the group
     });
   EXPECT_EQ(status, (std::vector<int>{threw_as_expected, 0}));
+}
+
+// Any process of the job's user can write into the segment. The header's
+// words: magic, members, slot bytes; the failure word at byte 128.
+TEST(shm_group, a_rewritten_header_is_refused_and_a_garbage_failure_word_is_an_error) {
+  const test_group g("forged");
+  const auto bytes = shm_group::segment_bytes(2, test_slot_bytes);
+  auto creator = shm_group::create_segment(g.name, 2, test_slot_bytes);
+  auto spy = shm_segment::open(g.name, bytes);
+  spy.keep_name();
+  auto* words = static_cast<uint64_t*>(spy.data());
+  ASSERT_EQ(words[2], test_slot_bytes);
+  // (A member refusing the segment would remove its name: kept here.)
+  const auto opened = [&] {
+    auto segment = shm_segment::open(g.name, bytes);
+    segment.keep_name();
+    return segment;
+  };
+  // Refused at once, not after waiting for the others.
+  const auto refused = [&] {
+    try {
+      shm_group(opened(), 1, 2, 1s);
+    } catch (const backend_error& e) {
+      return std::string(e.what()).find("is not a group of 2 members") != std::string::npos;
+    }
+    return false;
+  };
+  // 2 x (2 + 1) x 2^63 wraps to 0: the layout's size still matches.
+  words[2] = (uint64_t{1} << 63) | test_slot_bytes;
+  EXPECT_TRUE(refused());
+  words[2] = 0;
+  EXPECT_TRUE(refused());
+  words[2] = test_slot_bytes;
+  // Both members join (threads of this process); then a failure word that
+  // names no member.
+  std::unique_ptr<shm_group> second;
+  std::thread joiner([&] {
+    try {
+      second = std::make_unique<shm_group>(opened(), 1, 2, 5s);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "member 1: " << e.what();
+    }
+  });
+  shm_group first(std::move(creator), 0, 2, 5s);
+  joiner.join();
+  ASSERT_NE(second, nullptr);
+  reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(spy.data()) + 128)
+    ->store(uint64_t{3} << 32 | 0x7fffffffu);
+  float x = 1;
+  try {
+    first.allreduce(&x, 1, sizeof x, reduction_of(data_type::float32, reduce_op::sum), {});
+    FAIL() << "an allreduce in a failed group succeeded";
+  } catch (const backend_error& e) {
+    EXPECT_NE(std::string(e.what()).find("an unreadable failure word"), std::string::npos)
+      << e.what();
+  }
 }
 
 TEST(shm_group, a_member_that_never_comes_fails_the_join_and_leaves_no_segment) {

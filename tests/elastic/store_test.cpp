@@ -4,6 +4,8 @@
 #include "elastic/embedded_store.hpp"
 #include "elastic/store_protocol.hpp"
 
+#include <cstdint>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -247,6 +249,21 @@ TEST(store, add_to_text_value_fails_with_key_in_message) {
   }
   // The connection stays usable after a refused add.
   EXPECT_EQ(client->add("other", 2), 2);
+}
+
+TEST(store, an_add_that_overflows_fails_and_leaves_the_counter) {
+  test_server server;
+  auto client = connect(server);
+  EXPECT_EQ(client->add("n", INT64_MAX), INT64_MAX);
+  try {
+    client->add("n", 1);
+    FAIL() << "INT64_MAX + 1 was stored";
+  } catch (const store_error& e) {
+    EXPECT_NE(std::string(e.what()).find("adding 1 to key 'n' overflows 64 bits"),
+              std::string::npos)
+      << e.what();
+  }
+  EXPECT_EQ(client->get("n"), std::to_string(INT64_MAX));
 }
 
 TEST(store, wait_returns_at_once_for_present_keys) {
@@ -804,6 +821,31 @@ TEST(store_security, pipelined_gets_of_a_large_value_keep_memory_bounded) {
   EXPECT_LT(grown, 100 * mib) << "the server buffered " << grown / mib << " MiB of replies";
   // The reader that never reads is dropped.
   EXPECT_TRUE(greedy.closed_within(20s));
+}
+
+// A large set that waits for input budget goes on as soon as the frame
+// holding the budget is taken, also when that happens after the waiting
+// connection was looked at in the same round and nothing else arrives:
+// client `first` connects first (the server looks at it first), `other`
+// sends one large set and then nothing, `first` sends its own while that
+// one is on its way. (Whether `other` wins the budget is a race: the loop
+// before the fix left `first` waiting in 1 of 2 runs of 4 rounds here.)
+TEST(store_security, a_set_waiting_for_input_budget_goes_on_when_it_frees) {
+  store_limits limits;
+  limits.input_budget = 80 * mib;  // one largest frame (64 MiB) and some
+  test_server server{limits};
+  const std::string value(48 * mib, 'v');
+  for (int round = 0; round < 4; ++round) {
+    auto first = connect(server);
+    auto other = connect(server);
+    std::thread sender([&] { other->set("other", value); });
+    std::this_thread::sleep_for(2ms);
+    const auto start = std::chrono::steady_clock::now();
+    // Left waiting, it would fail at its client's deadline (5 s).
+    EXPECT_NO_THROW(first->set("first", value)) << "round " << round;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 4s) << "round " << round;
+    sender.join();
+  }
 }
 
 TEST(store_security, half_sent_large_frames_are_bounded_in_total) {
