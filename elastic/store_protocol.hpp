@@ -22,8 +22,10 @@
 // a tag followed by the message above, tag = HMAC-SHA256(key, direction ||
 // nonce || 8-byte big-endian sequence number || message), the key derived
 // from the job's secret and the sequence number counting that direction's
-// frames from 0, so a frame cannot be forged, altered, replayed or moved to
-// another connection. A client's first request must be `hello`; until it has
+// frames from 0, so a frame cannot be forged, altered, replayed within its
+// connection or moved to another live one (the server's side of a recorded
+// session could be replayed whole to a new client: only the server
+// contributes a nonce, see docs/security.md). A client's first request must be `hello`; until it has
 // authenticated, a connection may send nothing larger.
 namespace troupe::elastic::protocol {
 
