@@ -164,6 +164,18 @@ std::string encode_greeting(std::string_view nonce) {
   return out;
 }
 
+namespace {
+
+uint32_t key_count(frame_reader& in) {
+  const auto count = in.u32();
+  if (count > max_keys)
+    throw protocol_error("a request naming " + std::to_string(count) + " keys (at most " +
+                         std::to_string(max_keys) + ")");
+  return count;
+}
+
+} // namespace
+
 request decode_request(std::string_view body) {
   frame_reader in{body};
   request req;
@@ -183,7 +195,7 @@ request decode_request(std::string_view body) {
       break;
     case op::wait: {
       // No reserve(): the count is untrusted until the keys are really there.
-      auto count = in.u32();
+      auto count = key_count(in);
       for (uint32_t i = 0; i < count; ++i)
         req.keys.push_back(in.bytes());
       req.timeout_ms = in.i64();
@@ -210,7 +222,7 @@ request decode_request(std::string_view body) {
     case op::hello:
       break;
     case op::set_many: {
-      auto count = in.u32();
+      auto count = key_count(in);
       for (uint32_t i = 0; i < count; ++i) {
         req.keys.push_back(in.bytes());
         req.values.push_back(in.bytes());

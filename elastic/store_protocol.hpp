@@ -54,6 +54,9 @@ enum class status : uint8_t {
 
 /// Messages above this size are treated as garbage rather than buffered.
 constexpr uint32_t max_body_size = 64u << 20;
+/// Keys one wait or set_many may name: a frame of empty keys would
+/// otherwise decode into 16 million strings (half a gigabyte).
+constexpr uint32_t max_keys = 1u << 20;
 constexpr size_t header_size = 4;
 constexpr size_t nonce_size = 32;
 constexpr size_t tag_size = 32;

@@ -83,6 +83,25 @@ TEST(store_protocol, new_requests_reject_bad_fields) {
   }
 }
 
+TEST(store_protocol, a_key_count_beyond_the_limit_is_refused_before_decoding_keys) {
+  auto body = [](const frame_writer& out) {
+    return out.finish().substr(header_size);
+  };
+  // The largest frame of empty keys: 16 million of them.
+  const uint32_t empties = (max_body_size - 16) / 4;
+  std::string keys(static_cast<size_t>(empties) * 4, '\0');
+  for (uint8_t kind : {uint8_t{4}, uint8_t{11}}) {  // wait, set_many
+    auto frame = body(frame_writer{}.u8(kind).u32(empties)) + keys;
+    try {
+      decode_request(frame);
+      FAIL() << "op " << int(kind) << " decoded " << empties << " keys";
+    } catch (const protocol_error& e) {
+      EXPECT_NE(std::string(e.what()).find("keys (at most 1048576)"), std::string::npos)
+        << e.what();
+    }
+  }
+}
+
 TEST(store_protocol, frame_size_waits_for_complete_frames) {
   auto frame = encode_get("key");
   for (size_t n = 0; n < frame.size(); ++n)
