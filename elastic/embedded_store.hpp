@@ -79,7 +79,8 @@ private:
   int fd_ = -1;
   std::mutex mtx_;
   std::string key_;    // derived from the job's secret
-  std::string nonce_;  // from the server's greeting
+  std::string nonce_;  // the server's greeting's, then with this client's after hello
+  std::string hello_nonce_;  // this client's, joining nonce_ once the hello is sent
   uint64_t requests_sent_ = 0;
   uint64_t replies_read_ = 0;
 };

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <thread>
+#include <utility>
 #include <unistd.h>
 
 namespace troupe::elastic {
@@ -133,11 +134,13 @@ std::string embedded_store_client::request(const std::string& frame,
   if (fd_ < 0)
     throw fail("connection lost by an earlier call");
   auto until = clock::now() + deadline;
-  const proto::session_keys keys{key_, nonce_};
   if (auto r = net::send_all(
-        fd_, proto::seal(frame, keys, proto::direction::request, requests_sent_++), until);
+        fd_, proto::seal(frame, {key_, nonce_}, proto::direction::request, requests_sent_++),
+        until);
       r != net::io_result::done)
     throw fail(describe(r));
+  nonce_ += std::exchange(hello_nonce_, {});  // (after the hello: its reply on)
+  const proto::session_keys keys{key_, nonce_};
   std::string header;
   if (auto r = net::recv_exact(fd_, proto::header_size, header, until);
       r != net::io_result::done)
@@ -201,7 +204,17 @@ void embedded_store_client::authenticate(milliseconds deadline) {
     fd_ = -1;
     throw failure("connect", "no greeting: " + why);
   }
-  call("authenticate", deadline, ok_reply, proto::encode_hello);
+  hello_nonce_ = proto::random_nonce();
+  try {
+    call("authenticate", deadline, ok_reply, proto::encode_hello, hello_nonce_);
+  } catch (...) {
+    // Thrown from the constructor: no destructor closes it.
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    throw;
+  }
 }
 
 void embedded_store_client::set(const std::string& key, const std::string& value) {

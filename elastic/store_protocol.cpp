@@ -2,6 +2,10 @@
 
 #include "elastic/job_secret.hpp"
 
+#include <stdexcept>
+
+#include <openssl/rand.h>
+
 namespace troupe::elastic::protocol {
 
 namespace {
@@ -220,6 +224,10 @@ request decode_request(std::string_view body) {
       req.ttl_ms = in.i64();
       break;
     case op::hello:
+      req.value = in.bytes();
+      if (req.value.size() != nonce_size)
+        throw protocol_error("a hello carrying a nonce of " + std::to_string(req.value.size()) +
+                             " bytes, not " + std::to_string(nonce_size));
       break;
     case op::set_many: {
       auto count = key_count(in);
@@ -295,8 +303,16 @@ std::string encode_renew(std::string_view key, int64_t ttl_ms) {
   return begin(op::renew).bytes(key).i64(ttl_ms).finish();
 }
 
-std::string encode_hello() {
-  return begin(op::hello).finish();
+std::string encode_hello(std::string_view client_nonce) {
+  return begin(op::hello).bytes(client_nonce).finish();
+}
+
+std::string random_nonce() {
+  std::string nonce(nonce_size, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(nonce.data()), static_cast<int>(nonce.size())) !=
+      1)
+    throw std::runtime_error("store: cannot draw a random nonce");
+  return nonce;
 }
 
 std::string encode_set_many(const std::vector<std::pair<std::string, std::string>>& entries) {

@@ -22,11 +22,13 @@
 // a tag followed by the message above, tag = HMAC-SHA256(key, direction ||
 // nonce || 8-byte big-endian sequence number || message), the key derived
 // from the job's secret and the sequence number counting that direction's
-// frames from 0, so a frame cannot be forged, altered, replayed within its
-// connection or moved to another live one (the server's side of a recorded
-// session could be replayed whole to a new client: only the server
-// contributes a nonce, see docs/security.md). A client's first request must be `hello`; until it has
-// authenticated, a connection may send nothing larger.
+// frames from 0. A client's first request must be `hello`, carrying a fresh
+// random nonce of its own; from the hello's reply on, `nonce` is the
+// server's followed by the client's. So a frame cannot be forged, altered,
+// replayed or moved to another connection, in either direction (a recorded
+// session's replies do not verify for a client that drew another nonce).
+// Until it has authenticated, a connection may send nothing larger than a
+// hello.
 namespace troupe::elastic::protocol {
 
 enum class op : uint8_t {
@@ -41,7 +43,7 @@ enum class op : uint8_t {
                       //   -> ok + count + count * (key [, value]), sorted
   set_with_lease = 8, // key, value, ttl ms        -> ok
   renew = 9,          // key, ttl ms               -> ok | missing
-  hello = 10,         // (nothing)                 -> ok; the first request
+  hello = 10,         // client nonce              -> ok; the first request
   set_many = 11,      // count, (key, value) pairs -> ok
 };
 
@@ -60,8 +62,8 @@ constexpr uint32_t max_keys = 1u << 20;
 constexpr size_t header_size = 4;
 constexpr size_t nonce_size = 32;
 constexpr size_t tag_size = 32;
-/// A sealed hello: header, tag, op byte.
-constexpr size_t hello_frame_size = header_size + tag_size + 1;
+/// A sealed hello: header, tag, op byte, the client's nonce as a string.
+constexpr size_t hello_frame_size = header_size + tag_size + 1 + 4 + nonce_size;
 
 /// Which way a sealed frame travels (part of its tag).
 enum class direction : char { request = 'Q', reply = 'R' };
@@ -174,7 +176,11 @@ std::string encode_list(std::string_view prefix, bool with_values);
 std::string encode_set_with_lease(std::string_view key, std::string_view value,
                                   int64_t ttl_ms);
 std::string encode_renew(std::string_view key, int64_t ttl_ms);
-std::string encode_hello();
+std::string encode_hello(std::string_view client_nonce);
+
+/// nonce_size random bytes (OpenSSL's generator); throws std::runtime_error
+/// when it fails.
+std::string random_nonce();
 std::string encode_set_many(const std::vector<std::pair<std::string, std::string>>& entries);
 
 } // namespace troupe::elastic::protocol

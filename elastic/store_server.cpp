@@ -9,7 +9,6 @@
 #include <charconv>
 #include <map>
 #include <thread>
-#include <openssl/rand.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <set>
@@ -74,14 +73,6 @@ std::string reply(proto::status st) {
 
 std::string reply(proto::status st, std::string_view payload) {
   return begin_reply(st).bytes(payload).finish();
-}
-
-std::string random_nonce() {
-  std::string nonce(proto::nonce_size, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(nonce.data()),
-                 static_cast<int>(nonce.size())) != 1)
-    throw store_error("store: cannot draw a random nonce");
-  return nonce;
 }
 
 } // namespace
@@ -238,7 +229,7 @@ void store_server::impl::accept_all() {
     net::set_nodelay(fd);
     auto& c = conns[fd];
     c.fd.reset(fd);
-    c.keys = {key, random_nonce()};
+    c.keys = {key, proto::random_nonce()};
     c.accepted = clock::now();
     c.out = proto::encode_greeting(c.keys.nonce);
     c.out_moved = c.accepted;
@@ -329,6 +320,7 @@ void store_server::impl::process_input(connection& c) {
         handle(c, req);
       } else if (req.kind == proto::op::hello) {
         c.authenticated = true;
+        c.keys.nonce += req.value;  // both nonces from the hello's reply on
         answer(c, reply(proto::status::ok));
       } else {
         throw proto::protocol_error("the first request must be hello");

@@ -97,7 +97,9 @@ public:
   }
 
   bool hello() {
-    auto r = send(protocol::encode_hello());
+    const auto mine = protocol::random_nonce();
+    auto r = send(protocol::encode_hello(mine));
+    keys_.nonce += mine;  // the reply's tag covers both nonces
     auto answer = receive();
     return r == net::io_result::done && answer && answer->first == 0;
   }
@@ -791,6 +793,58 @@ TEST(store_security, a_client_without_the_secret_is_rejected) {
   ASSERT_TRUE(answer);
   EXPECT_NE(answer->second.find("hello"), std::string::npos) << answer->second;
   EXPECT_EQ(connect(server)->get("endpoint/0"), "10.0.0.1:1");
+}
+
+// An attacker on the path records a session's server side (greeting and
+// the hello's reply) and plays it back to a new client of the same job:
+// the reply's tag covers the recorded client's nonce, not the new one's.
+TEST(store_security, a_recorded_session_replayed_to_a_new_client_fails_its_check) {
+  test_server server;
+  std::string recorded;
+  {
+    const auto conn = raw_connection(server.port());
+    const int fd = conn.get();
+    std::string header, greeting;
+    ASSERT_EQ(net::recv_exact(fd, protocol::header_size, header, clock_type::now() + 5s),
+              net::io_result::done);
+    ASSERT_EQ(net::recv_exact(fd, protocol::body_size(header), greeting, clock_type::now() + 5s),
+              net::io_result::done);
+    recorded = header + greeting;
+    protocol::session_keys keys{derive_key(test_secret, "store"), greeting};
+    const auto mine = protocol::random_nonce();
+    ASSERT_EQ(net::send_all(fd, protocol::seal(protocol::encode_hello(mine), keys,
+                                               protocol::direction::request, 0),
+                            clock_type::now() + 5s),
+              net::io_result::done);
+    std::string reply_header, reply;
+    ASSERT_EQ(net::recv_exact(fd, protocol::header_size, reply_header, clock_type::now() + 5s),
+              net::io_result::done);
+    ASSERT_EQ(net::recv_exact(fd, protocol::body_size(reply_header), reply,
+                              clock_type::now() + 5s),
+              net::io_result::done);
+    keys.nonce += mine;  // the recorded client itself accepts the reply
+    EXPECT_NO_THROW(protocol::unseal(reply, keys, protocol::direction::reply, 0));
+    recorded += reply_header + reply;
+  }
+  // The replaying "server": the recorded bytes, whatever the client sends.
+  auto listener = net::listen_on("127.0.0.1", 0);
+  std::thread replayer([&] {
+    pollfd p{listener.get(), POLLIN, 0};
+    if (::poll(&p, 1, 5000) != 1)
+      return;
+    net::unique_fd victim{::accept(listener.get(), nullptr, nullptr)};
+    net::send_all(victim.get(), recorded, clock_type::now() + 5s);
+    char sink[4096];
+    while (::recv(victim.get(), sink, sizeof sink, 0) > 0) {
+    }
+  });
+  try {
+    embedded_store_client client("127.0.0.1", net::local_port(listener.get()), test_secret, 5s);
+    ADD_FAILURE() << "a client authenticated against a replayed session";
+  } catch (const store_error& e) {
+    EXPECT_NE(std::string(e.what()).find("not authenticated"), std::string::npos) << e.what();
+  }
+  replayer.join();
 }
 
 TEST(store_security, a_client_that_never_says_hello_is_dropped) {
