@@ -95,6 +95,13 @@ struct negotiator_state {
   uint64_t next_work_id = 1;
   // join() was called: contribute zeros to allreduces this rank lacks.
   bool joined = false;
+  // Every rank joined, but works launched before the JOIN (ids up to
+  // last_work) still run here: join() completes after them.
+  struct due_join {
+    tensor_entry_ptr entry;
+    uint64_t last_work = 0;
+  };
+  std::optional<due_join> join_due;
   // (shutdown) arrived: stop once the backend has returned every work.
   bool stopping = false;
   std::optional<status> broken;
@@ -421,11 +428,24 @@ void open_channel(negotiator_self self, const std::string& name) {
   auto weak = caf::actor_cast<caf::weak_actor_ptr>(self);
   const auto epoch = st.epoch;
   const auto set = st.set_id;
-  st.channel->start([weak, epoch, set](std::string bytes) {
-    if (auto strong = weak.lock())
-      caf::anon_send(caf::actor_cast<negotiator_actor>(strong), response_atom::value, epoch,
-                     set, std::move(bytes));
-  });
+  const auto rank = st.set_rank;
+  st.channel->start(
+    [weak, epoch, set](std::string bytes) {
+      if (auto strong = weak.lock())
+        caf::anon_send(caf::actor_cast<negotiator_actor>(strong), response_atom::value, epoch,
+                       set, std::move(bytes));
+    },
+    // No response list can reach this rank any more: what it waits for
+    // fails now, naming why, instead of never completing.
+    [weak, set, rank](std::string why) {
+      if (auto strong = weak.lock())
+        caf::anon_send(caf::actor_cast<negotiator_actor>(strong), abort_atom::value,
+                       status{status_code::peer_lost,
+                              fmt::format("process set {}: set rank {} can no longer hear its "
+                                          "coordinator through the control channel ({}); the "
+                                          "set's collectives fail on this rank",
+                                          set, rank, why)});
+    });
 }
 
 // Fails the entries a malformed response names, saying what was wrong.
@@ -453,7 +473,24 @@ tensor_entry_ptr joined_stand_in(const v1::Response& resp, int index) {
   return e;
 }
 
-// Every rank joined: join() returns the last rank that joined.
+// join() returns once what this rank ran before the JOIN has run: the
+// caller may exit then, and a peer still in a collective this rank stood
+// in for would otherwise lose it (the backend may not have started it).
+void complete_join_when_due(negotiator_state& st) {
+  if (!st.join_due)
+    return;
+  const auto before = st.join_due->last_work;
+  if (std::any_of(st.in_flight.begin(), st.in_flight.end(),
+                  [&](const auto& w) { return w.first <= before; }))
+    return;
+  auto e = std::move(st.join_due->entry);
+  st.join_due.reset();
+  if (!e->handle->done())
+    complete(st, e, {});
+}
+
+// Every rank joined: join() returns the last rank that joined, after the
+// works launched before the JOIN.
 void on_all_joined(negotiator_state& st, const v1::Response& resp) {
   st.joined = false;
   auto it = st.table.find(resp.tensor_names(0));
@@ -464,7 +501,8 @@ void on_all_joined(negotiator_state& st, const v1::Response& resp) {
   e->handle->output.assign(reinterpret_cast<const char*>(&last),
                            reinterpret_cast<const char*>(&last) + sizeof last);
   e->handle->output_shape = {};
-  complete(st, e, {});
+  st.join_due = negotiator_state::due_join{std::move(e), st.next_work_id - 1};
+  complete_join_when_due(st);
 }
 
 void on_response_list(negotiator_self self, const std::string& bytes) {
@@ -603,6 +641,7 @@ void on_executed(negotiator_self self, uint64_t id, status& result, const list_s
       trace(self, *e, "E", node.mapped()->response.op(), false);
     complete(st, e, outcome);
   }
+  complete_join_when_due(st);
   if (!st.lists_running.empty()) {
     auto& oldest = st.lists_running.front();
     oldest.moved += moved;  // moved.lists is 0: list_done counts the list

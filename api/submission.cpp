@@ -45,6 +45,9 @@ std::string finish(const submission& sub) {
     return err;
   const auto& t = sub.input;
   const auto& name = sub.request.tensor_name();
+  if (sub.request.op() != v1::OP_TYPE_JOIN && name == join_tensor_name)
+    return std::string(properties(sub.request.op()).label) + " of '" + name +
+           "': that name is reserved for join()";
   if (t.data == nullptr && num_elements(t.shape) > 0)
     return "tensor '" + name + "': null data pointer for a non-empty tensor";
   if (auto missing = backends::missing_backend(t.device.kind); !missing.empty())
@@ -157,7 +160,7 @@ prepared prepare_barrier() {
 }
 
 prepared prepare_join() {
-  return prepare_tensorless(v1::OP_TYPE_JOIN, "join.noname");
+  return prepare_tensorless(v1::OP_TYPE_JOIN, join_tensor_name);
 }
 
 } // namespace troupe::api

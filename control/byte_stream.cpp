@@ -19,6 +19,12 @@ struct byte_stream::reader_slot {
 namespace {
 constexpr uint32_t slot_active = 1;
 constexpr uint32_t slot_dropped = 2;
+
+[[noreturn]] void throw_dropped() {
+  throw std::runtime_error("dropped by the writer, which waited too long for this reader to "
+                           "make room");
+}
+
 } // namespace
 
 static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free,
@@ -64,8 +70,7 @@ size_t byte_stream::write_some(const char* data, size_t n) {
 
 size_t byte_stream::unread(size_t reader) const {
   if (readers_[reader].active.load(std::memory_order_acquire) == slot_dropped)
-    throw std::runtime_error("dropped by the writer, which waited too long for this reader "
-                             "to make room");
+    throw_dropped();
   const uint64_t unread = header_->written.load(std::memory_order_acquire) - read_[reader];
   if (unread > capacity_)
     throw std::runtime_error("corrupt control stream: " + std::to_string(unread) +
@@ -79,6 +84,11 @@ size_t byte_stream::read_some(size_t reader, char* out, size_t n) {
   const size_t first = std::min(count, capacity_ - at);
   std::memcpy(out, data_ + at, first);
   std::memcpy(out + first, data_, count - first);
+  // Dropped during the copy: the writer may have overwritten what was
+  // copied (it orders the drop before its next write).
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (readers_[reader].active.load(std::memory_order_relaxed) == slot_dropped)
+    throw_dropped();
   read_[reader] += count;
   readers_[reader].read.store(read_[reader], std::memory_order_release);
   return count;
@@ -114,7 +124,10 @@ std::vector<size_t> byte_stream::slowest() const {
 }
 
 void byte_stream::drop(size_t reader) {
-  readers_[reader].active.store(slot_dropped, std::memory_order_release);
+  readers_[reader].active.store(slot_dropped, std::memory_order_seq_cst);
+  // Before any later write of this writer: a reader copying then sees the
+  // drop after its copy (read_some).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 void message_writer::push(std::string message) {

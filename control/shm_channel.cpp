@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -145,17 +146,21 @@ private:
 namespace {
 
 // Runs `reader.drain`, logging and stopping the stream for good when it is
-// corrupt (only a process of the job's user can write there).
-void drain_or_stop(message_reader& reader, byte_stream& stream, size_t index,
-                   const deliver_fn& deliver, bool& broken, const char* which) {
+// corrupt (only a process of the job's user can write there) or this
+// reader was dropped: returns why, the one time it stops.
+std::optional<std::string> drain_or_stop(message_reader& reader, byte_stream& stream,
+                                         size_t index, const deliver_fn& deliver, bool& broken,
+                                         const char* which) {
   if (broken)
-    return;
+    return std::nullopt;
   try {
     reader.drain(stream, index, deliver);
+    return std::nullopt;
   } catch (const std::exception& e) {
     spdlog::error("control channel: {} stream {}: {}; its messages are ignored from now on",
                   which, index, e.what());
     broken = true;
+    return std::string(e.what());
   }
 }
 
@@ -217,6 +222,10 @@ bool channel_host::flush() {
   return done;
 }
 
+uint64_t channel_host::written() const {
+  return segment_->responses().written();
+}
+
 std::vector<int> channel_host::drop_slowest() {
   std::vector<int> ranks;
   auto& stream = segment_->responses();
@@ -270,14 +279,18 @@ channel_member::~channel_member() {
   segment_->responses().set_active(static_cast<size_t>(member_), false);
 }
 
-void channel_member::start(deliver_fn deliver) {
+void channel_member::start(deliver_fn deliver, deliver_fn on_broken) {
   auto* seg = segment_.get();
   const auto index = static_cast<size_t>(member_);
   auto reader = std::make_shared<message_reader>();
   auto broken = std::make_shared<bool>(false);
   reader_ = std::make_unique<bell_reader>(
-    seg->header().responses, [seg, index, reader, broken, deliver = std::move(deliver)] {
-      drain_or_stop(*reader, seg->responses(), index, deliver, *broken, "response");
+    seg->header().responses, [seg, index, reader, broken, deliver = std::move(deliver),
+                              on_broken = std::move(on_broken)] {
+      if (auto why = drain_or_stop(*reader, seg->responses(), index, deliver, *broken,
+                                   "response");
+          why && on_broken)
+        on_broken(std::move(*why));
       // The coordinator's end is gone once closed and drained: nothing more
       // can come.
       return !(seg->header().closed.load() && !seg->responses().has_unread(index));

@@ -54,6 +54,10 @@ public:
   bool post(std::string list);
   bool flush();
 
+  /// Bytes written into the response stream so far: unchanged between two
+  /// flushes while some member reads nothing.
+  uint64_t written() const;
+
   /// Gives up on the members that left the most of the response stream
   /// unread (a member killed or frozen without closing its end): they hold
   /// nothing back from now on, and their next read fails. Returns their set
@@ -81,8 +85,12 @@ public:
   channel_member(const channel_member&) = delete;
   channel_member& operator=(const channel_member&) = delete;
 
-  /// Starts the thread that passes each response list to `deliver`.
-  void start(deliver_fn deliver);
+  /// Starts the thread that passes each response list to `deliver`, and
+  /// says why to `on_broken` (once, on that thread) when the response
+  /// stream can no longer be read: the coordinator dropped this member
+  /// (see channel_host::drop_slowest) or the stream is corrupt. Nothing
+  /// more arrives then.
+  void start(deliver_fn deliver, deliver_fn on_broken = {});
 
   /// Queues a request list and writes what fits: false while some is still
   /// queued; flush() later.

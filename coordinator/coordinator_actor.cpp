@@ -43,6 +43,8 @@ struct coordinator_state {
   // Since when lists have waited for room in the channel (none: they have
   // not).
   std::optional<std::chrono::steady_clock::time_point> channel_blocked_since;
+  // The bytes written into the channel's response stream by then.
+  uint64_t channel_written = 0;
   std::unique_ptr<message_table> table;
   std::unique_ptr<stall_inspector> stalls;
   std::unique_ptr<response_cache> cache;
@@ -132,8 +134,12 @@ void retry_channel_unless(coordinator_self self, bool written) {
     return;
   }
   const auto now = std::chrono::steady_clock::now();
-  if (!st.channel_blocked_since) {
+  // Only a member that reads nothing holds the room back for the whole
+  // deadline: lists still going out mean every member is reading.
+  const auto taken = st.channel->written();
+  if (!st.channel_blocked_since || taken != st.channel_written) {
     st.channel_blocked_since = now;
+    st.channel_written = taken;
   } else if (now - *st.channel_blocked_since > channel_reader_deadline) {
     const auto dropped = st.channel->drop_slowest();
     spdlog::error("process set {}: set rank(s) {} left the control channel's response lists "

@@ -226,10 +226,21 @@ std::optional<std::string> message_table::add(const v1::Request& request) {
   const auto end = static_cast<int32_t>(end64);
   if (auto err = check_request(request); !err.empty())
     return reject(request, err, end);
-  // The JOIN's own name: a tensor of that name would be taken for it.
-  if (request.op() != v1::OP_TYPE_JOIN && request.tensor_name() == join_name)
-    return fmt::format("{} of '{}' from {}: that name is reserved for join()",
-                       properties(request.op()).name, join_name, senders_text(first, end));
+  // The JOIN's own name: a tensor of that name would be taken for it. The
+  // API refuses it; a request that gets here anyway fails on its senders
+  // alone, as an ERROR naming the rank, so other ranks' join() stays
+  // pending.
+  if (request.op() != v1::OP_TYPE_JOIN && request.tensor_name() == join_name) {
+    const auto why = fmt::format("{} of '{}' from {}: that name is reserved for join()",
+                                 properties(request.op()).name, join_name,
+                                 senders_text(first, end));
+    for (auto r = first; r < end; ++r) {
+      failed_.push_back(error_response(join_name, why));
+      failed_.back().mutable_error()->set_code(v1::ERROR_CODE_INVALID_ARGUMENT);
+      failed_.back().set_only_rank(r);
+    }
+    return why;
+  }
   if (request.op() == v1::OP_TYPE_JOIN) {
     std::optional<std::string> err;
     for (auto r = first; r < end; ++r)

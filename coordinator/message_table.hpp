@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "coordinator/cached_tensor.hpp"
+#include "proto/op_properties.hpp"
 #include "troupe/v1/control.pb.h"
 
 namespace troupe::coordinator {
@@ -21,7 +22,7 @@ public:
   using clock = std::chrono::steady_clock;
 
   /// The tensor name every rank's join() request uses (Horovod's).
-  static constexpr const char* join_name = "join.noname";
+  static constexpr const char* join_name = join_tensor_name;
 
   explicit message_table(int32_t set_size);
 

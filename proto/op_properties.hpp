@@ -28,4 +28,8 @@ struct op_properties {
 /// The row of `op`; an unknown op gets a row that allows nothing.
 const op_properties& properties(v1::OpType op);
 
+/// The tensor name every rank's join() request uses (Horovod's): no other
+/// collective may take it, or the coordinator would count it as a join.
+constexpr const char* join_tensor_name = "join.noname";
+
 } // namespace troupe

@@ -232,6 +232,8 @@ void shm_group::wait_for(uint64_t target) {
       int late = 0;
       while (late < members_ && header_->arrived[late].value.load() >= target)
         ++late;
+      if (late == members_)
+        continue;  // the last one arrived just now
       fail(timed_out, late);
       throw_failure();
     }

@@ -128,16 +128,17 @@ std::string store_address(const troupe::workers::config& cfg) {
 
 // The store serves every rank's connections for the job's life: its
 // default bound on connections would refuse the ranks of a job past ~340.
-// An elastic job without --max-np has no bound: as many as troupe-run can
-// hold open then.
-troupe::elastic::store_limits store_limits_for(std::optional<int> ranks) {
+// An elastic job without --max-np has no bound: at least its -np ranks,
+// and as many as troupe-run can hold open.
+troupe::elastic::store_limits store_limits_for(std::optional<int> max_ranks, int np) {
   troupe::elastic::store_limits limits;
-  troupe::workers::raise_descriptor_limit(ranks.value_or(0));
-  size_t wanted = troupe::elastic::store_connections_per_rank *
-                    static_cast<size_t>(std::max(ranks.value_or(0), 0)) + 64;
-  if (rlimit open{}; !ranks && getrlimit(RLIMIT_NOFILE, &open) == 0 &&
+  const int ranks = std::max(max_ranks.value_or(np), 0);
+  troupe::workers::raise_descriptor_limit(ranks);
+  size_t wanted =
+    troupe::elastic::store_connections_per_rank * static_cast<size_t>(ranks) + 64;
+  if (rlimit open{}; !max_ranks && getrlimit(RLIMIT_NOFILE, &open) == 0 &&
                      open.rlim_cur != RLIM_INFINITY && open.rlim_cur > 128)
-    wanted = static_cast<size_t>(open.rlim_cur) - 64;
+    wanted = std::max(wanted, static_cast<size_t>(open.rlim_cur) - 64);
   limits.max_connections = std::max(limits.max_connections, wanted);
   return limits;
 }
@@ -154,7 +155,7 @@ struct rendezvous {
 constexpr std::chrono::seconds store_connect_timeout{10};
 
 rendezvous open_rendezvous(const troupe::workers::config& cfg, const std::string& secret,
-                           const std::string& job_id, std::optional<int> ranks) {
+                           const std::string& job_id, std::optional<int> max_ranks, int np) {
   rendezvous r;
   if (cfg.rendezvous) {
     r.endpoint = *cfg.rendezvous;
@@ -164,7 +165,7 @@ rendezvous open_rendezvous(const troupe::workers::config& cfg, const std::string
   }
   r.endpoint.host = store_address(cfg);
   r.server = std::make_unique<troupe::elastic::store_server>(r.endpoint.host, 0, secret,
-                                                             store_limits_for(ranks));
+                                                             store_limits_for(max_ranks, np));
   r.endpoint.port = r.server->port();
   return r;
 }
@@ -178,7 +179,8 @@ int run_elastic(const launcher::launch_options& opts, const troupe::workers::con
   const auto job_id = launcher::random_job_id();
   const auto store =
     open_rendezvous(cfg, secret, job_id,
-                    el.max_np ? std::optional<int>(std::max(opts.np, *el.max_np)) : std::nullopt);
+                    el.max_np ? std::optional<int>(std::max(opts.np, *el.max_np)) : std::nullopt,
+                    opts.np);
   const auto client = troupe::elastic::connect_store(store.endpoint, secret, store_connect_timeout);
   launcher::elastic_driver::settings s;
   s.np = opts.np;
@@ -311,7 +313,7 @@ int main(int argc, char** argv) {
     launcher::job_env job;
     job.size = opts.np;
     job.job_id = launcher::random_job_id();
-    const auto store = open_rendezvous(cfg, secret, job.job_id, opts.np);
+    const auto store = open_rendezvous(cfg, secret, job.job_id, opts.np, opts.np);
     job.store = store.endpoint;
     job.knobs = opts.knobs;
     job.secret_fd = secret_fd.get();

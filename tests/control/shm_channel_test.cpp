@@ -300,7 +300,7 @@ TEST(shm_channel, a_member_does_not_trust_a_header_another_process_rewrote) {
   h->request_bytes = 0;
   h->response_bytes = 8192 + 3 * 4096;
   EXPECT_EQ(channel_member::open(host.name(), 1), nullptr);
-  // Sizes whose layout wraps around to the segment's size.
+  // A request stream far larger than the segment.
   h->request_bytes = uint64_t{1} << 62;
   h->response_bytes = 8192;
   EXPECT_EQ(channel_member::open(host.name(), 1), nullptr);
@@ -329,11 +329,22 @@ TEST(shm_channel, the_coordinator_can_drop_a_member_that_stopped_reading) {
   ASSERT_TRUE(got.wait_for_count(static_cast<size_t>(posted - 1), 10s));
   std::this_thread::sleep_for(20ms);
   EXPECT_EQ(host.drop_slowest(), (std::vector<int>{2}));
+  // The dropped member, reading at last, is told why nothing more comes.
+  inbox frozen_got;
+  inbox frozen_broken;
+  frozen->start([&](std::string s) { frozen_got.add(std::move(s)); },
+                [&](std::string why) { frozen_broken.add(std::move(why)); });
+  ASSERT_TRUE(frozen_broken.wait_for_count(1, 10s));
+  EXPECT_NE(frozen_broken.messages[0].find("dropped by the writer"), std::string::npos)
+    << frozen_broken.messages[0];
   EXPECT_TRUE(send_all(host, {}, std::chrono::steady_clock::now() + 10s, &channel_host::post));
   for (int i = posted; i < 50; ++i)
     EXPECT_TRUE(send_all(host, {message(0, i, 100)}, std::chrono::steady_clock::now() + 10s,
                          &channel_host::post));
   EXPECT_TRUE(got.wait_for_count(50, 10s)) << got.messages.size();
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(frozen_broken.messages.size(), 1u);  // said once
+  EXPECT_TRUE(frozen_got.messages.empty());
 }
 
 TEST(shm_channel, a_member_that_went_away_holds_nothing_back) {

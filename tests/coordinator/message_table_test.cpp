@@ -247,6 +247,16 @@ TEST(message_table, a_tensor_named_as_the_join_and_a_rank_without_an_end_are_ref
   ASSERT_TRUE(err.has_value());
   EXPECT_EQ(*err, "ALLREDUCE of 'join.noname' from rank 0: that name is reserved for join()");
   EXPECT_FALSE(t.has_ready());
+  // Its sender gets an answer (no wait for ever), and only its sender: a
+  // pending join() of that name on the others stays pending.
+  auto failed = t.take_failed();
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].op(), v1::OP_TYPE_ERROR);
+  EXPECT_EQ(failed[0].tensor_names(0), message_table::join_name);
+  ASSERT_TRUE(failed[0].has_only_rank());
+  EXPECT_EQ(failed[0].only_rank(), 0);
+  EXPECT_EQ(failed[0].error().message(),
+            "ALLREDUCE of 'join.noname' from rank 0: that name is reserved for join()");
   EXPECT_TRUE(t.add(request(INT32_MAX, "x")).has_value());
   EXPECT_FALSE(t.has_ready());
 }

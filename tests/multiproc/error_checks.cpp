@@ -118,6 +118,8 @@ int run_error_checks(int rank, int size) {
     immediate("adasum on a non-power-of-two set", allreduce(f4, f4, "e.adasum", reduce_op::adasum),
               "allreduce of 'e.adasum': Adasum needs a power-of-two number of ranks, not " +
                 std::to_string(size));
+  immediate("join's name", allreduce(f4, f4, "join.noname"),
+            "allreduce of 'join.noname': that name is reserved for join()");
   immediate("adasum on integers", allreduce(i4, i4, "e.adasum_int", reduce_op::adasum),
             "allreduce of 'e.adasum_int': Adasum supports floating-point tensors, not int32");
   immediate("reducescatter op", reducescatter(f4, "e.rsop", reduce_op::max),
