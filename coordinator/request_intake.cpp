@@ -58,8 +58,8 @@ std::vector<std::string> take_requests(const v1::RequestList& list, message_tabl
   if (list.ranks_end() > 0)
     cache.member_progress(list.sender_rank(), list.ranks_end(), list.lists_applied());
   else if (list.requests_size() > 0)
-    cache.member_progress(list.requests(0).request_rank(), list.requests(0).request_rank() + 1,
-                          list.lists_applied());
+    cache.member_progress(list.requests(0).request_rank(),
+                          int64_t{list.requests(0).request_rank()} + 1, list.lists_applied());
   return ignored;
 }
 

@@ -94,7 +94,7 @@ cached_tensor_ptr response_cache::resolve(uint32_t id, int32_t rank,
   return nullptr;
 }
 
-void response_cache::member_progress(int32_t first, int32_t end, uint64_t lists_applied) {
+void response_cache::member_progress(int64_t first, int64_t end, uint64_t lists_applied) {
   if (first < 0 || end <= first || static_cast<size_t>(end) > applied_.size())
     return;
   for (auto r = static_cast<size_t>(first); r < static_cast<size_t>(end); ++r)

@@ -63,7 +63,7 @@ public:
   /// Notes that set ranks [first, end) have applied `lists_applied` lists
   /// at least; retired entries no member can refer to any more are
   /// released.
-  void member_progress(int32_t first, int32_t end, uint64_t lists_applied);
+  void member_progress(int64_t first, int64_t end, uint64_t lists_applied);
 
   /// Empties the cache as of list `list_seq` and gives it `capacity`
   /// entries from then on (0 = off). Members that have not applied that
