@@ -1,5 +1,6 @@
 #include "api/python/src/py_handle.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <pybind11/stl.h>
@@ -27,18 +28,57 @@ output_allocator python_allocator(const py_callable& fn) {
   };
 }
 
+namespace {
+
+// What a handle dropped before its collective finished still lends the
+// runtime: the memory it reads or writes and the callables allocating its
+// results. Held here until the runtime lets go, never waited for: the
+// collective may only finish when another rank submits, or never (a
+// KeyboardInterrupt left the handle behind), and a destructor that blocked
+// would hang the interpreter beyond the reach of Ctrl-C.
+struct orphan {
+  std::vector<handle> members;
+  py::object keep_alive;
+  std::vector<py_callable> allocators;
+
+  bool done() const {
+    return std::all_of(members.begin(), members.end(),
+                       [](const handle& h) { return h.poll(); });
+  }
+};
+
+// Touched only with the GIL held. Never destroyed: Python objects must not
+// outlive the interpreter's finalisation in a static destructor.
+std::vector<orphan>& orphans() {
+  static auto* held = new std::vector<orphan>();
+  return *held;
+}
+
+// Releases (under the GIL) what finished orphans held.
+void release_finished_orphans() {
+  auto& held = orphans();
+  held.erase(std::remove_if(held.begin(), held.end(), [](const orphan& o) { return o.done(); }),
+             held.end());
+}
+
+} // namespace
+
+size_t orphaned_operations() {
+  release_finished_orphans();
+  return orphans().size();
+}
+
 py_handle::py_handle(std::vector<handle> members, py::object keep_alive,
                      std::vector<py_callable> allocators)
   : members_(std::move(members)), keep_alive_(std::move(keep_alive)),
     allocators_(std::move(allocators)) {
+  release_finished_orphans();
 }
 
 py_handle::~py_handle() {
-  if (!poll() && (!keep_alive_.is_none() || !allocators_.empty())) {
-    py::gil_scoped_release release;
-    for (const auto& h : members_)
-      h.wait();
-  }
+  release_finished_orphans();
+  if (!poll() && (!keep_alive_.is_none() || !allocators_.empty()))
+    orphans().push_back({std::move(members_), std::move(keep_alive_), std::move(allocators_)});
 }
 
 bool py_handle::poll() const {
@@ -88,6 +128,9 @@ int py_handle::join_result() const {
 }
 
 void bind_handle(py::module_& m) {
+  m.def("_orphaned_operations", &orphaned_operations,
+        "Operations whose handle was dropped while the runtime still used their memory "
+        "(held until it lets go)");
   py::class_<py_handle>(m, "Handle")
     .def("poll", &py_handle::poll)
     .def("wait", &py_handle::wait)

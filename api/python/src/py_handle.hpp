@@ -24,6 +24,11 @@ using py_callable = std::shared_ptr<pybind11::object>;
 /// GIL; `fn` itself belongs to the py_handle, released with it under the GIL.
 output_allocator python_allocator(const py_callable& fn);
 
+/// Operations whose py_handle is gone but whose memory the runtime still
+/// uses (see ~py_handle); releases those that finished first. Call with
+/// the GIL.
+size_t orphaned_operations();
+
 /// One Python-level operation: the handles of its members (one, or one per
 /// tensor of a grouped collective), the Python objects whose memory the
 /// runtime reads or writes, and the callables allocating its results, held
@@ -33,9 +38,10 @@ public:
   py_handle(std::vector<handle> members, pybind11::object keep_alive,
             std::vector<py_callable> allocators = {});
 
-  /// A handle dropped while its collective still runs waits for it when it
-  /// holds memory the runtime uses, so the runtime never writes into freed
-  /// memory.
+  /// A handle dropped while its collective still runs hands the memory the
+  /// runtime uses (and its result allocators) to a list released once the
+  /// collective finishes, so the runtime never writes into freed memory and
+  /// the caller never blocks here. Call with the GIL.
   ~py_handle();
 
   py_handle(const py_handle&) = delete;
