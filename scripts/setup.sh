@@ -24,6 +24,7 @@ packages=(
   python3-dev pybind11-dev python3-numpy
   python3-torch python3-torchvision python3-pytest
   python3-mpi4py  # process sets from MPI communicators
+  python3-cloudpickle  # broadcast_object / allgather_object, as Horovod
 )
 
 missing=()

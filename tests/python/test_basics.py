@@ -32,10 +32,11 @@ def test_build_flags():
     assert hvd.nccl_built() == int(os.environ['TROUPE_TEST_NCCL_VERSION'])
     assert hvd.cuda_built() == (os.environ['TROUPE_TEST_CUDA_BUILT'] == '1')
     assert not any([hvd.ddl_built(), hvd.ccl_built(), hvd.rocm_built()])
-    # troupe-run without --mpi runs Gloo; a single rank needs neither.
-    multi = hvd.size() > 1
-    assert hvd.gloo_enabled() == (multi and 'OMPI_COMM_WORLD_SIZE' not in os.environ)
-    assert hvd.mpi_enabled() == (multi and 'OMPI_COMM_WORLD_SIZE' in os.environ)
+    # troupe-run without --mpi runs Gloo; --mpi, mpirun and a process
+    # started alone (as Horovod built with MPI) MPI.
+    gloo = 'TROUPE_STORE_ADDR' in os.environ and 'OMPI_COMM_WORLD_SIZE' not in os.environ
+    assert hvd.gloo_enabled() == gloo
+    assert hvd.mpi_enabled() == (not gloo)
     if hvd.mpi_enabled():
         assert hvd.mpi_threads_supported()
     else:

@@ -239,6 +239,29 @@ def test_broadcast_optimizer_state_initializes_a_fresh_optimizer():
     assert len(opt.state) == len(list(model.parameters()))
 
 
+def test_broadcast_optimizer_state_takes_the_model_third_and_a_fresh_sparse_adam():
+    # Horovod's signature: (optimizer, root_rank, model=None). SparseAdam
+    # refuses dense gradients, so its fresh state is made from sparse ones.
+    model = torch.nn.Embedding(10, 3, sparse=True)
+    opt = torch.optim.SparseAdam(model.parameters(), lr=0.01 * (hvd.rank() + 1))
+    hvd.broadcast_optimizer_state(opt, 0, model)
+    assert opt.param_groups[0]['lr'] == 0.01
+    assert len(opt.state) == 1
+
+
+def test_broadcast_and_allgather_object_carry_what_only_cloudpickle_can():
+    # Horovod pickles with cloudpickle: a lambda and a class defined here.
+    class Local:
+        def __init__(self, r):
+            self.r = r
+
+    scale = 10 * (hvd.rank() + 1)
+    fn = hvd.broadcast_object(lambda x: x * scale, root_rank=0, name='fn')
+    assert fn(2) == 20
+    everyone = hvd.allgather_object(Local(hvd.rank()), name='local')
+    assert [o.r for o in everyone] == list(range(hvd.size()))
+
+
 def test_broadcast_and_allgather_object():
     obj = {'rank': hvd.rank(), 'payload': list(range(hvd.rank() * 100))}
     assert hvd.broadcast_object(obj, root_rank=0) == {'rank': 0, 'payload': []}

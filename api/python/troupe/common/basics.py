@@ -161,13 +161,16 @@ def gloo_built():
 
 
 def mpi_enabled():
-    """True when this job's collectives run on MPI."""
-    return mpi_built() and is_initialized() and size() > 1 and _cpu_backend() == 'mpi'
+    """True when this job's collectives run on MPI: as in Horovod, also a
+    single process started without a launcher (so Horovod's mpi4py check,
+    assert hvd.mpi_threads_supported(), holds there too)."""
+    return mpi_built() and is_initialized() and _cpu_backend() == 'mpi'
 
 
 def gloo_enabled():
-    """True when this job's collectives run on Gloo."""
-    return gloo_built() and is_initialized() and size() > 1 and _cpu_backend() == 'gloo'
+    """True when this job's collectives run on Gloo (troupe-run without
+    --mpi, or TROUPE_CPU_OPERATIONS=gloo)."""
+    return gloo_built() and is_initialized() and _cpu_backend() == 'gloo'
 
 
 def mpi_threads_supported():

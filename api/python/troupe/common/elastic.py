@@ -107,16 +107,19 @@ class ObjectState(State):
 
 def run_fn(func, reset):
     """hvd.elastic.run's loop: sync, run `func`; on HorovodInternalError
-    restore the last commit, on HostsUpdatedInterrupt save; then reset and
-    go on. Any other exception (and a removal: SystemExit(0)) ends it."""
+    (in either) restore the last commit, on HostsUpdatedInterrupt save; then
+    reset and go on. Any other exception (and a removal: SystemExit(0)) ends it."""
 
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
         skip_sync = False
         while True:
-            if not skip_sync:
-                state.sync()
             try:
+                # Inside the try, as Horovod's: a peer lost while the state
+                # is broadcast after a reset is recovered like one lost in
+                # training, not the end of this worker.
+                if not skip_sync:
+                    state.sync()
                 return func(state, *args, **kwargs)
             except HorovodInternalError:
                 state.restore()

@@ -2,9 +2,9 @@
 (horovod/torch/functions.py)."""
 
 import collections
-import io
 import pickle
 
+import cloudpickle
 import torch
 
 from troupe.common.basics import rank, size
@@ -30,18 +30,23 @@ def broadcast_parameters(params, root_rank, prefix='Parameter.'):
         synchronize(handle)
 
 
-def broadcast_optimizer_state(optimizer, root_rank, prefix='Parameter.', model=None):
+def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix='Parameter.'):
     """Overwrites every rank's optimizer state (tensors and options such as
     the learning rate) with root_rank's. A fresh optimizer's state is
-    created first by a step with zero gradients, as Horovod does."""
+    created first by a step with zero gradients, as Horovod does (sparse
+    ones for SparseAdam, which refuses dense gradients). `model` is
+    Horovod's third argument; the state needs nothing of it here."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError('cannot broadcast torch.optim.LBFGS state')
     state_dict = optimizer.state_dict()
     if not state_dict['state']:
+        sparse = isinstance(optimizer, torch.optim.SparseAdam)
         for group in optimizer.param_groups:
             for p in group['params']:
                 if p.requires_grad and p.grad is None:
                     p.grad = torch.zeros_like(p)
+                    if sparse:
+                        p.grad = p.grad.to_sparse()
         # A DistributedOptimizer's step() would allreduce: step the wrapped
         # optimizer class directly.
         if getattr(optimizer, '_troupe_distributed', False):
@@ -80,14 +85,14 @@ def broadcast_optimizer_state(optimizer, root_rank, prefix='Parameter.', model=N
             optimizer.state[params_by_id[where]][key] = value
 
 
+# cloudpickle, as Horovod: lambdas, closures and classes defined in a
+# function travel too; what it writes is read back by pickle.
 def _to_bytes(obj):
-    buffer = io.BytesIO()
-    pickle.dump(obj, buffer)
-    return torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)
+    return torch.frombuffer(bytearray(cloudpickle.dumps(obj)), dtype=torch.uint8)
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
-    """Returns root_rank's `obj` (pickled) on every rank."""
+    """Returns root_rank's `obj` (cloudpickled) on every rank."""
     check_process_set(process_set)
     if name is None:
         name = type(obj).__name__
@@ -106,7 +111,7 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
 
 
 def allgather_object(obj, name=None):
-    """Returns the list of every rank's `obj` (pickled), in rank order."""
+    """Returns the list of every rank's `obj` (cloudpickled), in rank order."""
     if name is None:
         name = type(obj).__name__
     payload = _to_bytes(obj)
