@@ -155,7 +155,8 @@ void list_done(negotiator_state& st, negotiator_self self, list_stats moved) {
 // may still read or write the caller's memory, whatever happened to the
 // peers. A dead peer's sockets fail the backend's call at once; for a
 // frozen one the abort interrupts the backend (Gloo: at once; MPI cannot
-// be interrupted and waits for its own error handling).
+// be interrupted, and ends the job with MPI_Abort if still blocked after a
+// grace).
 void fail_pending(negotiator_state& st, const status& s) {
   std::unordered_map<std::string, tensor_entry_ptr> running;
   for (const auto& [id, work] : st.in_flight)

@@ -3,10 +3,12 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include <mpi.h>
+#include <spdlog/spdlog.h>
 
 #include "backends/cpu/arith.hpp"
 #include "backends/mpi/mpi_environment.hpp"
@@ -126,26 +128,67 @@ mpi_communicator::~mpi_communicator() {
 void mpi_communicator::connect() {
   ensure_mpi_initialized();
   if (world_ranks_.empty()) {
-    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_->comm), "MPI_Comm_dup");
+    blocking("MPI_Comm_dup", [&] { return MPI_Comm_dup(MPI_COMM_WORLD, &comm_->comm); });
   } else {
     // Collective over the members only: other ranks need not take part.
     MPI_Group world = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
     MPI_Comm_group(MPI_COMM_WORLD, &world);
     MPI_Group_incl(world, static_cast<int>(world_ranks_.size()), world_ranks_.data(), &members);
-    const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, members, tag_, &comm_->comm);
+    try {
+      blocking("MPI_Comm_create_group", [&] {
+        return MPI_Comm_create_group(MPI_COMM_WORLD, members, tag_, &comm_->comm);
+      });
+    } catch (...) {
+      MPI_Group_free(&members);
+      MPI_Group_free(&world);
+      throw;
+    }
     MPI_Group_free(&members);
     MPI_Group_free(&world);
-    check_mpi(rc, "MPI_Comm_create_group");
   }
   MPI_Comm_set_errhandler(comm_->comm, MPI_ERRORS_RETURN);
+}
+
+template <class Call>
+void mpi_communicator::blocking(const char* what, Call&& call) {
+  in_call_.store(what);
+  calls_.fetch_add(1);
+  const int rc = call();
+  calls_.fetch_add(1);
+  check_mpi(rc, what);
+}
+
+void mpi_communicator::abort() {
+  const uint64_t seen = calls_.load();
+  // Nothing blocked, or another abort already watches this call.
+  if (seen % 2 == 0 || watched_.exchange(seen) == seen)
+    return;
+  const auto deadline = std::chrono::steady_clock::now() + abort_grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (calls_.load() != seen)
+      return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (calls_.load() != seen)
+    return;
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  spdlog::critical("mpi: rank {}'s MPI {} is still blocked {} s after a peer was lost; MPI "
+                   "cannot interrupt it, so this rank ends the job with MPI_Abort instead of "
+                   "waiting for ever",
+                   rank, in_call_.load(), abort_grace.count());
+  spdlog::default_logger()->flush();
+  MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
 void mpi_communicator::allreduce(const allreduce_options& opts) {
   if (opts.count == 0)
     return;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, opts.data, as_int(static_cast<int64_t>(opts.count), "allreduce"),
-                      mpi_type(opts.dtype), mpi_op(opts.dtype, opts.op), comm_->comm),
-        "allreduce");
+  const int count = as_int(static_cast<int64_t>(opts.count), "allreduce");
+  blocking("allreduce", [&] {
+    return MPI_Allreduce(MPI_IN_PLACE, opts.data, count, mpi_type(opts.dtype),
+                         mpi_op(opts.dtype, opts.op), comm_->comm);
+  });
 }
 
 void mpi_communicator::allgather(const allgather_options& opts) {
@@ -157,17 +200,19 @@ void mpi_communicator::allgather(const allgather_options& opts) {
   auto offsets = offsets_of(counts, "allgather");
   int rank = 0;
   MPI_Comm_rank(comm_->comm, &rank);
-  check_mpi(MPI_Allgatherv(opts.input, counts[static_cast<size_t>(rank)], MPI_BYTE, opts.output,
-                       counts.data(), offsets.data(), MPI_BYTE, comm_->comm),
-        "allgather");
+  blocking("allgather", [&] {
+    return MPI_Allgatherv(opts.input, counts[static_cast<size_t>(rank)], MPI_BYTE, opts.output,
+                          counts.data(), offsets.data(), MPI_BYTE, comm_->comm);
+  });
 }
 
 void mpi_communicator::broadcast(const broadcast_options& opts) {
   if (opts.count == 0)
     return;
   const auto bytes = static_cast<int64_t>(opts.count * element_size(opts.dtype));
-  check_mpi(MPI_Bcast(opts.data, as_int(bytes, "broadcast"), MPI_BYTE, opts.root, comm_->comm),
-        "broadcast");
+  const int count = as_int(bytes, "broadcast");
+  blocking("broadcast",
+           [&] { return MPI_Bcast(opts.data, count, MPI_BYTE, opts.root, comm_->comm); });
 }
 
 void mpi_communicator::alltoall(const alltoall_options& opts) {
@@ -175,22 +220,25 @@ void mpi_communicator::alltoall(const alltoall_options& opts) {
   auto recv = ints(opts.recv_bytes, "alltoall");
   auto send_at = offsets_of(send, "alltoall");
   auto recv_at = offsets_of(recv, "alltoall");
-  check_mpi(MPI_Alltoallv(opts.input, send.data(), send_at.data(), MPI_BYTE, opts.output,
-                      recv.data(), recv_at.data(), MPI_BYTE, comm_->comm),
-        "alltoall");
+  blocking("alltoall", [&] {
+    return MPI_Alltoallv(opts.input, send.data(), send_at.data(), MPI_BYTE, opts.output,
+                         recv.data(), recv_at.data(), MPI_BYTE, comm_->comm);
+  });
 }
 
 void mpi_communicator::sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                            int peer) {
   constexpr int tag = 0x54;
-  check_mpi(MPI_Sendrecv(send, as_int(static_cast<int64_t>(send_bytes), "sendrecv"), MPI_BYTE,
-                     peer, tag, recv, as_int(static_cast<int64_t>(recv_bytes), "sendrecv"),
-                     MPI_BYTE, peer, tag, comm_->comm, MPI_STATUS_IGNORE),
-        "sendrecv");
+  const int send_count = as_int(static_cast<int64_t>(send_bytes), "sendrecv");
+  const int recv_count = as_int(static_cast<int64_t>(recv_bytes), "sendrecv");
+  blocking("sendrecv", [&] {
+    return MPI_Sendrecv(send, send_count, MPI_BYTE, peer, tag, recv, recv_count, MPI_BYTE, peer,
+                        tag, comm_->comm, MPI_STATUS_IGNORE);
+  });
 }
 
 void mpi_communicator::barrier() {
-  check_mpi(MPI_Barrier(comm_->comm), "barrier");
+  blocking("barrier", [&] { return MPI_Barrier(comm_->comm); });
 }
 
 } // namespace troupe::backends

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -34,18 +36,29 @@ public:
   void barrier() override;
   void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                 int peer) override;
-  /// Does nothing: MPI offers no way to interrupt a blocked call short of
-  /// MPI_Abort, which ends the process. A call waiting for a frozen peer
-  /// ends with MPI's own error handling.
-  void abort() override {
-  }
+  /// Called when a peer is lost. MPI offers no way to interrupt a blocked
+  /// call short of MPI_Abort, and a call waiting for a frozen peer (or one
+  /// that left) never returns: one still blocked `abort_grace` later ends
+  /// the job with MPI_Abort, saying why, instead of hanging it for ever.
+  /// Returns as soon as no call is blocked (a call that can still complete
+  /// is left to).
+  void abort() override;
+  static constexpr std::chrono::seconds abort_grace{5};
 
 private:
+  // Runs one blocking MPI call, counted so that abort() can tell whether
+  // the same call is still blocked.
+  template <class Call>
+  void blocking(const char* what, Call&& call);
+
   // Holds the MPI_Comm, so mpi.h stays out of this header.
   struct comm_handle;
   std::unique_ptr<comm_handle> comm_;
   std::vector<int> world_ranks_;
   int tag_;
+  std::atomic<uint64_t> calls_{0};  // odd while inside a blocking call
+  std::atomic<const char*> in_call_{""};
+  std::atomic<uint64_t> watched_{0};  // the call an abort() waits on
 };
 
 } // namespace troupe::backends

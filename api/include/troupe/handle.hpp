@@ -99,7 +99,9 @@ public:
   }
 
   /// Blocks until completion and returns the outcome. A lost or frozen peer
-  /// fails it (heartbeats, backend timeouts), but a collective that a live
+  /// fails it (heartbeats, backend timeouts; under MPI, whose calls cannot
+  /// be interrupted, a collective blocked with it ends the job with
+  /// MPI_Abort instead), but a collective that a live
   /// member never submits waits for that member, until the stall shutdown
   /// time (TROUPE_STALL_SHUTDOWN_TIME_SECONDS, off by default) fails it:
   /// use wait_for() to bound the wait.
