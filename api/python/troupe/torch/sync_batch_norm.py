@@ -1,17 +1,18 @@
 """SyncBatchNorm (horovod/torch/sync_batch_norm.py): batch normalisation
 whose statistics cover the whole global batch.
 
-Unlike Horovod's (GPU only), this one runs on CPU tensors. The per-channel
-count, sum and sum of squares are combined with one differentiable
-allreduce (Sum), so autograd derives the backward pass: the gradient of an
-allreduce(Sum) is the allreduce(Sum) of the gradients, which is exactly the
-cross-rank term of batch norm's gradient."""
+Unlike Horovod's (GPU only), this one runs on CPU tensors. Each rank's
+per-channel count, mean and sum of squared deviations reach every rank in
+one differentiable allreduce (Sum) and are combined exactly, so autograd
+derives the backward pass: the gradient of an allreduce(Sum) is the
+allreduce(Sum) of the gradients, which is exactly the cross-rank term of
+batch norm's gradient."""
 
 import torch
 import torch.nn.functional as F
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from troupe.common.basics import size
+from troupe.common.basics import rank, size
 from troupe.torch.mpi_ops import Sum, allreduce
 
 
@@ -45,19 +46,39 @@ class SyncBatchNorm(_BatchNorm):
     def _sync_forward(self, input, momentum):
         channels = input.shape[1]
         reduce_dims = [0] + list(range(2, input.dim()))
-        count = torch.tensor([input.numel() // channels], dtype=input.dtype)
-        stats = torch.cat([count, input.sum(reduce_dims), (input * input).sum(reduce_dims)])
-        stats = allreduce(stats, op=Sum)
-        total = stats[0]
-        mean = stats[1:1 + channels] / total
-        var = stats[1 + channels:] / total - mean * mean
+        shape = [1, channels] + [1] * (input.dim() - 2)
+        # In float32 at least, and each rank's statistics centred on its own
+        # mean, then combined exactly (Chan et al.): a sum of squares minus a
+        # squared mean loses every digit when the mean dwarfs the spread,
+        # and a float16 count overflows past 65,504 elements.
+        acc = torch.float64 if input.dtype == torch.float64 else torch.float32
+        x = input.to(acc)
+        count = input.numel() // channels
+        if count:
+            local_mean = x.mean(reduce_dims)
+            local_m2 = ((x - local_mean.view(shape)) ** 2).sum(reduce_dims)
+        else:  # an empty batch here: it weighs nothing
+            local_mean = local_m2 = x.new_zeros(channels)
+        row = torch.cat([x.new_tensor([float(count)]), local_mean, local_m2]).unsqueeze(0)
+        # Every rank's row by an allreduce(Sum) of rows that are zero but
+        # for one's own: unlike allgather's (Horovod's average), its
+        # gradient sums every rank's gradient of this rank's row.
+        width = row.shape[1]
+        rows = allreduce(torch.cat([row.new_zeros(rank(), width), row,
+                                    row.new_zeros(size() - rank() - 1, width)]), op=Sum)
+        counts = rows[:, :1]
+        total = counts.sum()
+        means = rows[:, 1:1 + channels]
+        mean = (counts * means).sum(0) / total
+        var = (rows[:, 1 + channels:].sum(0) + (counts * (means - mean) ** 2).sum(0)) / total
         if self.training and self.track_running_stats:
             with torch.no_grad():
                 unbiased = var * (total / (total - 1))
-                self.running_mean.mul_(1 - momentum).add_(mean, alpha=momentum)
-                self.running_var.mul_(1 - momentum).add_(unbiased, alpha=momentum)
-        shape = [1, channels] + [1] * (input.dim() - 2)
-        out = (input - mean.view(shape)) * torch.rsqrt(var.view(shape) + self.eps)
+                self.running_mean.mul_(1 - momentum).add_(
+                    mean.to(self.running_mean.dtype), alpha=momentum)
+                self.running_var.mul_(1 - momentum).add_(
+                    unbiased.to(self.running_var.dtype), alpha=momentum)
+        out = (x - mean.view(shape)) * torch.rsqrt(var.view(shape) + self.eps)
         if self.affine:
-            out = out * self.weight.view(shape) + self.bias.view(shape)
-        return out
+            out = out * self.weight.to(acc).view(shape) + self.bias.to(acc).view(shape)
+        return out.to(input.dtype)
