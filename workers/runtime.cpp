@@ -1,6 +1,7 @@
 #include "workers/runtime.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <functional>
 #include <mutex>
@@ -164,7 +165,8 @@ struct runtime::impl {
   // Elastic jobs: whether this process has served in an epoch (it holds
   // state a newcomer needs), and whether the current epoch has newcomers.
   bool veteran = false;
-  bool newcomers = false;
+  // Read without change_mtx: asking must not wait out a reset in progress.
+  std::atomic<bool> newcomers{false};
   // Whether the epoch left last had lost a peer, or a peer had left it.
   bool peer_gone = false;
   // Last member: stops (and frees its port) first.
@@ -761,8 +763,7 @@ host_update runtime::hosts_updated() const {
 }
 
 bool runtime::epoch_has_newcomers() const {
-  std::lock_guard<std::mutex> serial{impl_->change_mtx};
-  return impl_->newcomers;
+  return impl_->newcomers.load();
 }
 
 const config& runtime::cfg() const {
