@@ -247,6 +247,10 @@ def test_broadcast_optimizer_state_takes_the_model_third_and_a_fresh_sparse_adam
     hvd.broadcast_optimizer_state(opt, 0, model)
     assert opt.param_groups[0]['lr'] == 0.01
     assert len(opt.state) == 1
+    # A name prefix in that place, as other Horovod versions take it.
+    opt.param_groups[0]['lr'] = 0.5 * (hvd.rank() + 1)
+    hvd.broadcast_optimizer_state(opt, 0, 'Second.')
+    assert opt.param_groups[0]['lr'] == 0.5
 
 
 def test_broadcast_and_allgather_object_carry_what_only_cloudpickle_can():

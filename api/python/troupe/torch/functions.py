@@ -34,8 +34,11 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix='Paramete
     """Overwrites every rank's optimizer state (tensors and options such as
     the learning rate) with root_rank's. A fresh optimizer's state is
     created first by a step with zero gradients, as Horovod does (sparse
-    ones for SparseAdam, which refuses dense gradients). `model` is
-    Horovod's third argument; the state needs nothing of it here."""
+    ones for SparseAdam, which refuses dense gradients). The third argument
+    is Horovod's `model` (the state needs nothing of it here), or, as in
+    Horovod versions whose third parameter is `prefix`, a name prefix."""
+    if isinstance(model, str):
+        model, prefix = None, model
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError('cannot broadcast torch.optim.LBFGS state')
     state_dict = optimizer.state_dict()
