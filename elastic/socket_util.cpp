@@ -9,6 +9,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <iterator>
+#include <system_error>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -51,6 +53,18 @@ void set_nodelay(int fd) {
   // Store traffic is small request/reply pairs: Nagle would add ~40 ms each.
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+void set_keepalive(int fd, std::chrono::seconds idle, std::chrono::seconds interval, int count) {
+  const int options[][2] = {{SOL_SOCKET, SO_KEEPALIVE},
+                            {IPPROTO_TCP, TCP_KEEPIDLE},
+                            {IPPROTO_TCP, TCP_KEEPINTVL},
+                            {IPPROTO_TCP, TCP_KEEPCNT}};
+  const int values[] = {1, static_cast<int>(idle.count()), static_cast<int>(interval.count()),
+                        count};
+  for (size_t i = 0; i < std::size(values); ++i)
+    if (::setsockopt(fd, options[i][0], options[i][1], &values[i], sizeof values[i]) != 0)
+      throw std::system_error(errno, std::generic_category(), "setsockopt (TCP keepalive)");
 }
 
 int poll_timeout(clock::time_point deadline) {

@@ -44,6 +44,10 @@ std::string error_text(int err);
 
 void set_nonblocking(int fd);
 void set_nodelay(int fd);
+/// TCP keepalive: a peer whose host died or became unreachable without
+/// closing the connection is reported as a connection error after about
+/// idle + count x interval. Throws std::system_error when refused.
+void set_keepalive(int fd, std::chrono::seconds idle, std::chrono::seconds interval, int count);
 
 /// Milliseconds left until `deadline` (0 when passed), clamped for poll().
 int poll_timeout(clock::time_point deadline);

@@ -25,6 +25,14 @@ namespace {
 // How often the etcd beacon is read.
 constexpr int beacon_poll_ms = 1000;
 
+// The embedded store's connection carries nothing after its hello, so
+// only TCP keepalive tells a troupe-run whose host died or became
+// unreachable (no FIN, no RST) from a quiet one: about 30 s. A stopped
+// troupe-run still answers (its kernel does): ranks outlive a Ctrl-Z.
+constexpr std::chrono::seconds keepalive_idle{15};
+constexpr std::chrono::seconds keepalive_interval{5};
+constexpr int keepalive_probes = 3;
+
 } // namespace
 
 struct launcher_watch::state {
@@ -59,6 +67,7 @@ struct launcher_watch::state {
       const auto n = ::read(fd, buf, sizeof buf);
       // The store never writes on this connection; bytes would be a
       // protocol error, and the end is all that matters.
+      // (ETIMEDOUT: keepalive found troupe-run's host gone.)
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
         return true;
     }
@@ -89,7 +98,8 @@ struct launcher_watch::state {
     if (!wait_for_end())
       return;
     spdlog::error("troupe: troupe-run is gone ({}); ending this rank",
-                  fd >= 0 ? "its store at " + where + " closed the connection"
+                  fd >= 0 ? "its store at " + where + " closed the connection or stopped "
+                                                       "answering keepalive probes"
                           : "its key " + beacon + " in " + where + " expired");
     ::kill(::getpid(), SIGTERM);
     // A handler may catch SIGTERM; the job is over either way.
@@ -105,8 +115,10 @@ launcher_watch::launcher_watch(const elastic::store_endpoint& store, const std::
   if (!state_->stop)
     throw std::runtime_error("eventfd: " + net::error_text(errno));
   state_->conn = elastic::connect_store(store, secret, timeout);
-  if (auto* own = dynamic_cast<elastic::embedded_store_client*>(state_->conn.get()))
+  if (auto* own = dynamic_cast<elastic::embedded_store_client*>(state_->conn.get())) {
     state_->fd = own->native_handle();
+    net::set_keepalive(state_->fd, keepalive_idle, keepalive_interval, keepalive_probes);
+  }
   state_->beacon = elastic::launcher_key(job);
   state_->thread = std::thread{[s = state_.get()] { s->run(); }};
 }

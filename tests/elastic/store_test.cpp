@@ -14,7 +14,10 @@
 #include <fstream>
 #include <future>
 #include <thread>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <system_error>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -924,4 +927,24 @@ TEST(store_security, half_sent_large_frames_are_bounded_in_total) {
   EXPECT_EQ(client->get("still"), "served");
   const auto grown = resident_bytes() - std::min(before, resident_bytes());
   EXPECT_LT(grown, 128 * mib) << "the server buffered " << grown / mib << " MiB of input";
+}
+
+// launcher_watch's connection learns of a troupe-run host that died without
+// closing it only through these.
+TEST(socket_util, keepalive_is_on_with_the_given_timing) {
+  net::unique_fd fd{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  ASSERT_GE(fd.get(), 0);
+  net::set_keepalive(fd.get(), std::chrono::seconds(15), std::chrono::seconds(5), 3);
+  auto option = [&](int level, int name) {
+    int value = -1;
+    socklen_t len = sizeof value;
+    EXPECT_EQ(::getsockopt(fd.get(), level, name, &value, &len), 0);
+    return value;
+  };
+  EXPECT_EQ(option(SOL_SOCKET, SO_KEEPALIVE), 1);
+  EXPECT_EQ(option(IPPROTO_TCP, TCP_KEEPIDLE), 15);
+  EXPECT_EQ(option(IPPROTO_TCP, TCP_KEEPINTVL), 5);
+  EXPECT_EQ(option(IPPROTO_TCP, TCP_KEEPCNT), 3);
+  EXPECT_THROW(net::set_keepalive(-1, std::chrono::seconds(1), std::chrono::seconds(1), 1),
+               std::system_error);
 }
