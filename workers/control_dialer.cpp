@@ -27,14 +27,19 @@ status control_dialer::dial(int32_t peer, clock::time_point deadline,
   const auto& to = endpoint(peer);
   const auto host = to.host();
   const auto port = to.port();
-  auto remote = control_plane::connect(connections_, sys_, host, port);
+  auto attempt = [&] {
+    return control_plane::connect(
+      connections_, sys_, host, port,
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
+  };
+  auto remote = attempt();
   auto pause = retry_pause;
   while (!remote && clock::now() + pause < deadline) {
     spdlog::warn("troupe rank {}: connecting to rank {} at {} failed ({}); retrying in {} ms",
                  rank_, peer, to.address, sys_.render(remote.error()), pause.count());
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, max_retry_pause);
-    remote = control_plane::connect(connections_, sys_, host, port);
+    remote = attempt();
   }
   if (!remote)
     return {status_code::peer_lost, "cannot connect to rank " + std::to_string(peer) + " at " +

@@ -1,5 +1,7 @@
 #include "workers/control_plane.hpp"
 
+#include <algorithm>
+
 #include <caf/function_view.hpp>
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
@@ -67,8 +69,10 @@ caf::expected<uint16_t> control_plane::publish(const caf::io::middleman_actor& c
 
 caf::expected<caf::actor> control_plane::connect(const caf::io::middleman_actor& connections,
                                                  caf::actor_system& sys, const std::string& host,
-                                                 uint16_t port) {
-  auto f = caf::make_function_view(connections);
+                                                 uint16_t port, std::chrono::milliseconds timeout) {
+  // At least 1 ms: a zero timespan would mean no timeout at all.
+  auto f = caf::make_function_view(
+    connections, caf::duration{std::max(timeout, std::chrono::milliseconds(1))});
   auto found = f(caf::connect_atom::value, host, port);
   if (!found)
     return std::move(found.error());

@@ -57,9 +57,12 @@ public:
   static caf::expected<uint16_t> publish(const caf::io::middleman_actor& connections,
                                          const caf::actor& whom, const std::string& address);
 
+  /// Connects to the actor published at host:port, waiting `timeout` at
+  /// most (a blackholed address takes the kernel's SYN retries, about
+  /// 130 s, far past the start deadline).
   static caf::expected<caf::actor> connect(const caf::io::middleman_actor& connections,
                                            caf::actor_system& sys, const std::string& host,
-                                           uint16_t port);
+                                           uint16_t port, std::chrono::milliseconds timeout);
 
 private:
   std::optional<tls_credentials> credentials_;
