@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <cctype>
 #include <functional>
 #include <mutex>
@@ -51,6 +52,10 @@ clock::duration seconds(double s) {
 }
 
 // Bootstrap and reset are bounded by TROUPE_START_TIMEOUT from now.
+// Under mpirun, what a rank that failed to start puts in the endpoint
+// allgather, before why (a published endpoint never starts so).
+constexpr const char* start_failed_mark = "!start-failed: ";
+
 clock::time_point start_deadline(const config& cfg) {
   return clock::now() + seconds(cfg.start_timeout_seconds);
 }
@@ -305,6 +310,10 @@ struct runtime::impl {
     std::vector<int32_t> fanouts;
     std::vector<std::string> hosts;
     for (const auto& text : all) {
+      if (text.rfind(start_failed_mark, 0) == 0)
+        return {status_code::peer_lost,
+                "rank " + std::to_string(endpoints.size()) + " could not start: " +
+                  text.substr(std::strlen(start_failed_mark))};
       try {
         endpoints.push_back(control::published_endpoint::decode(text));
       } catch (const std::exception& e) {
@@ -693,6 +702,28 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   try {
     // First: under mpirun every rank takes part in sharing the secret.
     secret = job_secret(env, cfg, id, launch);
+  } catch (const std::exception& e) {  // unreadable descriptor
+    result = {status_code::invalid_argument, e.what()};
+    return nullptr;
+  }
+  // From here on, under mpirun, the peers wait for this rank in the
+  // endpoint allgather (connect_peers): a rank that fails before it still
+  // takes part, saying why, so that they fail naming it instead of
+  // waiting for ever.
+  const auto fail_start = [&](status why) {
+    if (launch && !id.has_store() && id.size > 1) {
+      try {
+        launch->allgather(start_failed_mark + why.message());
+      } catch (const std::exception& e) {
+        spdlog::error("troupe rank {}: could not tell the other ranks that it failed to start: "
+                      "{}",
+                      id.rank, e.what());
+      }
+    }
+    result = std::move(why);
+    return nullptr;
+  };
+  try {
     id.listen_host = listen_address(id, cfg);
     if (id.cross_size > 1 && id.listen_host.rfind("127.", 0) == 0)
       spdlog::warn("troupe rank {}: listening on {} (host name '{}'), which ranks on other "
@@ -702,9 +733,8 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
       throw config_error("the rendezvous store needs the job's secret: start the job with "
                          "troupe-run or set TROUPE_SECRET_KEY");
     plane.emplace(cfg, secret);
-  } catch (const std::exception& e) {  // config_error, tls_error, unreadable descriptor
-    result = {status_code::invalid_argument, e.what()};
-    return nullptr;
+  } catch (const std::exception& e) {  // config_error, tls_error
+    return fail_start({status_code::invalid_argument, e.what()});
   }
   if (!plane->encrypted())
     spdlog::warn("troupe rank {}: TROUPE_INSECURE_CONTROL_PLANE=1: anyone who can reach {} "
@@ -713,12 +743,12 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   auto p = std::make_unique<impl>(id, cfg, std::move(*plane));
   std::unique_ptr<runtime> rt{new runtime(std::move(p))};
   auto& m = *rt->impl_;
-  m.launch = std::move(launch);
+  m.launch = launch;  // (a copy: fail_start still needs it)
   if (id.elastic)
     m.host_states = std::make_unique<metrics::host_state_metrics>(*m.metrics->registry());
   m.start_timeline_writer();
-  if (result = m.serve_metrics(); !result.ok())
-    return nullptr;
+  if (auto served = m.serve_metrics(); !served.ok())
+    return fail_start(std::move(served));
   try {
     if (id.has_store())
       for (auto* client : {&m.store, &m.rendezvous_store})
@@ -733,13 +763,12 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
     result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
     return nullptr;
   }
-  result = m.publish_directory();
-  if (result.ok()) {
-    try {
-      result = id.elastic ? m.enter_planned(0) : m.bootstrap(0, id, deadline);
-    } catch (const std::exception& e) {
-      result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
-    }
+  if (auto published = m.publish_directory(); !published.ok())
+    return fail_start(std::move(published));
+  try {
+    result = id.elastic ? m.enter_planned(0) : m.bootstrap(0, id, deadline);
+  } catch (const std::exception& e) {
+    result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
   }
   if (!result.ok())
     return nullptr;  // the destructor stops what was started
