@@ -437,11 +437,12 @@ void open_channel(negotiator_self self, const std::string& name) {
                        set, std::move(bytes));
     },
     // No response list can reach this rank any more: what it waits for
-    // fails now, naming why, instead of never completing.
+    // fails now, naming why, instead of never completing. (Not peer_lost:
+    // no peer is gone, and a call the backend runs can still complete.)
     [weak, set, rank](std::string why) {
       if (auto strong = weak.lock())
         caf::anon_send(caf::actor_cast<negotiator_actor>(strong), abort_atom::value,
-                       status{status_code::peer_lost,
+                       status{status_code::timeout,
                               fmt::format("process set {}: set rank {} can no longer hear its "
                                           "coordinator through the control channel ({}); the "
                                           "set's collectives fail on this rank",

@@ -51,11 +51,11 @@ clock::duration seconds(double s) {
   return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s));
 }
 
-// Bootstrap and reset are bounded by TROUPE_START_TIMEOUT from now.
 // Under mpirun, what a rank that failed to start puts in the endpoint
 // allgather, before why (a published endpoint never starts so).
 constexpr const char* start_failed_mark = "!start-failed: ";
 
+// Bootstrap and reset are bounded by TROUPE_START_TIMEOUT from now.
 clock::time_point start_deadline(const config& cfg) {
   return clock::now() + seconds(cfg.start_timeout_seconds);
 }

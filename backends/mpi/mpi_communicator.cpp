@@ -151,25 +151,31 @@ void mpi_communicator::connect() {
 
 template <class Call>
 void mpi_communicator::blocking(const char* what, Call&& call) {
+  if (aborted_.load())
+    throw backend_error(std::string("mpi: ") + what + " after the set was aborted (a peer was lost)");
   in_call_.store(what);
   calls_.fetch_add(1);
-  const int rc = call();
-  calls_.fetch_add(1);
-  check_mpi(rc, what);
+  struct leave {
+    std::atomic<uint64_t>& calls;
+    ~leave() {
+      calls.fetch_add(1);
+    }
+  } left{calls_};
+  check_mpi(call(), what);
 }
 
 void mpi_communicator::abort() {
-  const uint64_t seen = calls_.load();
-  // Nothing blocked, or another abort already watches this call.
-  if (seen % 2 == 0 || watched_.exchange(seen) == seen)
-    return;
+  // No call starts after this; one running may still complete.
+  aborted_.store(true);
+  if (watching_.exchange(true))
+    return;  // another abort already watches
   const auto deadline = std::chrono::steady_clock::now() + abort_grace;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (calls_.load() != seen)
+    if (calls_.load() % 2 == 0)
       return;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (calls_.load() != seen)
+  if (calls_.load() % 2 == 0)
     return;
   int rank = -1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -185,10 +191,10 @@ void mpi_communicator::allreduce(const allreduce_options& opts) {
   if (opts.count == 0)
     return;
   const int count = as_int(static_cast<int64_t>(opts.count), "allreduce");
-  blocking("allreduce", [&] {
-    return MPI_Allreduce(MPI_IN_PLACE, opts.data, count, mpi_type(opts.dtype),
-                         mpi_op(opts.dtype, opts.op), comm_->comm);
-  });
+  const auto type = mpi_type(opts.dtype);
+  const auto op = mpi_op(opts.dtype, opts.op);
+  blocking("allreduce",
+           [&] { return MPI_Allreduce(MPI_IN_PLACE, opts.data, count, type, op, comm_->comm); });
 }
 
 void mpi_communicator::allgather(const allgather_options& opts) {

@@ -36,18 +36,18 @@ public:
   void barrier() override;
   void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                 int peer) override;
-  /// Called when a peer is lost. MPI offers no way to interrupt a blocked
-  /// call short of MPI_Abort, and a call waiting for a frozen peer (or one
-  /// that left) never returns: one still blocked `abort_grace` later ends
-  /// the job with MPI_Abort, saying why, instead of hanging it for ever.
-  /// Returns as soon as no call is blocked (a call that can still complete
-  /// is left to).
+  /// Called when a peer is lost: no MPI call starts from then on (each
+  /// fails). MPI offers no way to interrupt a blocked call short of
+  /// MPI_Abort, and a call waiting for a frozen peer never returns: one
+  /// still running `abort_grace` later ends the job with MPI_Abort, saying
+  /// why, instead of hanging it for ever. Returns as soon as no call runs
+  /// (a call that can still complete is left to).
   void abort() override;
   static constexpr std::chrono::seconds abort_grace{5};
 
 private:
   // Runs one blocking MPI call, counted so that abort() can tell whether
-  // the same call is still blocked.
+  // one still runs; refused once aborted.
   template <class Call>
   void blocking(const char* what, Call&& call);
 
@@ -58,7 +58,8 @@ private:
   int tag_;
   std::atomic<uint64_t> calls_{0};  // odd while inside a blocking call
   std::atomic<const char*> in_call_{""};
-  std::atomic<uint64_t> watched_{0};  // the call an abort() waits on
+  std::atomic<bool> aborted_{false};
+  std::atomic<bool> watching_{false};  // an abort() waits for the running call
 };
 
 } // namespace troupe::backends

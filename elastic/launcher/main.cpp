@@ -6,6 +6,7 @@
 #include "elastic/launcher/job_supervisor.hpp"
 #include "elastic/launcher/mpirun.hpp"
 #include "elastic/launcher/options.hpp"
+#include "elastic/launcher/output_sink.hpp"
 #include "elastic/launcher/signals.hpp"
 #include "elastic/launcher/worker_env.hpp"
 #include "elastic/launcher/worker_process.hpp"
@@ -42,21 +43,6 @@ namespace {
 
 constexpr int usage_error = 2;
 constexpr int start_failure = 127; // the shell's "command not found"
-
-// Writes all of `text` to `fd`; a reader that went away drops the output.
-void write_all(int fd, std::string_view text) {
-  while (!text.empty()) {
-    auto n = ::write(fd, text.data(), text.size());
-    if (n > 0) {
-      text.remove_prefix(static_cast<size_t>(n));
-    } else if (n < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, -1);
-    } else if (n < 0 && errno != EINTR) {
-      return;
-    }
-  }
-}
 
 std::string own_hostname() {
   char name[256] = {};
@@ -266,8 +252,12 @@ int main(int argc, char** argv) {
   // and mpirun.
   if (opts.use_mpirun && cfg.metrics_port == 0)
     return launcher::exec_mpirun(opts);
-  auto to_stdout = [](std::string_view s) { write_all(STDOUT_FILENO, s); };
-  auto to_stderr = [](std::string_view s) { write_all(STDERR_FILENO, s); };
+  // Written by threads of their own: a reader that stops reading never
+  // stops the supervision below. Declared first, so they go last.
+  launcher::output_sink out_sink{STDOUT_FILENO};
+  launcher::output_sink err_sink{STDERR_FILENO};
+  auto to_stdout = [&out_sink](std::string_view s) { out_sink.write(s); };
+  auto to_stderr = [&err_sink](std::string_view s) { err_sink.write(s); };
   try {
     // Signals first: the store's and civetweb's threads must inherit the
     // blocked mask.
@@ -344,7 +334,7 @@ int main(int argc, char** argv) {
     }
     return supervisor.run();
   } catch (const std::exception& e) {
-    std::cerr << "troupe-run: error: " << e.what() << "\n";
+    to_stderr(std::string("troupe-run: error: ") + e.what() + "\n");
     return 1;
   }
 }

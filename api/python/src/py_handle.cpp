@@ -54,11 +54,16 @@ std::vector<orphan>& orphans() {
   return *held;
 }
 
-// Releases (under the GIL) what finished orphans held.
+// Releases (under the GIL) what finished orphans held. They leave the list
+// first and die after: a decref may run Python code (__del__, weakref
+// callbacks) that makes or drops a handle, and so comes back here.
 void release_finished_orphans() {
   auto& held = orphans();
-  held.erase(std::remove_if(held.begin(), held.end(), [](const orphan& o) { return o.done(); }),
-             held.end());
+  const auto finished =
+    std::stable_partition(held.begin(), held.end(), [](const orphan& o) { return !o.done(); });
+  std::vector<orphan> released(std::make_move_iterator(finished),
+                               std::make_move_iterator(held.end()));
+  held.erase(finished, held.end());
 }
 
 } // namespace

@@ -161,20 +161,22 @@ def gloo_built():
 
 
 def mpi_enabled():
-    """True when this job's collectives run on MPI: as in Horovod, also a
-    single process started without a launcher (so Horovod's mpi4py check,
-    assert hvd.mpi_threads_supported(), holds there too)."""
+    """True when this job's collectives run on MPI (troupe-run --mpi,
+    mpirun), and, as Horovod built with MPI reports it, in a single process
+    started alone, which needs no backend and does not initialise MPI."""
     return mpi_built() and is_initialized() and _cpu_backend() == 'mpi'
 
 
 def gloo_enabled():
     """True when this job's collectives run on Gloo (troupe-run without
-    --mpi, or TROUPE_CPU_OPERATIONS=gloo)."""
+    --mpi, or TROUPE_CPU_OPERATIONS=gloo; a single rank needs none)."""
     return gloo_built() and is_initialized() and _cpu_backend() == 'gloo'
 
 
 def mpi_threads_supported():
-    """MPI is always initialised with MPI_THREAD_MULTIPLE."""
+    """True where MPI is enabled: Troupe initialises MPI with
+    MPI_THREAD_MULTIPLE whenever it uses it (a single process does not use
+    it; mpi4py, imported there, asks for MPI_THREAD_MULTIPLE by default)."""
     if not mpi_enabled():
         raise ValueError("Horovod MPI is not enabled; Please make sure it's installed and enabled.")
     return True

@@ -4,7 +4,6 @@
 import collections
 import pickle
 
-import cloudpickle
 import torch
 
 from troupe.common.basics import rank, size
@@ -89,9 +88,16 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix='Paramete
 
 
 # cloudpickle, as Horovod: lambdas, closures and classes defined in a
-# function travel too; what it writes is read back by pickle.
+# function travel too; what it writes is read back by pickle. Where it is
+# not installed (scripts/setup.sh installs python3-cloudpickle), plain
+# pickle, which refuses those.
 def _to_bytes(obj):
-    return torch.frombuffer(bytearray(cloudpickle.dumps(obj)), dtype=torch.uint8)
+    try:
+        import cloudpickle
+        dumps = cloudpickle.dumps
+    except ImportError:
+        dumps = pickle.dumps
+    return torch.frombuffer(bytearray(dumps(obj)), dtype=torch.uint8)
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
