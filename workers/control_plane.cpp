@@ -29,7 +29,9 @@ std::string job_secret(const env_lookup& env, const config& cfg, const identity&
   return elastic::random_secret();
 }
 
-control_plane::control_plane(const config& cfg, const std::string& secret) {
+control_plane::control_plane(const config& cfg, const std::string& secret)
+  : connect_timeout_(std::chrono::milliseconds(
+      static_cast<int64_t>(std::max(cfg.start_timeout_seconds, 0.001) * 1000))) {
   if (cfg.insecure_control_plane)
     return;
   if (!cfg.tls_certificate.empty())
@@ -49,7 +51,8 @@ void control_plane::configure(caf::actor_system_config& cfg) const {
 }
 
 caf::io::middleman_actor control_plane::start(caf::actor_system& sys) const {
-  return credentials_ ? spawn_tls_middleman(sys) : sys.middleman().actor_handle();
+  return credentials_ ? spawn_tls_middleman(sys, connect_timeout_)
+                      : sys.middleman().actor_handle();
 }
 
 void control_plane::stop(caf::actor_system& sys, caf::io::middleman_actor& connections) const {

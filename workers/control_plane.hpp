@@ -4,6 +4,7 @@
 // (CAF's OpenSSL module) by default, plain TCP only when asked for. Included
 // from runtime.cpp only (CAF headers).
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -45,7 +46,9 @@ public:
   void configure(caf::actor_system_config& cfg) const;
 
   /// The middleman actor that opens and makes this rank's connections:
-  /// for TLS a tls_middleman (see tls_middleman.hpp), else CAF's own.
+  /// for TLS a tls_middleman (see tls_middleman.hpp), whose TCP handshake
+  /// ends at the start timeout, else CAF's own (its connect blocks until
+  /// the kernel gives up on an address that never answers).
   caf::io::middleman_actor start(caf::actor_system& sys) const;
 
   /// Undoes start(); `connections` is empty afterwards.
@@ -66,6 +69,9 @@ public:
 
 private:
   std::optional<tls_credentials> credentials_;
+  // How long the TLS middleman's TCP handshake may take (the start
+  // timeout): the stock one blocks in the kernel's SYN retries.
+  std::chrono::milliseconds connect_timeout_;
 };
 
 } // namespace troupe::workers

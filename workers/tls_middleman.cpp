@@ -1,10 +1,18 @@
 #include "workers/tls_middleman.hpp"
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <utility>
 
+#include <netdb.h>
 #include <openssl/err.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <caf/all.hpp>
 #include <caf/detail/socket_guard.hpp>
@@ -161,10 +169,53 @@ public:
   }
 };
 
+// A TCP connection to host:port made within `timeout`: non-blocking
+// connect() and poll() (differs: CAF's new_tcp_connection blocks).
+caf::expected<native_socket> connect_within(const std::string& host, uint16_t port,
+                                            std::chrono::milliseconds timeout) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0)
+    return caf::make_error(caf::sec::cannot_connect_to_node, "cannot resolve " + host);
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses{found, ::freeaddrinfo};
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int last = ECONNREFUSED;
+  for (auto* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+      last = errno;
+      continue;
+    }
+    int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int ready = 0;
+      do {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+        ready = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+      } while (ready < 0 && errno == EINTR);
+      err = ETIMEDOUT;
+      socklen_t len = sizeof err;
+      if (ready > 0 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        err = errno;
+    }
+    if (err == 0)
+      return fd;
+    last = err;
+    ::close(fd);
+  }
+  return caf::make_error(caf::sec::cannot_connect_to_node,
+                         host + ":" + std::to_string(port) + ": " + std::strerror(last));
+}
+
 class tls_middleman_actor : public caf::io::middleman_actor_impl {
 public:
-  tls_middleman_actor(caf::actor_config& cfg, caf::actor broker)
-    : caf::io::middleman_actor_impl(cfg, std::move(broker)) {
+  tls_middleman_actor(caf::actor_config& cfg, caf::actor broker,
+                      std::chrono::milliseconds connect_timeout)
+    : caf::io::middleman_actor_impl(cfg, std::move(broker)),
+      connect_timeout_(connect_timeout) {
   }
 
   const char* name() const override {
@@ -173,10 +224,9 @@ public:
 
 protected:
   caf::expected<caf::io::scribe_ptr> connect(const std::string& host, uint16_t port) override {
-    auto fd = caf::io::network::new_tcp_connection(host, port);
+    auto fd = connect_within(host, port, connect_timeout_);  // differs: bounded
     if (!fd)
       return std::move(fd.error());
-    caf::io::network::nonblocking(*fd, true);
     auto session = make_session(system(), *fd, false);
     if (!session) {
       caf::io::network::close_socket(*fd);  // differs: the socket is not leaked
@@ -197,13 +247,16 @@ private:
   default_mpx& mpx() {
     return static_cast<default_mpx&>(system().middleman().backend());
   }
+
+  std::chrono::milliseconds connect_timeout_;
 };
 
 } // namespace
 
-caf::io::middleman_actor spawn_tls_middleman(caf::actor_system& sys) {
+caf::io::middleman_actor spawn_tls_middleman(caf::actor_system& sys,
+                                             std::chrono::milliseconds connect_timeout) {
   return sys.spawn<tls_middleman_actor, caf::detached + caf::hidden>(
-    sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP")));
+    sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP")), connect_timeout);
 }
 
 void stop_tls_middleman(caf::actor_system& sys, caf::io::middleman_actor& actor) {

@@ -2,6 +2,8 @@
 
 // Included from control_plane.cpp only (CAF headers).
 
+#include <chrono>
+
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman_actor.hpp>
 
@@ -15,7 +17,11 @@ namespace troupe::workers {
 /// the I/O thread then reports them as its own failure, so one stranger
 /// connecting to a rank would disconnect its peers. Stop it with
 /// stop_tls_middleman before the actor system goes.
-caf::io::middleman_actor spawn_tls_middleman(caf::actor_system& sys);
+/// A TCP handshake that has not completed within `connect_timeout` (an
+/// address that drops SYNs) fails then, instead of blocking the actor, and
+/// everything queued behind it, for the kernel's retries (about 130 s).
+caf::io::middleman_actor spawn_tls_middleman(caf::actor_system& sys,
+                                             std::chrono::milliseconds connect_timeout);
 
 /// Kills the actor and waits until it is gone.
 void stop_tls_middleman(caf::actor_system& sys, caf::io::middleman_actor& actor);
