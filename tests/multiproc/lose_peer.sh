@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
-# lose_peer.sh TROUPE_RUN CHECK kill|stop|stop-busy VICTIM NP MAX_SECONDS MAX_JOB_SECONDS
+# lose_peer.sh TROUPE_RUN CHECK kill|stop|stop-busy|mpi-stop-busy VICTIM NP MAX_SECONDS MAX_JOB_SECONDS
 #              [MAX_SHUTDOWN_SECONDS]
 # The victim rank dies or freezes while the others wait on a collective.
 # Every survivor must fail that collective with an error naming the victim
 # within MAX_SECONDS, and troupe-run must exit non-zero (no hang) within
 # MAX_JOB_SECONDS. With MAX_SHUTDOWN_SECONDS, every survivor's shutdown()
 # must also have returned within that many seconds of the victim's end.
+#
+# mpi-stop-busy: stop-busy under --mpi, whose calls nothing can interrupt.
+# Once the heartbeat reports the loss, a survivor still blocked after the
+# MPI backend's grace ends the job with MPI_Abort, saying why (it used to
+# hang until troupe-run's time limit): the job must end within
+# MAX_JOB_SECONDS with that reason in its output (MAX_SECONDS unused).
 set -u
 run=$1 check=$2 how=$3 victim=$4 np=$5 max=$6 max_job=$7 max_shutdown=${8:-}
 stamp=$(mktemp)
 out=$(mktemp)
 trap 'rm -f "$stamp" "$out"' EXIT
 
+launch=()
+if [ "$how" = mpi-stop-busy ]; then
+  launch=(--mpi)
+  how=stop-busy
+  mpi=1
+fi
 start=$(date +%s)
-timeout 90 "$run" --timeout 60 -np "$np" "$check" lose-peer "$how" "$victim" "$stamp" >"$out" 2>&1
+timeout 90 "$run" "${launch[@]}" --timeout 60 -np "$np" "$check" lose-peer "$how" "$victim" \
+  "$stamp" >"$out" 2>&1
 rc=$?
 took=$(( $(date +%s) - start ))
 cat "$out"
@@ -25,6 +38,15 @@ fi
 if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
   echo "FAIL: troupe-run exited $rc; want a non-zero status from the lost job"
   exit 1
+fi
+if [ -n "${mpi:-}" ]; then
+  if ! grep -q "MPI allreduce is still blocked .* after a peer was lost; MPI cannot interrupt it" \
+       "$out"; then
+    echo "FAIL: the job did not say why it ended"
+    exit 1
+  fi
+  echo "PASS: the job ended with MPI_Abort, saying why, after rank $victim froze"
+  exit 0
 fi
 survivors=$((np - 1))
 detected=$(grep -c "<stdout>:rank [0-9]*: DETECTED after" "$out")
