@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -46,6 +47,30 @@ std::shared_ptr<workers::runtime> runtime_now() {
 }
 
 const char* not_initialized = "Troupe has not been initialized; use troupe::init().";
+
+// Held around every call that may start runtime threads, which inherit the
+// caller's signal mask: with SIGPIPE blocked in them, a write into a
+// connection a dead peer left (Gloo writes without MSG_NOSIGNAL) fails
+// with EPIPE, which the runtime reports, instead of killing the process. A
+// C++ program's SIGPIPE kills by default (troupe-run restores it for its
+// workers); Python ignores it. The application's own threads keep theirs.
+class sigpipe_blocked {
+public:
+  sigpipe_blocked() {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &before_);
+  }
+  ~sigpipe_blocked() {
+    pthread_sigmask(SIG_SETMASK, &before_, nullptr);
+  }
+  sigpipe_blocked(const sigpipe_blocked&) = delete;
+  sigpipe_blocked& operator=(const sigpipe_blocked&) = delete;
+
+private:
+  sigset_t before_;
+};
 
 handle failed(const status& s) {
   auto state = std::make_shared<detail::handle_state>();
@@ -182,7 +207,11 @@ status start_runtime(bool& started) {
     return {};
   const int shutdowns = cur.shutdowns;
   status result;
-  std::shared_ptr<workers::runtime> rt = workers::runtime::start(result, cur.starts++);
+  std::shared_ptr<workers::runtime> rt;
+  {
+    sigpipe_blocked threads_started_here;
+    rt = workers::runtime::start(result, cur.starts++);
+  }
   if (rt && cur.shutdowns != shutdowns) {
     rt->stop();
     return {status_code::shut_down, "shutdown() was called while init() ran."};
@@ -217,6 +246,7 @@ status init(const std::vector<std::vector<int>>& process_sets) {
   if (auto s = start_runtime(started); !s.ok() || !started)
     return s;  // harmless when running: the sets were registered the first time
   auto rt = runtime_now();
+  sigpipe_blocked threads_started_here;
   for (const auto& ranks : process_sets) {
     int32_t id = 0;
     if (!rt)
@@ -270,6 +300,7 @@ status reset() {
   auto rt = runtime_now();
   if (!rt)
     return {status_code::shut_down, not_initialized};
+  sigpipe_blocked threads_started_here;
   return rt->reset();
 }
 
@@ -455,6 +486,7 @@ status change_process_sets(const char* verb, F change) {
             std::string("Set TROUPE_DYNAMIC_PROCESS_SETS=1 (or HOROVOD_DYNAMIC_PROCESS_SETS=1) "
                         "to allow ") +
               verb + " process sets after Troupe initialization."};
+  sigpipe_blocked threads_started_here;
   return change(*rt);
 }
 
