@@ -1,18 +1,12 @@
 #include "workers/tls_middleman.hpp"
 
-#include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <utility>
 
-#include <netdb.h>
 #include <openssl/err.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <caf/all.hpp>
 #include <caf/detail/socket_guard.hpp>
@@ -24,6 +18,8 @@
 #include <caf/io/network/interfaces.hpp>
 #include <caf/io/network/stream_impl.hpp>
 #include <caf/openssl/session.hpp>
+
+#include "elastic/socket_util.hpp"
 
 // The transport classes follow libcaf_openssl's middleman_actor.cpp (0.17.6);
 // what differs is marked.
@@ -169,47 +165,6 @@ public:
   }
 };
 
-// A TCP connection to host:port made within `timeout`: non-blocking
-// connect() and poll() (differs: CAF's new_tcp_connection blocks).
-caf::expected<native_socket> connect_within(const std::string& host, uint16_t port,
-                                            std::chrono::milliseconds timeout) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0)
-    return caf::make_error(caf::sec::cannot_connect_to_node, "cannot resolve " + host);
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses{found, ::freeaddrinfo};
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  int last = ECONNREFUSED;
-  for (auto* a = found; a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-      last = errno;
-      continue;
-    }
-    int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
-    if (err == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      int ready = 0;
-      do {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-        ready = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
-      } while (ready < 0 && errno == EINTR);
-      err = ETIMEDOUT;
-      socklen_t len = sizeof err;
-      if (ready > 0 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-        err = errno;
-    }
-    if (err == 0)
-      return fd;
-    last = err;
-    ::close(fd);
-  }
-  return caf::make_error(caf::sec::cannot_connect_to_node,
-                         host + ":" + std::to_string(port) + ": " + std::strerror(last));
-}
-
 class tls_middleman_actor : public caf::io::middleman_actor_impl {
 public:
   tls_middleman_actor(caf::actor_config& cfg, caf::actor broker,
@@ -224,15 +179,21 @@ public:
 
 protected:
   caf::expected<caf::io::scribe_ptr> connect(const std::string& host, uint16_t port) override {
-    auto fd = connect_within(host, port, connect_timeout_);  // differs: bounded
-    if (!fd)
-      return std::move(fd.error());
-    auto session = make_session(system(), *fd, false);
+    // Differs: a non-blocking connect bounded by the timeout (CAF's
+    // new_tcp_connection blocks for the kernel's SYN retries).
+    std::string why;
+    auto connected = elastic::net::try_connect(
+      host, port, std::chrono::steady_clock::now() + connect_timeout_, why);
+    if (!connected)
+      return caf::make_error(caf::sec::cannot_connect_to_node,
+                             host + ":" + std::to_string(port) + ": " + why);
+    const native_socket fd = connected.release();
+    auto session = make_session(system(), fd, false);
     if (!session) {
-      caf::io::network::close_socket(*fd);  // differs: the socket is not leaked
+      caf::io::network::close_socket(fd);  // differs: the socket is not leaked
       return caf::sec::cannot_connect_to_node;
     }
-    return caf::make_counted<scribe_impl>(mpx(), *fd, std::move(session));
+    return caf::make_counted<scribe_impl>(mpx(), fd, std::move(session));
   }
 
   caf::expected<caf::io::doorman_ptr> open(uint16_t port, const char* addr,
