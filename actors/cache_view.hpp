@@ -26,12 +26,15 @@ struct cache_ref {
 /// response list in list order, so every rank holds the same ids.
 class cache_view {
 public:
-  /// Records the ids of one response list: Response.cache_ids name the id
-  /// each tensor got (0 = unchanged); an ERROR response drops its tensors.
+  /// Records the ids of one response list: uncached_names are dropped
+  /// first, Response.cache_ids name the id each tensor got (0 =
+  /// unchanged); an ERROR response drops its tensors.
   /// `local` gives this rank's request for a tensor, or nullptr when it has
   /// none (it joined): such a tensor is not a hit here.
   template <class LocalRequest>
   void apply(const v1::ResponseList& list, LocalRequest local) {
+    for (const auto& name : list.uncached_names())
+      erase(name);
     for (const auto& resp : list.responses()) {
       for (int i = 0; i < resp.tensor_names_size(); ++i) {
         const auto& name = resp.tensor_names(i);

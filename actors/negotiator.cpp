@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -15,6 +17,8 @@
 #include "control/shm_channel.hpp"
 #include "control/hit_aggregator.hpp"
 #include "metrics/rank_metrics.hpp"
+#include "proto/agreed_response.hpp"
+#include "proto/fusion.hpp"
 #include "proto/op_properties.hpp"
 #include "proto/request_checks.hpp"
 
@@ -77,6 +81,18 @@ struct negotiator_state {
   std::unordered_map<uint64_t, collective_work_ptr> in_flight;
   // Which tensors the coordinator has cached, under which ids.
   cache_view cache;
+  // The fast lane (docs/architecture.md, "Agreement without the
+  // coordinator"), as of the last list applied: whether cached allreduces
+  // are agreed on the channel's arrival board, and the fusion threshold
+  // for the agreed lists this rank writes.
+  bool lane_on = false;
+  int64_t lane_fusion = 0;
+  // Entries whose arrival this rank posted on the board, with the id
+  // version posted: they wait for an agreed list, or go again once a list
+  // changes their id.
+  std::unordered_map<std::string, cache_ref> posted;
+  // Works launched from agreed lists (not part of a response list).
+  std::unordered_set<uint64_t> agreed_works;
   // Accepted but not yet sent to the coordinator (see flush_requests).
   std::vector<tensor_entry_ptr> outbox;
   bool flush_scheduled = false;
@@ -164,6 +180,7 @@ void fail_pending(negotiator_state& st, const status& s) {
       running.emplace(e->request.tensor_name(), e);
   auto table = std::move(st.table);
   st.table = std::move(running);
+  st.posted.clear();
   for (auto& [name, e] : table) {
     auto r = st.table.find(name);
     if (r == st.table.end() || r->second != e)
@@ -224,7 +241,8 @@ void on_submit(negotiator_self self, const entry_batch& batch) {
 // yet goes out on a later flush, in order behind what it holds.
 void send_up(negotiator_self self, std::optional<std::string> bytes) {
   auto& st = self->state;
-  if (st.parent || !st.channel) {
+  // (The coordinator's own rank reads the channel but sends in-process.)
+  if (st.parent || !st.channel || st.local_coordinator) {
     if (bytes && st.parent)
       self->send(st.parent, request_atom::value, st.epoch, st.set_id, std::move(*bytes));
     else if (bytes)
@@ -277,6 +295,89 @@ void note_late(negotiator_state& st, const control::late_round& late, uint64_t r
   st.next_late_note = 2 * st.late_rounds;
 }
 
+// --- the fast lane: agreement on cached allreduces without the coordinator
+
+enum class arrival {
+  slow,     // not on the board: the request goes to the coordinator
+  waiting,  // posted: an agreed list or a list changing its id follows
+  agreed,   // this rank completed it: it writes the agreed list
+};
+
+// Posts this rank's arrival for a cached allreduce on the channel's board
+// when the fast lane is on (every member reads the channel, the set is a
+// star, nobody joined). A grouped allreduce waits for its whole group at the
+// coordinator, and a joined rank asks for nothing: both go the slow way.
+arrival post_arrival(negotiator_state& st, const v1::Request& request, cache_ref ref) {
+  auto* board = st.channel ? st.channel->board() : nullptr;
+  if (!st.lane_on || !board || st.joined || request.op() != v1::OP_TYPE_ALLREDUCE ||
+      !request.group_name().empty())
+    return arrival::slow;
+  switch (board->post(ref.id, ref.list, st.set_rank)) {
+  case control::arrival_board::outcome::no_slot:
+    return arrival::slow;
+  case control::arrival_board::outcome::completed:
+    st.posted.insert_or_assign(request.tensor_name(), ref);
+    return arrival::agreed;
+  case control::arrival_board::outcome::posted:
+  case control::arrival_board::outcome::behind:
+    break;
+  }
+  st.posted.insert_or_assign(request.tensor_name(), ref);
+  return arrival::waiting;
+}
+
+// Writes the agreed list for the tensors whose arrival this rank completed,
+// grouped as the fusion threshold in force fuses them: every member runs
+// each group as one work (leaving out the ids that no longer name what they
+// named here when the list reaches it).
+void write_agreed(negotiator_self self,
+                  const std::vector<std::pair<cache_ref, const tensor_entry*>>& agreed) {
+  auto& st = self->state;
+  std::vector<v1::Response> single;
+  std::unordered_map<std::string, cache_ref> refs;
+  for (const auto& [ref, e] : agreed) {
+    single.push_back(agreed_response_of(e->request.tensor_name(), e->request));
+    refs.emplace(e->request.tensor_name(), ref);
+  }
+  v1::ResponseList list;
+  list.set_process_set_id(st.set_id);
+  for (const auto& work : fuse(std::move(single), st.lane_fusion)) {
+    for (const auto& name : work.tensor_names()) {
+      const auto ref = refs.at(name);
+      list.add_agreed_ids(ref.id);
+      list.add_agreed_lists(ref.list);
+    }
+    list.add_agreed_group_sizes(static_cast<uint32_t>(work.tensor_names_size()));
+  }
+  if (!st.channel->agree(list.SerializeAsString()) && !st.channel_retry_scheduled) {
+    st.channel_retry_scheduled = true;
+    self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
+  }
+}
+
+// After a response list: what this rank posted for an id that list changed
+// (or with the lane now off) can no longer be agreed on the board; it asks
+// again (by the board or the coordinator, as the cache now says).
+void repost_changed(negotiator_self self) {
+  auto& st = self->state;
+  bool again = false;
+  for (auto it = st.posted.begin(); it != st.posted.end();) {
+    auto e = st.table.find(it->first);
+    const bool pending = e != st.table.end() && !e->second->handle->done();
+    if (pending && st.lane_on && st.cache.name_of(it->second.id, it->second.list)) {
+      ++it;
+      continue;
+    }
+    if (pending) {
+      st.outbox.push_back(e->second);
+      again = true;
+    }
+    it = st.posted.erase(it);
+  }
+  if (again)
+    flush_soon(self);
+}
+
 // Sends what was submitted since the last flush as one RequestList, once
 // the coordinator is known; an inner node of the control tree sends it
 // with its children's, aggregated. Cache hits are decided here, against
@@ -295,12 +396,21 @@ void flush_requests(negotiator_self self) {
     *list.mutable_tuning() = std::move(*st.tuning);
     st.tuning.reset();
   }
+  std::vector<std::pair<cache_ref, const tensor_entry*>> agreed;
   for (const auto& e : st.outbox) {
     auto it = st.table.find(e->request.tensor_name());
     if (it == st.table.end() || it->second != e)
       continue;  // failed (aborted) meanwhile
+    const auto ref = st.cache.hit(e->request);
+    if (const auto a = ref ? post_arrival(st, e->request, ref) : arrival::slow;
+        a != arrival::slow) {
+      st.metrics->cache_hit();
+      if (a == arrival::agreed)
+        agreed.emplace_back(ref, e.get());
+      continue;
+    }
     auto* req = list.add_requests();
-    if (auto ref = st.cache.hit(e->request)) {
+    if (ref) {
       st.metrics->cache_hit();
       req->set_cache_id(ref.id);
       req->set_cache_list(ref.list);
@@ -311,6 +421,8 @@ void flush_requests(negotiator_self self) {
     }
   }
   st.outbox.clear();
+  if (!agreed.empty())
+    write_agreed(self, agreed);
   const bool any = list.requests_size() > 0 || list.has_tuning();
   if (!st.aggregator) {
     send_up(self, any ? std::optional<std::string>(list.SerializeAsString()) : std::nullopt);
@@ -421,7 +533,7 @@ void settle_place(negotiator_self self) {
 // had come over the network.
 void open_channel(negotiator_self self, const std::string& name) {
   auto& st = self->state;
-  if (name.empty() || st.local_coordinator)
+  if (name.empty())
     return;
   st.channel = control::channel_member::open(name, st.set_rank);
   if (!st.channel)
@@ -507,6 +619,104 @@ void on_all_joined(negotiator_state& st, const v1::Response& resp) {
   complete_join_when_due(st);
 }
 
+// Hands a negotiated work to the backend of its device kind (failing its
+// entries when the set has none): true when it went.
+bool launch(negotiator_self self, v1::Response resp, const collective_work_ptr& work) {
+  auto& st = self->state;
+  const auto kind = static_cast<device_kind>(resp.device_kind());
+  const auto backend = st.backends.find(kind);
+  if (backend == st.backends.end()) {
+    const status s{status_code::invalid_argument,
+                   std::string("process set ") + std::to_string(st.set_id) +
+                     " has no backend for " + to_string(kind) + " tensors on rank " +
+                     std::to_string(st.set_rank) + " of the set"};
+    for (auto& e : work->entries)
+      complete(st, e, s);
+    return false;
+  }
+  for (const auto& e : work->entries)
+    trace(self, *e, "B", resp.op(), false);
+  if (work->entries.empty())
+    return false;
+  work->id = st.next_work_id++;
+  work->response = std::move(resp);
+  work->fusion_chunk_bytes = st.fusion_chunk_bytes;
+  if (st.tracing)
+    attach_tracers(st.timeline, *work);
+  st.in_flight.emplace(work->id, work);
+  self->send(backend->second.actor, execute_atom::value, work);
+  return true;
+}
+
+// An agreed list (another member's, or this rank's own, back through the
+// channel in the order every member reads): runs what it agreed, each group
+// as one work. An id that no longer names what it named for its writer (a
+// list before it in the stream changed it) is left out on every member
+// alike; their posters ask again (repost_changed).
+void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
+  auto& st = self->state;
+  int64_t grouped = 0;
+  for (auto n : list.agreed_group_sizes())
+    grouped += n;
+  if (list.agreed_lists_size() != list.agreed_ids_size() || grouped != list.agreed_ids_size() ||
+      list.responses_size() > 0) {
+    spdlog::error("negotiator of set {}: dropped a malformed agreed list ({} ids, {} versions, "
+                  "{} in groups)",
+                  st.set_id, list.agreed_ids_size(), list.agreed_lists_size(), grouped);
+    return;
+  }
+  int at = 0;
+  for (auto size : list.agreed_group_sizes()) {
+    std::vector<v1::Response> single;
+    auto work = std::make_shared<collective_work>();
+    for (const int end = at + static_cast<int>(size); at < end; ++at) {
+      if (!st.lane_on)
+        continue;
+      const auto name = st.cache.name_of(list.agreed_ids(at), list.agreed_lists(at));
+      if (!name)
+        continue;
+      auto it = st.table.find(*name);
+      auto posted = st.posted.find(*name);
+      if (it == st.table.end() || posted == st.posted.end() ||
+          posted->second.id != list.agreed_ids(at) ||
+          posted->second.list != list.agreed_lists(at)) {
+        spdlog::error("negotiator of set {}: an agreed list names '{}' (cache id {}), which set "
+                      "rank {} has not asked for; it does not run here",
+                      st.set_id, *name, list.agreed_ids(at), st.set_rank);
+        continue;
+      }
+      st.posted.erase(posted);
+      trace(self, *it->second, "E", it->second->request.op(), true);
+      st.metrics->negotiated(it->second->submitted);
+      single.push_back(agreed_response_of(*name, it->second->request));
+      work->entries.push_back(it->second);
+    }
+    if (single.empty())
+      continue;
+    // Same key by construction (the writer grouped them so): one work.
+    auto fused = fuse(std::move(single), std::numeric_limits<int64_t>::max());
+    if (fused.size() != 1) {
+      const status s{status_code::internal,
+                     fmt::format("process set {}: an agreed list grouped tensors that do not "
+                                 "fuse ('{}' ...)",
+                                 st.set_id, work->entries.front()->request.tensor_name())};
+      for (auto& e : work->entries)
+        complete(st, e, s);
+      continue;
+    }
+    // Entries in the fused response's order.
+    std::unordered_map<std::string, tensor_entry_ptr> by_name;
+    for (auto& e : work->entries)
+      by_name.emplace(e->request.tensor_name(), e);
+    work->entries.clear();
+    for (const auto& name : fused.front().tensor_names())
+      work->entries.push_back(by_name.at(name));
+    const auto id = st.next_work_id;
+    if (launch(self, std::move(fused.front()), work))
+      st.agreed_works.insert(id);
+  }
+}
+
 void on_response_list(negotiator_self self, const std::string& bytes) {
   auto& st = self->state;
   v1::ResponseList list;
@@ -514,6 +724,8 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
     spdlog::error("negotiator: dropped a malformed response list ({} bytes)", bytes.size());
     return;
   }
+  if (list.agreed_ids_size() > 0)
+    return on_agreed_list(self, list);
   if (st.tracing && st.mark_cycles)
     caf::anon_send(st.timeline, timeline_atom::value, std::string("CYCLE_START"),
                    timeline_now_us());
@@ -532,6 +744,8 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
     auto it = st.table.find(name);
     return it == st.table.end() ? nullptr : &it->second->request;
   });
+  st.lane_on = list.fast_lane().on();
+  st.lane_fusion = list.fast_lane().fusion_threshold();
   size_t launched = 0;
   for (auto& resp : *list.mutable_responses()) {
     // The backends index and allocate by what a response says: one that
@@ -582,34 +796,15 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
         complete(st, e, s);
       continue;
     }
-    const auto kind = static_cast<device_kind>(resp.device_kind());
-    const auto backend = st.backends.find(kind);
-    if (backend == st.backends.end()) {
-      const status s{status_code::invalid_argument,
-                     std::string("process set ") + std::to_string(st.set_id) +
-                       " has no backend for " + to_string(kind) + " tensors on rank " +
-                       std::to_string(st.set_rank) + " of the set"};
-      for (auto& e : work->entries)
-        complete(st, e, s);
-      continue;
-    }
-    for (const auto& e : work->entries)
-      trace(self, *e, "B", resp.op(), false);
-    if (work->entries.empty())
-      continue;
-    work->id = st.next_work_id++;
-    work->response = std::move(resp);
-    work->fusion_chunk_bytes = st.fusion_chunk_bytes;
-    if (st.tracing)
-      attach_tracers(st.timeline, *work);
-    st.in_flight.emplace(work->id, work);
-    self->send(backend->second.actor, execute_atom::value, work);
-    ++launched;
+    if (launch(self, std::move(resp), work))
+      ++launched;
   }
   if (launched == 0)
     list_done(st, self, {});
   else
     st.lists_running.push_back({launched, {}});
+  if (!st.posted.empty())
+    repost_changed(self);
 }
 
 // The backends have let go of every buffer: stop them, then this actor.
@@ -627,6 +822,7 @@ void on_executed(negotiator_self self, uint64_t id, status& result, const list_s
   auto node = st.in_flight.extract(id);
   if (node.empty())
     return;  // failed by an abort meanwhile
+  const bool agreed = st.agreed_works.erase(id) > 0;
   if (result.code() == status_code::backend && !st.broken) {
     // The communicator is gone; keep the entries pending so the abort that
     // names the lost peer (or this error, after the grace) fails them all.
@@ -644,7 +840,7 @@ void on_executed(negotiator_self self, uint64_t id, status& result, const list_s
     complete(st, e, outcome);
   }
   complete_join_when_due(st);
-  if (!st.lists_running.empty()) {
+  if (!agreed && !st.lists_running.empty()) {
     auto& oldest = st.lists_running.front();
     oldest.moved += moved;  // moved.lists is 0: list_done counts the list
     if (--oldest.remaining == 0) {

@@ -102,6 +102,10 @@ uint64_t byte_stream::written() const {
   return header_->written.load(std::memory_order_acquire);
 }
 
+void byte_stream::sync_writer() {
+  written_ = header_->written.load(std::memory_order_acquire);
+}
+
 void byte_stream::set_active(size_t reader, bool active) {
   readers_[reader].active.store(active ? slot_active : 0, std::memory_order_release);
 }

@@ -45,6 +45,10 @@ public:
   /// Bytes written since the stream began.
   uint64_t written() const;
 
+  /// For a stream whose writers take turns under a lock: this view writes
+  /// on from where the last writer left off.
+  void sync_writer();
+
   /// Whether `reader` counts for the writer's room. A reader starts at the
   /// stream's beginning: activate it before anything is written.
   void set_active(size_t reader, bool active);
@@ -84,6 +88,11 @@ public:
 
   bool empty() const {
     return queue_.empty();
+  }
+
+  /// Part of the front message is written, the rest not yet.
+  bool mid_message() const {
+    return written_ > 0;
   }
 
 private:

@@ -40,15 +40,24 @@ struct channel_header {
   uint32_t members;
   uint64_t request_bytes;
   uint64_t response_bytes;
+  uint64_t arrival_words;
   uint64_t segment_bytes;
   bell requests;   // rung by members
-  bell responses;  // rung by the coordinator
+  bell responses;  // rung by whoever wrote into the response stream
   alignas(64) std::atomic<uint32_t> closed;  // the coordinator's end is gone
+  // 1 while a writer of the response stream is in the middle of a
+  // message. Not a mutex: the coordinator may finish a long message on
+  // another thread than it began on. A writer that dies holding it holds
+  // out the others, as its death breaks the set anyway.
+  alignas(64) std::atomic<uint32_t> append_lock;
 };
+
+static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free,
+              "arrival words are shared between processes");
 
 size_t layout_bytes(size_t members, const channel_sizes& s) {
   return sizeof(channel_header) + byte_stream::bytes_needed(members, s.response_bytes) +
-         members * byte_stream::bytes_needed(1, s.request_bytes);
+         members * byte_stream::bytes_needed(1, s.request_bytes) + s.arrival_words * 8;
 }
 
 // Whether a header read from a segment of `bytes` describes it: any process
@@ -62,7 +71,10 @@ bool layout_fits(size_t members, const channel_sizes& s, size_t bytes) {
   size_t requests = 0;
   if (__builtin_mul_overflow(members, byte_stream::bytes_needed(1, s.request_bytes), &requests))
     return false;
-  const size_t rest = sizeof(channel_header) + byte_stream::bytes_needed(members, s.response_bytes);
+  if (s.arrival_words > bytes / 8)
+    return false;
+  const size_t rest = sizeof(channel_header) +
+                      byte_stream::bytes_needed(members, s.response_bytes) + s.arrival_words * 8;
   return requests <= bytes && rest <= bytes && requests + rest == bytes;
 }
 
@@ -83,6 +95,9 @@ public:
       requests_.emplace_back(at, 1, sizes.request_bytes);
       at += byte_stream::bytes_needed(1, sizes.request_bytes);
     }
+    if (sizes.arrival_words > 0 && members <= arrival_board::max_members)
+      board_.emplace(reinterpret_cast<std::atomic<uint64_t>*>(at), sizes.arrival_words,
+                     static_cast<int>(members));
   }
 
   ipc::shm_segment& segment() {
@@ -100,13 +115,47 @@ public:
   size_t members() const {
     return requests_.size();
   }
+  arrival_board* board() {
+    return board_ ? &*board_ : nullptr;
+  }
+
+  // The response stream's lock, without waiting.
+  bool try_lock() {
+    uint32_t free = 0;
+    return header_->append_lock.compare_exchange_strong(free, 1, std::memory_order_acquire);
+  }
+  void unlock() {
+    header_->append_lock.store(0, std::memory_order_release);
+  }
 
 private:
   ipc::shm_segment segment_;
   channel_header* header_;
   byte_stream responses_;
   std::vector<byte_stream> requests_;
+  std::optional<arrival_board> board_;
 };
+
+bool response_appender::flush(channel_segment& segment) {
+  if (queue_.empty())
+    return true;
+  if (!locked_) {
+    if (!segment.try_lock())
+      return false;
+    locked_ = true;
+    segment.responses().sync_writer();
+  }
+  auto& stream = segment.responses();
+  const auto before = stream.written();
+  const bool done = queue_.flush(stream);
+  if (!queue_.mid_message()) {
+    locked_ = false;
+    segment.unlock();
+  }
+  if (stream.written() != before)
+    segment.header().responses.ring();
+  return done;
+}
 
 // A thread that drains streams whenever their bell rings, and sleeps on it
 // otherwise.
@@ -176,6 +225,7 @@ channel_host::channel_host(int members, channel_sizes sizes) {
   h->members = static_cast<uint32_t>(members);
   h->request_bytes = sizes.request_bytes;
   h->response_bytes = sizes.response_bytes;
+  h->arrival_words = sizes.arrival_words;
   h->segment_bytes = bytes;
   segment_ = std::make_unique<channel_segment>(std::move(segment), count, sizes);
   for (size_t m = 0; m < count; ++m)
@@ -215,11 +265,7 @@ bool channel_host::post(std::string list) {
 }
 
 bool channel_host::flush() {
-  const auto before = segment_->responses().written();
-  const bool done = responses_.flush(segment_->responses());
-  if (segment_->responses().written() != before)
-    segment_->header().responses.ring();
-  return done;
+  return responses_.flush(*segment_);
 }
 
 uint64_t channel_host::written() const {
@@ -242,6 +288,10 @@ void channel_host::unlink() {
   segment_->segment().unlink();
 }
 
+const arrival_board* channel_host::board() const {
+  return segment_->board();
+}
+
 // --- a member's end ----------------------------------------------------------
 
 std::unique_ptr<channel_member> channel_member::open(const std::string& name, int member) {
@@ -255,7 +305,7 @@ std::unique_ptr<channel_member> channel_member::open(const std::string& name, in
       return nullptr;
     // Read once: what is checked is what is used.
     const size_t members = h.members;
-    const channel_sizes sizes{h.request_bytes, h.response_bytes};
+    const channel_sizes sizes{h.request_bytes, h.response_bytes, h.arrival_words};
     if (member < 0 || static_cast<size_t>(member) >= members ||
         h.segment_bytes != segment.size() || !layout_fits(members, sizes, segment.size()))
       return nullptr;
@@ -302,13 +352,22 @@ bool channel_member::send(std::string list) {
   return flush();
 }
 
+bool channel_member::agree(std::string list) {
+  agreed_.push(std::move(list));
+  return flush();
+}
+
 bool channel_member::flush() {
   auto& stream = segment_->requests(static_cast<size_t>(member_));
   const auto before = stream.written();
   const bool done = requests_.flush(stream);
   if (stream.written() != before)
     segment_->header().requests.ring();
-  return done;
+  return agreed_.flush(*segment_) && done;
+}
+
+arrival_board* channel_member::board() {
+  return segment_->board();
 }
 
 } // namespace troupe::control

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "control/arrival_board.hpp"
 #include "control/byte_stream.hpp"
 
 // No CAF here: the coordinator and the negotiators own these and turn what
@@ -21,10 +22,33 @@ struct channel_sizes {
   /// Bytes in flight from the coordinator to the members (one stream all
   /// of them read).
   size_t response_bytes = size_t{4} << 20;
+  /// Words of the arrival board (one per cache id; 0 = no board).
+  size_t arrival_words = 0;
 };
 
 class channel_segment;
 class bell_reader;
+
+/// Writes whole messages into the response stream, which the coordinator
+/// and (for agreed lists) every member write: under the segment's lock,
+/// held from a message's first byte to its last, so messages never
+/// interleave. Nobody waits for the lock: a writer that finds it taken, or
+/// no room, keeps its messages queued for a later flush.
+class response_appender {
+public:
+  void push(std::string message) {
+    queue_.push(std::move(message));
+  }
+  /// True once nothing is queued.
+  bool flush(channel_segment& segment);
+  bool empty() const {
+    return queue_.empty();
+  }
+
+private:
+  message_writer queue_;
+  bool locked_ = false;
+};
 
 /// The coordinator's end of a process set's control channel on its host:
 /// a shared-memory segment through which the set's members on this host
@@ -68,9 +92,12 @@ public:
   /// on it; the memory stays until the last mapping goes.
   void unlink();
 
+  /// The arrival board (null without one).
+  const arrival_board* board() const;
+
 private:
   std::unique_ptr<channel_segment> segment_;
-  message_writer responses_;
+  response_appender responses_;
   std::unique_ptr<bell_reader> reader_;
 };
 
@@ -95,7 +122,15 @@ public:
   /// Queues a request list and writes what fits: false while some is still
   /// queued; flush() later.
   bool send(std::string list);
+  /// Queues an agreed list (see arrival_board) for every member's
+  /// response stream, in order behind those still queued: false while some
+  /// is; flush() later.
+  bool agree(std::string list);
   bool flush();
+
+  /// The arrival board (null when the segment has none, or for a set too
+  /// large for its masks).
+  arrival_board* board();
 
 private:
   channel_member(std::unique_ptr<channel_segment> segment, int member);
@@ -103,6 +138,7 @@ private:
   std::unique_ptr<channel_segment> segment_;
   int member_;
   message_writer requests_;
+  response_appender agreed_;
   std::unique_ptr<bell_reader> reader_;
 };
 

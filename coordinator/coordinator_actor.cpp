@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 #include <google/protobuf/arena.h>
@@ -10,7 +11,7 @@
 #include "autotune/step_detector.hpp"
 #include "control/shm_channel.hpp"
 #include "control/control_tree.hpp"
-#include "coordinator/fusion.hpp"
+#include "proto/fusion.hpp"
 #include "coordinator/message_table.hpp"
 #include "coordinator/request_intake.hpp"
 #include "coordinator/response_cache.hpp"
@@ -45,6 +46,13 @@ struct coordinator_state {
   std::optional<std::chrono::steady_clock::time_point> channel_blocked_since;
   // The bytes written into the channel's response stream by then.
   uint64_t channel_written = 0;
+  // The fast lane as of the last list emitted (docs/architecture.md,
+  // "Agreement without the coordinator"), and the cached tensors dropped
+  // since, which the next list names.
+  bool lane_on = false;
+  std::vector<std::string> uncached;
+  // The arrival board as the last stall check saw it.
+  std::vector<uint64_t> board_seen;
   std::unique_ptr<message_table> table;
   std::unique_ptr<stall_inspector> stalls;
   std::unique_ptr<response_cache> cache;
@@ -154,15 +162,59 @@ void retry_channel_unless(coordinator_self self, bool written) {
   self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
 }
 
+// Whether members may agree on cached allreduces on the channel's arrival
+// board: every member reads the channel (so every one sees the lists and
+// the agreed lists in one order), the set is a star, the cache is on, no
+// tuner counts lists, and nobody has joined (a joined rank posts nothing).
+bool lane_possible(const coordinator_state& st) {
+  return st.channel && st.channel->board() &&
+         std::all_of(st.on_channel.begin(), st.on_channel.end(), [](bool b) { return b; }) &&
+         st.listeners.size() == st.members.size() && st.cache->enabled() && !st.tuner &&
+         !st.table->any_joined();
+}
+
+// With the lane on, a cached allreduce reaches the coordinator only when
+// its request changed or its sender's cache lagged; other members may have
+// posted it on the board, where it would wait for this member for ever.
+// Dropping it from the cache (the next list says so) sends them here too.
+void uncache_asked(coordinator_state& st, const v1::RequestList& list) {
+  for (const auto& req : list.requests()) {
+    cached_tensor_ptr cached;
+    if (req.cache_id() == 0)
+      cached = st.cache->find(req.tensor_name());
+    else if (auto seen = st.cache->resolve(req.cache_id(), req.request_rank(),
+                                           req.cache_list() > 0 ? req.cache_list()
+                                                                : list.lists_applied()))
+      cached = st.cache->find(seen->name);
+    if (!cached || cached->by_rank.empty() ||
+        cached->by_rank.front()->op() != v1::OP_TYPE_ALLREDUCE ||
+        !cached->by_rank.front()->group_name().empty())
+      continue;
+    st.cache->erase(cached->name, st.lists_emitted + 1);
+    st.uncached.push_back(cached->name);
+  }
+}
+
 void try_emit(coordinator_self self) {
   auto& st = self->state;
-  if (st.in_flight > 0 || st.members_known < st.members.size() || st.unplaced > 0 ||
-      (!st.table->has_ready() && !st.table->has_failed() && !st.tuning) || !cycle_elapsed(self))
+  if (st.in_flight > 0 || st.members_known < st.members.size() || st.unplaced > 0)
+    return;
+  const bool lane = lane_possible(st);
+  if ((!st.table->has_ready() && !st.table->has_failed() && !st.tuning &&
+       lane == st.lane_on && st.uncached.empty()) ||
+      !cycle_elapsed(self))
     return;
   const auto seq = ++st.lists_emitted;
   v1::ResponseList list;
   list.set_process_set_id(st.set_id);
   apply_tuning(st, list, seq);
+  st.lane_on = lane;
+  if (lane) {
+    list.mutable_fast_lane()->set_on(true);
+    list.mutable_fast_lane()->set_fusion_threshold(st.fusion_threshold);
+  }
+  for (auto& name : std::exchange(st.uncached, {}))
+    list.add_uncached_names(std::move(name));
   for (auto& resp : st.table->take_failed())
     *list.add_responses() = std::move(resp);
   std::vector<v1::Response> ready;
@@ -238,6 +290,8 @@ void on_requests(coordinator_self self, const std::string& bytes) {
   }
   if (list.has_tuning())
     merge_tuning(st, list.tuning());
+  if (st.lane_on)
+    uncache_asked(st, list);
   for (const auto& why : take_requests(list, *st.table, *st.cache))
     spdlog::error("coordinator of set {}: ignored {}", st.set_id, why);
   st.metrics->mailbox_depth(metrics::actor_kind::coordinator, self->mailbox().size());
@@ -245,8 +299,31 @@ void on_requests(coordinator_self self, const std::string& bytes) {
   try_emit(self);
 }
 
+// A cached allreduce some members posted on the arrival board and others
+// not, unchanged since the last stall check: dropped from the cache, so
+// that its posters ask the coordinator, whose stall inspector then names
+// the missing ranks (and shuts it down) as for any request. Words of an
+// older version of an id are leftovers of members that asked again.
+void uncache_waiting_arrivals(coordinator_state& st) {
+  auto now = st.channel->board()->snapshot();
+  for (size_t i = 0; i < now.size() && i < st.board_seen.size(); ++i) {
+    if (static_cast<uint32_t>(now[i]) == 0 || now[i] != st.board_seen[i])
+      continue;
+    auto cached = st.cache->named_in(static_cast<uint32_t>(i + 1),
+                                     static_cast<uint32_t>(now[i] >> 32));
+    if (!cached || std::find(st.uncached.begin(), st.uncached.end(), cached->name) !=
+                     st.uncached.end())
+      continue;
+    st.cache->erase(cached->name, st.lists_emitted + 1);
+    st.uncached.push_back(cached->name);
+  }
+  st.board_seen = std::move(now);
+}
+
 void check_stalls(coordinator_self self) {
   auto& st = self->state;
+  if (st.lane_on)
+    uncache_waiting_arrivals(st);
   auto verdict = st.stalls->check(*st.table, message_table::clock::now());
   if (!verdict.warning.empty())
     spdlog::warn("{}", verdict.warning);

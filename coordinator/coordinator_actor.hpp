@@ -58,7 +58,7 @@ struct coordinator_options {
 /// Readiness is event-driven: a ready tensor is sent at once when the
 /// previous response list has been executed on this rank (reported by the
 /// local negotiator as (executed)); tensors that become ready meanwhile are
-/// batched into the next list, where allreduces are fused (see fusion.hpp)
+/// batched into the next list, where allreduces are fused (see proto/fusion.hpp)
 /// up to `fusion_threshold` bytes.
 ///
 /// With a response cache, members send a cached tensor's id instead of its

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "proto/agreed_response.hpp"
 #include "proto/op_properties.hpp"
 #include "proto/request_checks.hpp"
 #include "proto/request_parameters.hpp"
@@ -193,23 +194,12 @@ v1::Response agreed_response(const std::string& name,
                              const requests& by_rank) {
   const auto& first = **std::find_if(by_rank.begin(), by_rank.end(),
                                      [](const auto& r) { return r != nullptr; });
-  const auto op = first.op();
-  v1::Response resp;
-  resp.set_op(op);
-  resp.add_tensor_names(name);
-  resp.set_dtype(first.dtype());
-  resp.set_root_rank(first.root_rank());
-  resp.set_reduce_op(first.reduce_op());
-  resp.set_prescale_factor(first.prescale_factor());
-  resp.set_postscale_factor(first.postscale_factor());
-  resp.set_device_kind(first.device_kind());
-  if (op == v1::OP_TYPE_ALLGATHER) {
+  auto resp = agreed_response_of(name, first);
+  if (first.op() == v1::OP_TYPE_ALLGATHER) {
     for (const auto& r : by_rank)
       resp.add_tensor_sizes(r->shape(0));
     resp.add_row_elements(num_elements(shape_t(first.shape().begin() + 1, first.shape().end())));
   }
-  if (op == v1::OP_TYPE_ALLREDUCE)
-    resp.add_tensor_sizes(num_elements(shape_t(first.shape().begin(), first.shape().end())));
   return resp;
 }
 

@@ -81,6 +81,11 @@ public:
   /// ERROR responses decided outside readiness (abandon, a late request
   /// for an abandoned tensor), oldest first; the coordinator sends them
   /// with its next response list.
+  /// Some member has joined (until every member has).
+  bool any_joined() const {
+    return joined_count_ > 0;
+  }
+
   bool has_failed() const {
     return !failed_.empty();
   }

@@ -31,6 +31,7 @@ uint32_t response_cache::put(const std::string& name, requests by_rank,
     auto pos = it->second;
     if (same_requests(pos->tensor->by_rank, by_rank)) {
       lru_.splice(lru_.begin(), lru_, pos);
+      pos->named = list_seq;
       return pos->id;
     }
     // New parameters under the same id: members that have not seen this
@@ -50,7 +51,7 @@ uint32_t response_cache::put(const std::string& name, requests by_rank,
     }
   }
   lru_.push_front(entry{std::make_shared<const cached_tensor>(cached_tensor{name, std::move(by_rank)}), id,
-                        list_seq, UINT64_MAX});
+                        list_seq, UINT64_MAX, list_seq});
   by_name_[name] = lru_.begin();
   by_id_[id] = lru_.begin();
   return id;
@@ -61,9 +62,22 @@ uint32_t response_cache::touch(const cached_tensor_ptr& tensor, uint64_t list_se
     return 0;
   if (auto it = by_name_.find(tensor->name); it != by_name_.end() && it->second->tensor == tensor) {
     lru_.splice(lru_.begin(), lru_, it->second);
+    it->second->named = list_seq;
     return it->second->id;
   }
   return put(tensor->name, tensor->by_rank, list_seq);
+}
+
+cached_tensor_ptr response_cache::named_in(uint32_t id, uint32_t list_version) const {
+  auto it = by_id_.find(id);
+  if (it == by_id_.end() || static_cast<uint32_t>(it->second->named) != list_version)
+    return nullptr;
+  return it->second->tensor;
+}
+
+cached_tensor_ptr response_cache::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second->tensor;
 }
 
 void response_cache::erase(const std::string& name, uint64_t list_seq) {

@@ -52,6 +52,14 @@ public:
   /// are the stored ones). Puts it again if it has left the cache since.
   uint32_t touch(const cached_tensor_ptr& tensor, uint64_t list_seq);
 
+  /// The live entry of `name` (null when the cache has none).
+  cached_tensor_ptr find(const std::string& name) const;
+
+  /// The live entry under `id` if the list that last named it (wrote its
+  /// id into Response.cache_ids) has the low 32 bits `list_version`, as
+  /// an arrival board word holds them; else null.
+  cached_tensor_ptr named_in(uint32_t id, uint32_t list_version) const;
+
   /// Drops a tensor (its negotiation failed) as of list `list_seq`.
   void erase(const std::string& name, uint64_t list_seq);
 
@@ -86,6 +94,7 @@ private:
     uint32_t id = 0;
     uint64_t valid_from = 0;  // first list seq whose state contains it
     uint64_t valid_until = UINT64_MAX;  // first list seq whose state lacks it
+    uint64_t named = 0;  // the last list seq that wrote its id
   };
 
   // Moves an entry out of the live state as of list `list_seq`; its id is

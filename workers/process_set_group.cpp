@@ -38,6 +38,10 @@ bool process_set_group::owns(const caf::actor_addr& who) const {
 
 namespace {
 
+// Ids past this many (a cache configured larger) go to the coordinator as
+// before: 512 KiB of board per set at most.
+constexpr size_t max_arrival_words = size_t{1} << 16;
+
 // The tuner of the set whose coordinator runs here, or none: autotuning is
 // off, or every setting it could change was set explicitly.
 std::optional<coordinator::tuner_options> tuner_for(const group_spec& spec) {
@@ -127,7 +131,12 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
     options.autotune = tuner_for(spec);
     if (cfg.shm_control && set_size > 1) {
       try {
-        options.control = std::make_shared<control::channel_host>(set_size);
+        // One arrival word per cache id, for sets whose masks hold every
+        // member (the fast lane; docs/architecture.md).
+        control::channel_sizes sizes;
+        if (set_size <= control::arrival_board::max_members)
+          sizes.arrival_words = std::min<size_t>(options.cache_capacity, max_arrival_words);
+        options.control = std::make_shared<control::channel_host>(set_size, sizes);
         g.control_channel = options.control->name();
       } catch (const std::exception& e) {
         spdlog::warn("process set {}: no shared-memory control channel ({}); its members "

@@ -264,6 +264,101 @@ TEST(shm_channel, members_in_other_processes_exchange_lists_in_order) {
   }
 }
 
+// Whether `got` holds whole messages of message() only, each sender's in
+// the order sent: a digest of the sequence then, else 0.
+uint64_t digest_if_whole(const std::vector<std::string>& got, int senders) {
+  std::vector<int> next(static_cast<size_t>(senders), 0);
+  uint64_t digest = 1469598103934665603ull;
+  for (const auto& m : got) {
+    const auto colon = m.find(':');
+    if (colon == std::string::npos)
+      return 0;
+    const int sender = std::stoi(m.substr(0, colon));
+    const int index = std::stoi(m.substr(colon + 1));
+    if (sender < 0 || sender >= senders || index != next[static_cast<size_t>(sender)]++ ||
+        m != message(sender, index, m.size()))
+      return 0;
+    for (char c : m.substr(0, m.find(':', colon + 1)))
+      digest = (digest ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    digest = (digest ^ '|') * 1099511628211ull;
+  }
+  return digest == 0 ? 1 : digest;
+}
+
+// The coordinator's lists (larger than the stream: written in pieces under
+// the lock) and members' agreed lists share the response stream: every
+// member reads every message whole, in one and the same order.
+TEST(shm_channel, agreed_lists_and_the_coordinators_lists_reach_every_member_whole_in_one_order) {
+  constexpr int members = 4;
+  constexpr int lists = 300;
+  constexpr int agreed = 400;
+  const channel_sizes small{4096, 8192, 16};
+  channel_host host(members, small);
+  inbox ready;
+  host.start([&](std::string m) { ready.add(std::move(m)); });
+  // Set rank 0 reads in this process, as the coordinator's own rank does.
+  auto own = channel_member::open(host.name(), 0);
+  ASSERT_TRUE(own);
+  inbox own_got;
+  own->start([&](std::string m) { own_got.add(std::move(m)); });
+  constexpr size_t total = lists + (members - 1) * agreed;
+  std::vector<pid_t> children;
+  std::vector<int> digests;
+  for (int m = 1; m < members; ++m) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(fds[0]);
+      auto end = channel_member::open(host.name(), m);
+      if (!end || !end->board())
+        ::_exit(2);
+      inbox got;
+      end->start([&](std::string s) { got.add(std::move(s)); });
+      end->send("ready");
+      // Every member opens the channel before anything is written there
+      // (as they introduce themselves before the first list): the
+      // coordinator's first list says when.
+      if (!got.wait_for_count(1, 30s))
+        ::_exit(6);
+      std::vector<std::string> mine;
+      std::mt19937 r(static_cast<unsigned>(m));
+      for (int i = 0; i < agreed; ++i)
+        mine.push_back(message(m, i, 8 + r() % 600));
+      if (!send_all(*end, mine, std::chrono::steady_clock::now() + 30s, &channel_member::agree))
+        ::_exit(3);
+      if (!got.wait_for_count(total, 30s))
+        ::_exit(4);
+      std::lock_guard<std::mutex> lock(got.mutex);
+      const uint64_t digest = digest_if_whole(got.messages, members);
+      ::_exit(::write(fds[1], &digest, sizeof digest) == sizeof digest && digest != 0 ? 0 : 5);
+    }
+    ::close(fds[1]);
+    children.push_back(pid);
+    digests.push_back(fds[0]);
+  }
+  ASSERT_TRUE(ready.wait_for_count(members - 1, 30s));
+  host.unlink();
+  std::vector<std::string> mine;
+  std::mt19937 random(5);
+  for (int i = 0; i < lists; ++i)
+    mine.push_back(message(0, i, 8 + random() % 20000));
+  EXPECT_TRUE(send_all(host, mine, std::chrono::steady_clock::now() + 30s, &channel_host::post));
+  ASSERT_TRUE(own_got.wait_for_count(total, 30s)) << own_got.messages.size();
+  const uint64_t expected = digest_if_whole(own_got.messages, members);
+  EXPECT_NE(expected, 0u) << "set rank 0 read a torn or reordered message";
+  for (size_t c = 0; c < children.size(); ++c) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(children[c], &status, 0), children[c]);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "member exit " << status;
+    uint64_t digest = 0;
+    EXPECT_EQ(::read(digests[c], &digest, sizeof digest), static_cast<ssize_t>(sizeof digest));
+    EXPECT_EQ(digest, expected) << "set rank " << c + 1 << " read another order";
+    ::close(digests[c]);
+  }
+}
+
 TEST(shm_channel, a_member_cannot_open_what_is_not_its_channel) {
   channel_host host(3);
   EXPECT_EQ(channel_member::open("/troupe-ctl-does-not-exist", 1), nullptr);

@@ -1,4 +1,4 @@
-#include "coordinator/fusion.hpp"
+#include "proto/fusion.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 
 #include "troupe/v1/control.pb.h"
 
-namespace troupe::coordinator {
+namespace troupe {
 
 /// Packs ready allreduce responses that can run as one collective (same
 /// dtype, reduction and scale factors), and ready allgathers of one dtype,
@@ -18,4 +18,4 @@ namespace troupe::coordinator {
 /// result, so the order is the same everywhere.
 std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshold_bytes);
 
-} // namespace troupe::coordinator
+} // namespace troupe

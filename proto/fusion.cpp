@@ -1,8 +1,8 @@
-#include "coordinator/fusion.hpp"
+#include "proto/fusion.hpp"
 
 #include "troupe/types.hpp"
 
-namespace troupe::coordinator {
+namespace troupe {
 
 namespace {
 
@@ -74,4 +74,4 @@ std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshol
   return out;
 }
 
-} // namespace troupe::coordinator
+} // namespace troupe

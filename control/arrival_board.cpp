@@ -1,0 +1,43 @@
+#include "control/arrival_board.hpp"
+
+namespace troupe::control {
+
+arrival_board::arrival_board(std::atomic<uint64_t>* words, size_t count, int members)
+    : words_(words),
+      count_(count),
+      members_(members),
+      full_(members >= max_members ? ~uint32_t{0} : (uint32_t{1} << members) - 1) {
+}
+
+arrival_board::outcome arrival_board::post(uint32_t id, uint64_t list, int member) {
+  if (id == 0 || id > count_ || member < 0 || member >= members_ ||
+      member >= max_members)
+    return outcome::no_slot;
+  auto& word = words_[id - 1];
+  const auto version = static_cast<uint32_t>(list);
+  const uint32_t bit = uint32_t{1} << member;
+  uint64_t seen = word.load(std::memory_order_acquire);
+  for (;;) {
+    const auto seen_version = static_cast<uint32_t>(seen >> 32);
+    uint32_t mask = static_cast<uint32_t>(seen);
+    if (seen_version > version)
+      return outcome::behind;
+    if (seen_version < version)
+      mask = 0;
+    mask |= bit;
+    const bool complete = (mask & full_) == full_;
+    const uint64_t next = uint64_t{version} << 32 | (complete ? 0 : mask);
+    if (word.compare_exchange_weak(seen, next, std::memory_order_acq_rel,
+                                   std::memory_order_acquire))
+      return complete ? outcome::completed : outcome::posted;
+  }
+}
+
+std::vector<uint64_t> arrival_board::snapshot() const {
+  std::vector<uint64_t> out(count_);
+  for (size_t i = 0; i < count_; ++i)
+    out[i] = words_[i].load(std::memory_order_relaxed);
+  return out;
+}
+
+} // namespace troupe::control

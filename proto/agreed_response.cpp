@@ -1,0 +1,22 @@
+#include "proto/agreed_response.hpp"
+
+#include "troupe/types.hpp"
+
+namespace troupe {
+
+v1::Response agreed_response_of(const std::string& name, const v1::Request& request) {
+  v1::Response resp;
+  resp.set_op(request.op());
+  resp.add_tensor_names(name);
+  resp.set_dtype(request.dtype());
+  resp.set_root_rank(request.root_rank());
+  resp.set_reduce_op(request.reduce_op());
+  resp.set_prescale_factor(request.prescale_factor());
+  resp.set_postscale_factor(request.postscale_factor());
+  resp.set_device_kind(request.device_kind());
+  if (request.op() == v1::OP_TYPE_ALLREDUCE)
+    resp.add_tensor_sizes(num_elements(shape_t(request.shape().begin(), request.shape().end())));
+  return resp;
+}
+
+} // namespace troupe

@@ -1,0 +1,90 @@
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "control/arrival_board.hpp"
+
+namespace troupe::control {
+namespace {
+
+using outcome = arrival_board::outcome;
+
+TEST(arrival_board, the_last_member_to_post_completes_the_mask_and_empties_it) {
+  std::vector<std::atomic<uint64_t>> words(4);
+  arrival_board board(words.data(), words.size(), 3);
+  EXPECT_EQ(board.post(2, 7, 0), outcome::posted);
+  EXPECT_EQ(board.post(2, 7, 2), outcome::posted);
+  EXPECT_EQ(board.post(3, 7, 1), outcome::posted);  // another id: its own word
+  EXPECT_EQ(board.post(2, 7, 1), outcome::completed);
+  EXPECT_EQ(words[1].load(), uint64_t{7} << 32);
+  // The next round of the same version starts from an empty mask.
+  EXPECT_EQ(board.post(2, 7, 1), outcome::posted);
+  EXPECT_EQ(board.post(2, 7, 0), outcome::posted);
+  EXPECT_EQ(board.post(2, 7, 2), outcome::completed);
+}
+
+TEST(arrival_board, bits_of_an_older_version_are_replaced_and_an_older_poster_is_behind) {
+  std::vector<std::atomic<uint64_t>> words(2);
+  arrival_board board(words.data(), words.size(), 2);
+  EXPECT_EQ(board.post(1, 5, 0), outcome::posted);
+  // Member 1 applied list 9, which named id 1 anew: member 0's bit was for
+  // what id 1 named before, and does not count.
+  EXPECT_EQ(board.post(1, 9, 1), outcome::posted);
+  EXPECT_EQ(words[0].load(), (uint64_t{9} << 32) | 2);
+  EXPECT_EQ(board.post(1, 5, 0), outcome::behind);
+  EXPECT_EQ(board.post(1, 9, 0), outcome::completed);
+}
+
+TEST(arrival_board, ids_and_members_outside_the_board_are_refused) {
+  std::vector<std::atomic<uint64_t>> words(2);
+  arrival_board board(words.data(), words.size(), 2);
+  EXPECT_EQ(board.post(0, 1, 0), outcome::no_slot);
+  EXPECT_EQ(board.post(3, 1, 0), outcome::no_slot);
+  EXPECT_EQ(board.post(1, 1, 2), outcome::no_slot);
+  EXPECT_EQ(board.post(1, 1, -1), outcome::no_slot);
+}
+
+TEST(arrival_board, a_full_set_of_32_members_completes) {
+  std::vector<std::atomic<uint64_t>> words(1);
+  arrival_board board(words.data(), words.size(), 32);
+  for (int m = 0; m < 31; ++m)
+    ASSERT_EQ(board.post(1, 1, m), outcome::posted) << m;
+  EXPECT_EQ(board.post(1, 1, 31), outcome::completed);
+}
+
+// Members on threads post each round's arrival in any order; exactly one
+// of them completes each round, and nobody posts the next round of an id
+// before the round it is in completed (as a member cannot ask for a
+// tensor again before it ran).
+TEST(arrival_board, exactly_one_member_completes_each_round_under_contention) {
+  constexpr int members = 4;
+  constexpr int rounds = 20000;
+  std::vector<std::atomic<uint64_t>> words(1);
+  arrival_board board(words.data(), words.size(), members);
+  std::atomic<int> completed{0};
+  std::vector<int> completions(members, 0);
+  std::vector<std::thread> threads;
+  for (int m = 0; m < members; ++m)
+    threads.emplace_back([&, m] {
+      for (int r = 0; r < rounds; ++r) {
+        if (board.post(1, 3, m) == outcome::completed) {
+          ++completions[static_cast<size_t>(m)];
+          completed.fetch_add(1);
+        }
+        while (completed.load() <= r)
+          std::this_thread::yield();
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  int total = 0;
+  for (auto c : completions)
+    total += c;
+  EXPECT_EQ(total, rounds);
+  EXPECT_EQ(completed.load(), rounds);
+}
+
+} // namespace
+} // namespace troupe::control
