@@ -235,6 +235,16 @@ void on_submit(negotiator_self self, const entry_batch& batch) {
   flush_soon(self);
 }
 
+// What the channel could not take yet (no room, or another writer in the
+// middle of a message) goes on a later flush.
+void retry_channel_unless(negotiator_self self, bool written) {
+  auto& st = self->state;
+  if (!written && !st.channel_retry_scheduled) {
+    st.channel_retry_scheduled = true;
+    self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
+  }
+}
+
 // Sends a RequestList (none: only what the channel still holds) up: to
 // the parent in the control tree, else to the coordinator, through the
 // control channel or over the network. What the channel has no room for
@@ -247,13 +257,11 @@ void send_up(negotiator_self self, std::optional<std::string> bytes) {
       self->send(st.parent, request_atom::value, st.epoch, st.set_id, std::move(*bytes));
     else if (bytes)
       self->send(st.coordinator, request_atom::value, st.epoch, st.set_id, std::move(*bytes));
+    if (st.channel)
+      retry_channel_unless(self, st.channel->flush());  // agreed lists
     return;
   }
-  const bool written = bytes ? st.channel->send(std::move(*bytes)) : st.channel->flush();
-  if (!written && !st.channel_retry_scheduled) {
-    st.channel_retry_scheduled = true;
-    self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
-  }
+  retry_channel_unless(self, bytes ? st.channel->send(std::move(*bytes)) : st.channel->flush());
 }
 
 // The coordinator places every member right after the last one
@@ -349,10 +357,7 @@ void write_agreed(negotiator_self self,
     }
     list.add_agreed_group_sizes(static_cast<uint32_t>(work.tensor_names_size()));
   }
-  if (!st.channel->agree(list.SerializeAsString()) && !st.channel_retry_scheduled) {
-    st.channel_retry_scheduled = true;
-    self->delayed_send(self, std::chrono::microseconds(200), flush_atom::value);
-  }
+  retry_channel_unless(self, st.channel->agree(list.SerializeAsString()));
 }
 
 // After a response list: what this rank posted for an id that list changed
@@ -528,14 +533,19 @@ void settle_place(negotiator_self self) {
   flush_soon(self);
 }
 
-// Opens the set's control channel when the coordinator is another process
-// of this host; its reader thread passes each response list on as if it
-// had come over the network.
+// Opens the set's control channel when the coordinator runs on this host
+// (in another process, or in this one with the fast lane); its reader
+// thread passes each response list on as if it had come over the network.
 void open_channel(negotiator_self self, const std::string& name) {
   auto& st = self->state;
   if (name.empty())
     return;
   st.channel = control::channel_member::open(name, st.set_rank);
+  // The coordinator's own rank hears it in-process; it reads the channel
+  // only for the fast lane, whose lists and agreed lists come in one order
+  // there.
+  if (st.channel && st.local_coordinator && !st.channel->board())
+    st.channel.reset();
   if (!st.channel)
     return;
   auto weak = caf::actor_cast<caf::weak_actor_ptr>(self);

@@ -208,6 +208,9 @@ void try_emit(coordinator_self self) {
   v1::ResponseList list;
   list.set_process_set_id(st.set_id);
   apply_tuning(st, list, seq);
+  if (lane != st.lane_on)
+    spdlog::debug("process set {}: fast lane {} as of list {}", st.set_id, lane ? "on" : "off",
+                  seq);
   st.lane_on = lane;
   if (lane) {
     list.mutable_fast_lane()->set_on(true);

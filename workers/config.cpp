@@ -120,6 +120,12 @@ const std::vector<knob>& knobs() {
        c.shm_control = parse_switch("TROUPE_SHM_CONTROL", s);
      },
      [](const config& c) { return std::string(c.shm_control ? "1" : "0"); }},
+    {"TROUPE_FAST_LANE", nullptr, "fast-lane",
+     "1 lets the members of a process set that all read its control channel (one host, up to "
+     "32 ranks) agree on cached allreduces among themselves, without a round trip to the "
+     "coordinator; 0 sends every request to the coordinator",
+     [](config& c, const std::string& s) { c.fast_lane = parse_switch("TROUPE_FAST_LANE", s); },
+     [](const config& c) { return std::string(c.fast_lane ? "1" : "0"); }},
     {"TROUPE_CONTROL_FANOUT", nullptr, "control-fanout",
      "children per node of a process set's control tree: a member sends its lists to its tree "
      "parent, which sends its subtree's cache hits up as one; 0 = every member talks to the "

@@ -40,6 +40,9 @@ struct config {
   /// Request and response lists between a process set's coordinator and its
   /// members on the same host through shared memory (control/), not TCP.
   bool shm_control = true;
+  /// Members of a set that all read the control channel agree on cached
+  /// allreduces on its arrival board, without the coordinator.
+  bool fast_lane = true;
   /// Children per node of a process set's control tree
   /// (control/control_tree.hpp); 0 = a star.
   int control_fanout = 16;

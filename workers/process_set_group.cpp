@@ -134,7 +134,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
         // One arrival word per cache id, for sets whose masks hold every
         // member (the fast lane; docs/architecture.md).
         control::channel_sizes sizes;
-        if (set_size <= control::arrival_board::max_members)
+        if (cfg.fast_lane && set_size <= control::arrival_board::max_members)
           sizes.arrival_words = std::min<size_t>(options.cache_capacity, max_arrival_words);
         options.control = std::make_shared<control::channel_host>(set_size, sizes);
         g.control_channel = options.control->name();
