@@ -5,7 +5,6 @@
 #include <limits>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -91,8 +90,6 @@ struct negotiator_state {
   // version posted: they wait for an agreed list, or go again once a list
   // changes their id.
   std::unordered_map<std::string, cache_ref> posted;
-  // Works launched from agreed lists (not part of a response list).
-  std::unordered_set<uint64_t> agreed_works;
   // Accepted but not yet sent to the coordinator (see flush_requests).
   std::vector<tensor_entry_ptr> outbox;
   bool flush_scheduled = false;
@@ -101,6 +98,7 @@ struct negotiator_state {
   struct list_progress {
     size_t remaining = 0;
     list_stats moved;
+    bool agreed = false;  // an agreed list: the coordinator does not count it
   };
   std::deque<list_progress> lists_running;
   // A settings change to send with the next request list.
@@ -157,12 +155,13 @@ void observe_depths(negotiator_state& st, negotiator_self self) {
 }
 
 // Tells the co-located coordinator that one more response list is done
-// here, and what it moved.
-void list_done(negotiator_state& st, negotiator_self self, list_stats moved) {
+// here, and what it moved (not for an agreed list: the coordinator never
+// sent it).
+void list_done(negotiator_state& st, negotiator_self self, list_stats moved, bool agreed) {
   st.metrics->cycle();
   observe_depths(st, self);
   moved.lists = 1;
-  if (st.local_coordinator)
+  if (st.local_coordinator && !agreed)
     self->send(st.local_coordinator, executed_atom::value, moved);
 }
 
@@ -676,6 +675,7 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
     return;
   }
   int at = 0;
+  size_t launched = 0;
   for (auto size : list.agreed_group_sizes()) {
     std::vector<v1::Response> single;
     auto work = std::make_shared<collective_work>();
@@ -721,10 +721,16 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
     work->entries.clear();
     for (const auto& name : fused.front().tensor_names())
       work->entries.push_back(by_name.at(name));
-    const auto id = st.next_work_id;
-    if (launch(self, std::move(fused.front()), work))
-      st.agreed_works.insert(id);
+    const auto tensors = work->entries.size();
+    if (launch(self, std::move(fused.front()), work)) {
+      ++launched;
+      st.metrics->fast_lane_agreed(tensors);
+    }
   }
+  if (launched == 0)
+    list_done(st, self, {}, true);
+  else
+    st.lists_running.push_back({launched, {}, true});
 }
 
 void on_response_list(negotiator_self self, const std::string& bytes) {
@@ -810,9 +816,9 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
       ++launched;
   }
   if (launched == 0)
-    list_done(st, self, {});
+    list_done(st, self, {}, false);
   else
-    st.lists_running.push_back({launched, {}});
+    st.lists_running.push_back({launched, {}, false});
   if (!st.posted.empty())
     repost_changed(self);
 }
@@ -832,7 +838,6 @@ void on_executed(negotiator_self self, uint64_t id, status& result, const list_s
   auto node = st.in_flight.extract(id);
   if (node.empty())
     return;  // failed by an abort meanwhile
-  const bool agreed = st.agreed_works.erase(id) > 0;
   if (result.code() == status_code::backend && !st.broken) {
     // The communicator is gone; keep the entries pending so the abort that
     // names the lost peer (or this error, after the grace) fails them all.
@@ -850,13 +855,14 @@ void on_executed(negotiator_self self, uint64_t id, status& result, const list_s
     complete(st, e, outcome);
   }
   complete_join_when_due(st);
-  if (!agreed && !st.lists_running.empty()) {
+  if (!st.lists_running.empty()) {
     auto& oldest = st.lists_running.front();
     oldest.moved += moved;  // moved.lists is 0: list_done counts the list
     if (--oldest.remaining == 0) {
       auto done = oldest.moved;
+      const bool agreed = oldest.agreed;
       st.lists_running.pop_front();
-      list_done(st, self, done);
+      list_done(st, self, done, agreed);
     }
   }
   finish_if_stopping(self);

@@ -30,7 +30,8 @@ struct rank_families {
                     .Register(*reg)),
       cycles(prometheus::BuildCounter()
                .Name("troupe_cycles_total")
-               .Help("Response lists fully executed on this rank.")
+               .Help("Response lists (and agreed lists of the fast lane) fully executed on "
+                     "this rank.")
                .Register(*reg)),
       queue_depth(prometheus::BuildGauge()
                     .Name("troupe_tensor_queue_depth")
@@ -54,6 +55,11 @@ struct rank_families {
                      .Name("troupe_response_cache_misses_total")
                      .Help("Requests that missed the response cache and were sent in full.")
                      .Register(*reg)),
+      fast_lane_agreed(prometheus::BuildCounter()
+                         .Name("troupe_fast_lane_agreed_total")
+                         .Help("Cached allreduces this rank ran as its set's members agreed "
+                               "on them in the control channel, without the coordinator.")
+                         .Register(*reg)),
       tree_hits(prometheus::BuildCounter()
                   .Name("troupe_control_tree_hits_total")
                   .Help("Cache hits this rank sent up as an inner node of the process set's "
@@ -94,6 +100,7 @@ struct rank_families {
   prometheus::Family<prometheus::Counter>& stall_warnings;
   prometheus::Family<prometheus::Counter>& cache_hits;
   prometheus::Family<prometheus::Counter>& cache_misses;
+  prometheus::Family<prometheus::Counter>& fast_lane_agreed;
   prometheus::Family<prometheus::Counter>& tree_hits;
   prometheus::Family<prometheus::Counter>& tree_requests;
   prometheus::Family<prometheus::Counter>& tree_hold_expired;
@@ -108,6 +115,7 @@ set_metrics::set_metrics(const rank_families& f, uint32_t set_id, int set_size,
     stalled_(series_->add(f.stalled, {})), stall_warnings_(series_->add(f.stall_warnings, {})),
     cache_hits_(series_->add(f.cache_hits, {})),
     cache_misses_(series_->add(f.cache_misses, {})),
+    fast_lane_agreed_(series_->add(f.fast_lane_agreed, {})),
     tree_aggregated_(series_->add(f.tree_hits, {{"how", "aggregated"}})),
     tree_passed_(series_->add(f.tree_hits, {{"how", "passed"}})),
     tree_requests_merged_(series_->add(f.tree_requests, {{"how", "merged"}})),

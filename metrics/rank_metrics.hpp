@@ -92,6 +92,12 @@ public:
     cache_misses_.Increment();
   }
 
+  /// Fast lane: tensors this rank ran from agreed lists (no round trip to
+  /// the coordinator).
+  void fast_lane_agreed(size_t tensors) {
+    fast_lane_agreed_.Increment(static_cast<double>(tensors));
+  }
+
   /// Negotiator of an inner control-tree node: hits it sent up for its
   /// whole subtree (`aggregated`) and as they came (`passed`).
   void tree_hits(uint64_t aggregated, uint64_t passed) {
@@ -120,6 +126,7 @@ private:
   prometheus::Counter& stall_warnings_;
   prometheus::Counter& cache_hits_;
   prometheus::Counter& cache_misses_;
+  prometheus::Counter& fast_lane_agreed_;
   prometheus::Counter& tree_aggregated_;
   prometheus::Counter& tree_passed_;
   prometheus::Counter& tree_requests_merged_;

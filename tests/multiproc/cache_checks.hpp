@@ -11,4 +11,12 @@ namespace troupe::test {
 /// float32 / float64 allreduce join the mix. Returns the process exit code.
 int run_cache_checks(int rank, int size, int steps, bool tune = false);
 
+/// The fast lane's workload (docs/architecture.md, "Agreement without the
+/// coordinator"): `steps` steps of cached allreduces submitted in a random
+/// order per rank, with shape and dtype changes, one-off names (evictions
+/// under a small cache), a broadcast now and then, and every 50 steps a
+/// cached tensor one rank sends with another dtype, which must fail on
+/// every rank naming it. Every result is checked exactly.
+int run_fast_lane_checks(int rank, int size, int steps);
+
 } // namespace troupe::test
