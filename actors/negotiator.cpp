@@ -90,6 +90,11 @@ struct negotiator_state {
   // version posted: they wait for an agreed list, or go again once a list
   // changes their id.
   std::unordered_map<std::string, cache_ref> posted;
+  // Arrivals this rank completed, for the next agreed list it writes: held
+  // while its backends run works, as the coordinator holds its next list
+  // until its rank has run the last one, so that a step's tensors go as a
+  // few fused works instead of one per completion.
+  std::vector<std::pair<cache_ref, tensor_entry_ptr>> completed;
   // Accepted but not yet sent to the coordinator (see flush_requests).
   std::vector<tensor_entry_ptr> outbox;
   bool flush_scheduled = false;
@@ -179,7 +184,11 @@ void fail_pending(negotiator_state& st, const status& s) {
       running.emplace(e->request.tensor_name(), e);
   auto table = std::move(st.table);
   st.table = std::move(running);
+  // (Their peers find these on the board and ask the coordinator, whose
+  // stall inspector names this rank: an agreed list would have them run
+  // collectives this rank no longer joins.)
   st.posted.clear();
+  st.completed.clear();
   for (auto& [name, e] : table) {
     auto r = st.table.find(name);
     if (r == st.table.end() || r->second != e)
@@ -334,15 +343,18 @@ arrival post_arrival(negotiator_state& st, const v1::Request& request, cache_ref
 }
 
 // Writes the agreed list for the tensors whose arrival this rank completed,
-// grouped as the fusion threshold in force fuses them: every member runs
-// each group as one work (leaving out the ids that no longer name what they
-// named here when the list reaches it).
-void write_agreed(negotiator_self self,
-                  const std::vector<std::pair<cache_ref, const tensor_entry*>>& agreed) {
+// once its backends run nothing (see negotiator_state::completed), grouped
+// as the fusion threshold in force fuses them: every member runs each group
+// as one work (leaving out the ids that no longer name what they named here
+// when the list reaches it). Writing later is always safe; not writing
+// would leave every member waiting.
+void write_agreed(negotiator_self self) {
   auto& st = self->state;
+  if (st.completed.empty() || !st.in_flight.empty())
+    return;
   std::vector<v1::Response> single;
   std::unordered_map<std::string, cache_ref> refs;
-  for (const auto& [ref, e] : agreed) {
+  for (const auto& [ref, e] : std::exchange(st.completed, {})) {
     single.push_back(agreed_response_of(e->request.tensor_name(), e->request));
     refs.emplace(e->request.tensor_name(), ref);
   }
@@ -400,7 +412,6 @@ void flush_requests(negotiator_self self) {
     *list.mutable_tuning() = std::move(*st.tuning);
     st.tuning.reset();
   }
-  std::vector<std::pair<cache_ref, const tensor_entry*>> agreed;
   for (const auto& e : st.outbox) {
     auto it = st.table.find(e->request.tensor_name());
     if (it == st.table.end() || it->second != e)
@@ -410,7 +421,7 @@ void flush_requests(negotiator_self self) {
         a != arrival::slow) {
       st.metrics->cache_hit();
       if (a == arrival::agreed)
-        agreed.emplace_back(ref, e.get());
+        st.completed.emplace_back(ref, e);
       continue;
     }
     auto* req = list.add_requests();
@@ -425,8 +436,7 @@ void flush_requests(negotiator_self self) {
     }
   }
   st.outbox.clear();
-  if (!agreed.empty())
-    write_agreed(self, agreed);
+  write_agreed(self);
   const bool any = list.requests_size() > 0 || list.has_tuning();
   if (!st.aggregator) {
     send_up(self, any ? std::optional<std::string>(list.SerializeAsString()) : std::nullopt);
@@ -664,6 +674,8 @@ bool launch(negotiator_self self, v1::Response resp, const collective_work_ptr& 
 // alike; their posters ask again (repost_changed).
 void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
   auto& st = self->state;
+  if (st.broken)
+    return;  // what it names failed here already
   int64_t grouped = 0;
   for (auto n : list.agreed_group_sizes())
     grouped += n;
@@ -855,6 +867,7 @@ void on_executed(negotiator_self self, uint64_t id, status& result, const list_s
     complete(st, e, outcome);
   }
   complete_join_when_due(st);
+  write_agreed(self);
   if (!st.lists_running.empty()) {
     auto& oldest = st.lists_running.front();
     oldest.moved += moved;  // moved.lists is 0: list_done counts the list
