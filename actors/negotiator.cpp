@@ -1,8 +1,8 @@
 #include "actors/negotiator.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
-#include <limits>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -95,6 +95,12 @@ struct negotiator_state {
   // until its rank has run the last one, so that a step's tensors go as a
   // few fused works instead of one per completion.
   std::vector<std::pair<cache_ref, tensor_entry_ptr>> completed;
+  // Response lists the channel's reader thread passed on, and those
+  // handled here: while they differ, or the channel holds unread bytes, a
+  // list is on its way and the next agreed list waits for it.
+  std::shared_ptr<std::atomic<uint64_t>> channel_delivered =
+    std::make_shared<std::atomic<uint64_t>>(0);
+  uint64_t channel_handled = 0;
   // Accepted but not yet sent to the coordinator (see flush_requests).
   std::vector<tensor_entry_ptr> outbox;
   bool flush_scheduled = false;
@@ -350,7 +356,9 @@ arrival post_arrival(negotiator_state& st, const v1::Request& request, cache_ref
 // would leave every member waiting.
 void write_agreed(negotiator_self self) {
   auto& st = self->state;
-  if (st.completed.empty() || !st.in_flight.empty())
+  if (st.completed.empty() || !st.in_flight.empty() ||
+      st.channel_delivered->load(std::memory_order_acquire) != st.channel_handled ||
+      st.channel->unread())
     return;
   std::vector<v1::Response> single;
   std::unordered_map<std::string, cache_ref> refs;
@@ -562,10 +570,12 @@ void open_channel(negotiator_self self, const std::string& name) {
   const auto set = st.set_id;
   const auto rank = st.set_rank;
   st.channel->start(
-    [weak, epoch, set](std::string bytes) {
-      if (auto strong = weak.lock())
+    [weak, epoch, set, delivered = st.channel_delivered](std::string bytes) {
+      if (auto strong = weak.lock()) {
+        delivered->fetch_add(1, std::memory_order_release);
         caf::anon_send(caf::actor_cast<negotiator_actor>(strong), response_atom::value, epoch,
                        set, std::move(bytes));
+      }
     },
     // No response list can reach this rank any more: what it waits for
     // fails now, naming why, instead of never completing. (Not peer_lost:
@@ -689,8 +699,10 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
   int at = 0;
   size_t launched = 0;
   for (auto size : list.agreed_group_sizes()) {
-    std::vector<v1::Response> single;
+    // The group's valid tensors as one response, in the group's order.
+    v1::Response resp;
     auto work = std::make_shared<collective_work>();
+    bool fuses = true;
     for (const int end = at + static_cast<int>(size); at < end; ++at) {
       if (!st.lane_on)
         continue;
@@ -708,16 +720,18 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
         continue;
       }
       st.posted.erase(posted);
-      trace(self, *it->second, "E", it->second->request.op(), true);
-      st.metrics->negotiated(it->second->submitted);
-      single.push_back(agreed_response_of(*name, it->second->request));
-      work->entries.push_back(it->second);
+      const auto& e = it->second;
+      trace(self, *e, "E", e->request.op(), true);
+      st.metrics->negotiated(e->submitted);
+      if (work->entries.empty())
+        resp = agreed_response_of(*name, e->request);
+      else
+        fuses = fuses && append_allreduce(resp, *name, e->request);
+      work->entries.push_back(e);
     }
-    if (single.empty())
+    if (work->entries.empty())
       continue;
-    // Same key by construction (the writer grouped them so): one work.
-    auto fused = fuse(std::move(single), std::numeric_limits<int64_t>::max());
-    if (fused.size() != 1) {
+    if (!fuses) {
       const status s{status_code::internal,
                      fmt::format("process set {}: an agreed list grouped tensors that do not "
                                  "fuse ('{}' ...)",
@@ -726,15 +740,8 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
         complete(st, e, s);
       continue;
     }
-    // Entries in the fused response's order.
-    std::unordered_map<std::string, tensor_entry_ptr> by_name;
-    for (auto& e : work->entries)
-      by_name.emplace(e->request.tensor_name(), e);
-    work->entries.clear();
-    for (const auto& name : fused.front().tensor_names())
-      work->entries.push_back(by_name.at(name));
     const auto tensors = work->entries.size();
-    if (launch(self, std::move(fused.front()), work)) {
+    if (launch(self, std::move(resp), work)) {
       ++launched;
       st.metrics->fast_lane_agreed(tensors);
     }
@@ -923,6 +930,10 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
       for (const auto& child : self->state.children)
         self->send(child, response_atom::value, epoch, set, bytes);
       on_response_list(self, bytes);
+      if (self->state.channel) {
+        ++self->state.channel_handled;
+        write_agreed(self);
+      }
     },
     [=](request_atom, int64_t epoch, uint32_t set, const std::string& bytes) {
       if (same_epoch(self->state.epoch, epoch, "negotiator", set))

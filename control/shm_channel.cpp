@@ -370,4 +370,12 @@ arrival_board* channel_member::board() {
   return segment_->board();
 }
 
+bool channel_member::unread() const {
+  try {
+    return segment_->responses().has_unread(static_cast<size_t>(member_));
+  } catch (const std::exception&) {
+    return false;  // its reader finds out and says so
+  }
+}
+
 } // namespace troupe::control

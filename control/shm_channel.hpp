@@ -132,6 +132,10 @@ public:
   /// large for its masks).
   arrival_board* board();
 
+  /// Whether the response stream holds bytes this member's reader has not
+  /// taken yet.
+  bool unread() const;
+
 private:
   channel_member(std::unique_ptr<channel_segment> segment, int member);
 

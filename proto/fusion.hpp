@@ -8,7 +8,8 @@
 namespace troupe {
 
 /// Packs ready allreduce responses that can run as one collective (same
-/// dtype, reduction and scale factors), and ready allgathers of one dtype,
+/// dtype, reduction, scale factors and device kind), and ready allgathers
+/// of one dtype and device kind,
 /// into fused responses of at most `threshold_bytes` (0 = no fusion; for an
 /// allgather, the bytes of the whole result count); a tensor larger than
 /// the threshold runs alone. Each fused response lists its tensors in
@@ -17,5 +18,11 @@ namespace troupe {
 /// member; other responses pass through in place. Every rank receives the
 /// result, so the order is the same everywhere.
 std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshold_bytes);
+
+/// Appends an allreduce to a fused (or single) allreduce response when
+/// fuse() would put them in one bucket regardless of size (same dtype,
+/// reduction and scale factors, no Adasum); false, and `fused` unchanged,
+/// when not.
+bool append_allreduce(v1::Response& fused, const std::string& name, const v1::Request& request);
 
 } // namespace troupe
