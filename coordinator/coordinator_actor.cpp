@@ -199,9 +199,11 @@ void try_emit(coordinator_self self) {
   auto& st = self->state;
   if (st.in_flight > 0 || st.members_known < st.members.size() || st.unplaced > 0)
     return;
+  // Turning the lane off cannot wait (what members posted must come here),
+  // turning it on can: it goes with the next list.
   const bool lane = lane_possible(st);
   if ((!st.table->has_ready() && !st.table->has_failed() && !st.tuning &&
-       lane == st.lane_on && st.uncached.empty()) ||
+       !(st.lane_on && !lane) && st.uncached.empty()) ||
       !cycle_elapsed(self))
     return;
   const auto seq = ++st.lists_emitted;
