@@ -319,6 +319,8 @@ void note_late(negotiator_state& st, const control::late_round& late, uint64_t r
 
 // --- the fast lane: agreement on cached allreduces without the coordinator
 
+void on_agreed_list(negotiator_self self, const v1::ResponseList& list);
+
 enum class arrival {
   slow,     // not on the board: the request goes to the coordinator
   waiting,  // posted: an agreed list or a list changing its id follows
@@ -376,7 +378,15 @@ void write_agreed(negotiator_self self) {
     }
     list.add_agreed_group_sizes(static_cast<uint32_t>(work.tensor_names_size()));
   }
-  retry_channel_unless(self, st.channel->agree(list.SerializeAsString()));
+  auto bytes = list.SerializeAsString();
+  // Next in the stream here too: run it now, without this rank's reader.
+  if (st.channel->agree_inline(bytes, [&st] {
+        return st.channel_delivered->load(std::memory_order_acquire) == st.channel_handled;
+      })) {
+    on_agreed_list(self, list);
+    return;
+  }
+  retry_channel_unless(self, st.channel->agree(std::move(bytes)));
 }
 
 // After a response list: what this rank posted for an id that list changed

@@ -47,7 +47,7 @@ byte_stream::byte_stream(void* at, size_t readers, size_t capacity)
     read_[r] = readers_[r].read.load(std::memory_order_relaxed);
 }
 
-size_t byte_stream::write_some(const char* data, size_t n) {
+size_t byte_stream::room() const {
   uint64_t behind = 0;  // the most an active reader has left unread
   for (size_t r = 0; r < reader_count_; ++r)
     if (readers_[r].active.load(std::memory_order_acquire) == slot_active) {
@@ -58,7 +58,11 @@ size_t byte_stream::write_some(const char* data, size_t n) {
       if (unread <= capacity_)
         behind = std::max(behind, unread);
     }
-  const size_t count = std::min(n, capacity_ - static_cast<size_t>(behind));
+  return capacity_ - static_cast<size_t>(behind);
+}
+
+size_t byte_stream::write_some(const char* data, size_t n) {
+  const size_t count = std::min(n, room());
   const size_t at = static_cast<size_t>(written_ % capacity_);
   const size_t first = std::min(count, capacity_ - at);
   std::memcpy(data_ + at, data, first);

@@ -49,6 +49,9 @@ public:
   /// on from where the last writer left off.
   void sync_writer();
 
+  /// Bytes write_some() would take now.
+  size_t room() const;
+
   /// Whether `reader` counts for the writer's room. A reader starts at the
   /// stream's beginning: activate it before anything is written.
   void set_active(size_t reader, bool active);

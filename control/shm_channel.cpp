@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -43,7 +45,8 @@ struct channel_header {
   uint64_t arrival_words;
   uint64_t segment_bytes;
   bell requests;   // rung by members
-  bell responses;  // rung by whoever wrote into the response stream
+  // (Each member's reader sleeps on its own bell, which follows the header:
+  // whoever writes into the response stream rings the others'.)
   alignas(64) std::atomic<uint32_t> closed;  // the coordinator's end is gone
   // 1 while a writer of the response stream is in the middle of a
   // message. Not a mutex: the coordinator may finish a long message on
@@ -56,7 +59,8 @@ static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_al
               "arrival words are shared between processes");
 
 size_t layout_bytes(size_t members, const channel_sizes& s) {
-  return sizeof(channel_header) + byte_stream::bytes_needed(members, s.response_bytes) +
+  return sizeof(channel_header) + members * sizeof(bell) +
+         byte_stream::bytes_needed(members, s.response_bytes) +
          members * byte_stream::bytes_needed(1, s.request_bytes) + s.arrival_words * 8;
 }
 
@@ -71,9 +75,9 @@ bool layout_fits(size_t members, const channel_sizes& s, size_t bytes) {
   size_t requests = 0;
   if (__builtin_mul_overflow(members, byte_stream::bytes_needed(1, s.request_bytes), &requests))
     return false;
-  if (s.arrival_words > bytes / 8)
+  if (s.arrival_words > bytes / 8 || members > bytes / sizeof(bell))
     return false;
-  const size_t rest = sizeof(channel_header) +
+  const size_t rest = sizeof(channel_header) + members * sizeof(bell) +
                       byte_stream::bytes_needed(members, s.response_bytes) + s.arrival_words * 8;
   return requests <= bytes && rest <= bytes && requests + rest == bytes;
 }
@@ -87,10 +91,13 @@ public:
   channel_segment(ipc::shm_segment segment, size_t members, channel_sizes sizes)
       : segment_(std::move(segment)),
         header_(static_cast<channel_header*>(segment_.data())),
-        responses_(static_cast<char*>(segment_.data()) + sizeof(channel_header), members,
-                   sizes.response_bytes) {
+        bells_(reinterpret_cast<bell*>(static_cast<char*>(segment_.data()) +
+                                       sizeof(channel_header))),
+        responses_(static_cast<char*>(segment_.data()) + sizeof(channel_header) +
+                     members * sizeof(bell),
+                   members, sizes.response_bytes) {
     char* at = static_cast<char*>(segment_.data()) + sizeof(channel_header) +
-               byte_stream::bytes_needed(members, sizes.response_bytes);
+               members * sizeof(bell) + byte_stream::bytes_needed(members, sizes.response_bytes);
     for (size_t m = 0; m < members; ++m) {
       requests_.emplace_back(at, 1, sizes.request_bytes);
       at += byte_stream::bytes_needed(1, sizes.request_bytes);
@@ -118,6 +125,17 @@ public:
   arrival_board* board() {
     return board_ ? &*board_ : nullptr;
   }
+  // The bell member `m`'s reader sleeps on.
+  bell& reader_bell(size_t m) {
+    return bells_[m];
+  }
+  // After a write into the response stream: wakes every member's reader
+  // but `writer`'s (none: -1).
+  void ring_readers(long writer = -1) {
+    for (size_t m = 0; m < members(); ++m)
+      if (static_cast<long>(m) != writer)
+        bells_[m].ring();
+  }
 
   // The response stream's lock, without waiting.
   bool try_lock() {
@@ -131,12 +149,13 @@ public:
 private:
   ipc::shm_segment segment_;
   channel_header* header_;
+  bell* bells_;
   byte_stream responses_;
   std::vector<byte_stream> requests_;
   std::optional<arrival_board> board_;
 };
 
-bool response_appender::flush(channel_segment& segment) {
+bool response_appender::flush(channel_segment& segment, long writer) {
   if (queue_.empty())
     return true;
   if (!locked_) {
@@ -153,7 +172,7 @@ bool response_appender::flush(channel_segment& segment) {
     segment.unlock();
   }
   if (stream.written() != before)
-    segment.header().responses.ring();
+    segment.ring_readers(writer);
   return done;
 }
 
@@ -237,7 +256,7 @@ channel_host::channel_host(int members, channel_sizes sizes) {
 channel_host::~channel_host() {
   reader_.reset();
   segment_->header().closed.store(1);
-  segment_->header().responses.ring();
+  segment_->ring_readers();
 }
 
 const std::string& channel_host::name() const {
@@ -280,7 +299,7 @@ std::vector<int> channel_host::drop_slowest() {
     ranks.push_back(static_cast<int>(member));
   }
   // A dropped member that is only slow finds out at its next read.
-  segment_->header().responses.ring();
+  segment_->ring_readers();
   return ranks;
 }
 
@@ -335,11 +354,14 @@ void channel_member::start(deliver_fn deliver, deliver_fn on_broken) {
   auto reader = std::make_shared<message_reader>();
   auto broken = std::make_shared<bool>(false);
   reader_ = std::make_unique<bell_reader>(
-    seg->header().responses, [seg, index, reader, broken, deliver = std::move(deliver),
-                              on_broken = std::move(on_broken)] {
-      if (auto why = drain_or_stop(*reader, seg->responses(), index, deliver, *broken,
-                                   "response");
-          why && on_broken)
+    seg->reader_bell(index), [seg, index, reader, broken, deliver = std::move(deliver),
+                              on_broken = std::move(on_broken), mutex = reader_mutex_] {
+      std::optional<std::string> why;
+      {
+        std::lock_guard<std::mutex> hold(*mutex);
+        why = drain_or_stop(*reader, seg->responses(), index, deliver, *broken, "response");
+      }
+      if (why && on_broken)
         on_broken(std::move(*why));
       // The coordinator's end is gone once closed and drained: nothing more
       // can come.
@@ -350,6 +372,39 @@ void channel_member::start(deliver_fn deliver, deliver_fn on_broken) {
 bool channel_member::send(std::string list) {
   requests_.push(std::move(list));
   return flush();
+}
+
+bool channel_member::agree_inline(const std::string& list, const std::function<bool()>& idle) {
+  if (!agreed_.empty())
+    return false;  // it goes behind those
+  std::lock_guard<std::mutex> hold(*reader_mutex_);
+  if (!segment_->try_lock())
+    return false;
+  auto& stream = segment_->responses();
+  bool done = false;
+  try {
+    stream.sync_writer();
+    const size_t frame = 4 + list.size();
+    // Everything written before is whole (nobody holds the lock) and read
+    // here, and handed on and handled: this list is next here too.
+    if (!stream.has_unread(static_cast<size_t>(member_)) && idle() &&
+        stream.room() >= frame) {
+      const auto size = static_cast<uint32_t>(list.size());
+      char prefix[4];
+      std::memcpy(prefix, &size, 4);
+      stream.write_some(prefix, 4);
+      stream.write_some(list.data(), list.size());
+      std::string taken(frame, '\0');
+      stream.read_some(static_cast<size_t>(member_), taken.data(), frame);
+      done = true;
+    }
+  } catch (const std::exception&) {
+    done = false;  // dropped or corrupt: the reader says so
+  }
+  segment_->unlock();
+  if (done)
+    segment_->ring_readers(member_);
+  return done;
 }
 
 bool channel_member::agree(std::string list) {

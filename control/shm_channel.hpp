@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,7 @@ public:
     queue_.push(std::move(message));
   }
   /// True once nothing is queued.
-  bool flush(channel_segment& segment);
+  bool flush(channel_segment& segment, long writer = -1);
   bool empty() const {
     return queue_.empty();
   }
@@ -126,6 +127,13 @@ public:
   /// response stream, in order behind those still queued: false while some
   /// is; flush() later.
   bool agree(std::string list);
+  /// Writes an agreed list and takes it out of this member's own reading
+  /// at once, when this member's reader has taken everything before it and
+  /// `idle()` (called under the reader's lock) says that everything the
+  /// reader passed on was handled: true then, and the caller handles the
+  /// list itself (its reader is not woken for it). False, with nothing
+  /// written, when it cannot: agree() then.
+  bool agree_inline(const std::string& list, const std::function<bool()>& idle);
   bool flush();
 
   /// The arrival board (null when the segment has none, or for a set too
@@ -143,6 +151,8 @@ private:
   int member_;
   message_writer requests_;
   response_appender agreed_;
+  // Held by the reader thread while it drains, and by agree_inline().
+  std::shared_ptr<std::mutex> reader_mutex_ = std::make_shared<std::mutex>();
   std::unique_ptr<bell_reader> reader_;
 };
 
