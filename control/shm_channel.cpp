@@ -394,12 +394,12 @@ bool channel_member::agree_inline(const std::string& list, const std::function<b
       std::memcpy(prefix, &size, 4);
       stream.write_some(prefix, 4);
       stream.write_some(list.data(), list.size());
+      done = true;  // out for the others, whatever follows
       std::string taken(frame, '\0');
       stream.read_some(static_cast<size_t>(member_), taken.data(), frame);
-      done = true;
     }
   } catch (const std::exception&) {
-    done = false;  // dropped or corrupt: the reader says so
+    // Dropped or corrupt: this member's reader says so at its next read.
   }
   segment_->unlock();
   if (done)

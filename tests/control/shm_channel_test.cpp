@@ -359,6 +359,32 @@ TEST(shm_channel, agreed_lists_and_the_coordinators_lists_reach_every_member_who
   }
 }
 
+// A member that has read and handled everything runs its own agreed list
+// at once: the others read it from the stream, its own reader never does.
+TEST(shm_channel, an_agreed_list_written_inline_reaches_the_others_only) {
+  channel_host host(3, {4096, 8192, 4});
+  auto one = channel_member::open(host.name(), 1);
+  auto two = channel_member::open(host.name(), 2);
+  ASSERT_TRUE(one && two);
+  inbox got_one, got_two;
+  one->start([&](std::string m) { got_one.add(std::move(m)); });
+  two->start([&](std::string m) { got_two.add(std::move(m)); });
+  host.unlink();
+  ASSERT_TRUE(host.post("list 0"));
+  ASSERT_TRUE(got_one.wait_for_count(1, 10s));
+  ASSERT_TRUE(got_two.wait_for_count(1, 10s));
+  // Not handled yet (its actor says so): nothing is written.
+  EXPECT_FALSE(one->agree_inline("agreed by 1", [] { return false; }));
+  EXPECT_TRUE(one->agree_inline("agreed by 1", [] { return true; }));
+  ASSERT_TRUE(got_two.wait_for_count(2, 10s));
+  ASSERT_TRUE(host.post("list 1"));
+  ASSERT_TRUE(got_one.wait_for_count(2, 10s));
+  ASSERT_TRUE(got_two.wait_for_count(3, 10s));
+  std::lock_guard<std::mutex> a(got_one.mutex), b(got_two.mutex);
+  EXPECT_EQ(got_one.messages, (std::vector<std::string>{"list 0", "list 1"}));
+  EXPECT_EQ(got_two.messages, (std::vector<std::string>{"list 0", "agreed by 1", "list 1"}));
+}
+
 TEST(shm_channel, a_member_cannot_open_what_is_not_its_channel) {
   channel_host host(3);
   EXPECT_EQ(channel_member::open("/troupe-ctl-does-not-exist", 1), nullptr);
