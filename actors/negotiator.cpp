@@ -336,18 +336,12 @@ arrival post_arrival(negotiator_state& st, const v1::Request& request, cache_ref
   if (!st.lane_on || !board || st.joined || request.op() != v1::OP_TYPE_ALLREDUCE ||
       !request.group_name().empty())
     return arrival::slow;
-  switch (board->post(ref.id, ref.list, st.set_rank)) {
-  case control::arrival_board::outcome::no_slot:
+  const auto outcome = board->post(ref.id, ref.list, st.set_rank);
+  if (outcome == control::arrival_board::outcome::no_slot)
     return arrival::slow;
-  case control::arrival_board::outcome::completed:
-    st.posted.insert_or_assign(request.tensor_name(), ref);
-    return arrival::agreed;
-  case control::arrival_board::outcome::posted:
-  case control::arrival_board::outcome::behind:
-    break;
-  }
   st.posted.insert_or_assign(request.tensor_name(), ref);
-  return arrival::waiting;
+  return outcome == control::arrival_board::outcome::completed ? arrival::agreed
+                                                               : arrival::waiting;
 }
 
 // Writes the agreed list for the tensors whose arrival this rank completed,
@@ -706,6 +700,8 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
                   st.set_id, list.agreed_ids_size(), list.agreed_lists_size(), grouped);
     return;
   }
+  if (!st.lane_on)
+    return list_done(st, self, {}, true);  // nothing counts: its posters asked again
   int at = 0;
   size_t launched = 0;
   for (auto size : list.agreed_group_sizes()) {
@@ -714,8 +710,6 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
     auto work = std::make_shared<collective_work>();
     bool fuses = true;
     for (const int end = at + static_cast<int>(size); at < end; ++at) {
-      if (!st.lane_on)
-        continue;
       const auto name = st.cache.name_of(list.agreed_ids(at), list.agreed_lists(at));
       if (!name)
         continue;

@@ -38,9 +38,6 @@ public:
   /// The words' current values (for the stall inspector): index = id.
   std::vector<uint64_t> snapshot() const;
 
-  size_t size() const {
-    return count_;
-  }
 
 private:
   std::atomic<uint64_t>* words_;

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -155,7 +154,7 @@ private:
   std::optional<arrival_board> board_;
 };
 
-bool response_appender::flush(channel_segment& segment, long writer) {
+bool response_appender::flush(channel_segment& segment) {
   if (queue_.empty())
     return true;
   if (!locked_) {
@@ -172,7 +171,7 @@ bool response_appender::flush(channel_segment& segment, long writer) {
     segment.unlock();
   }
   if (stream.written() != before)
-    segment.ring_readers(writer);
+    segment.ring_readers();
   return done;
 }
 
@@ -389,11 +388,9 @@ bool channel_member::agree_inline(const std::string& list, const std::function<b
     // here, and handed on and handled: this list is next here too.
     if (!stream.has_unread(static_cast<size_t>(member_)) && idle() &&
         stream.room() >= frame) {
-      const auto size = static_cast<uint32_t>(list.size());
-      char prefix[4];
-      std::memcpy(prefix, &size, 4);
-      stream.write_some(prefix, 4);
-      stream.write_some(list.data(), list.size());
+      message_writer whole;  // fits: written at once
+      whole.push(list);
+      whole.flush(stream);
       done = true;  // out for the others, whatever follows
       std::string taken(frame, '\0');
       stream.read_some(static_cast<size_t>(member_), taken.data(), frame);

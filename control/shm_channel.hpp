@@ -41,7 +41,7 @@ public:
     queue_.push(std::move(message));
   }
   /// True once nothing is queued.
-  bool flush(channel_segment& segment, long writer = -1);
+  bool flush(channel_segment& segment);
   bool empty() const {
     return queue_.empty();
   }

@@ -173,6 +173,13 @@ bool lane_possible(const coordinator_state& st) {
          !st.table->any_joined();
 }
 
+// Drops a cached tensor as of the next list, which names it for the
+// members (ResponseList.uncached_names).
+void uncache(coordinator_state& st, const std::string& name) {
+  st.cache->erase(name, st.lists_emitted + 1);
+  st.uncached.push_back(name);
+}
+
 // With the lane on, a cached allreduce reaches the coordinator only when
 // its request changed or its sender's cache lagged; other members may have
 // posted it on the board, where it would wait for this member for ever.
@@ -190,8 +197,7 @@ void uncache_asked(coordinator_state& st, const v1::RequestList& list) {
         cached->by_rank.front()->op() != v1::OP_TYPE_ALLREDUCE ||
         !cached->by_rank.front()->group_name().empty())
       continue;
-    st.cache->erase(cached->name, st.lists_emitted + 1);
-    st.uncached.push_back(cached->name);
+    uncache(st, cached->name);
   }
 }
 
@@ -314,13 +320,9 @@ void uncache_waiting_arrivals(coordinator_state& st) {
   for (size_t i = 0; i < now.size() && i < st.board_seen.size(); ++i) {
     if (static_cast<uint32_t>(now[i]) == 0 || now[i] != st.board_seen[i])
       continue;
-    auto cached = st.cache->named_in(static_cast<uint32_t>(i + 1),
-                                     static_cast<uint32_t>(now[i] >> 32));
-    if (!cached || std::find(st.uncached.begin(), st.uncached.end(), cached->name) !=
-                     st.uncached.end())
-      continue;
-    st.cache->erase(cached->name, st.lists_emitted + 1);
-    st.uncached.push_back(cached->name);
+    if (auto cached = st.cache->named_in(static_cast<uint32_t>(i + 1),
+                                         static_cast<uint32_t>(now[i] >> 32)))
+      uncache(st, cached->name);
   }
   st.board_seen = std::move(now);
 }

@@ -13,8 +13,10 @@ bool fusible(const v1::Response& r) {
          (r.op() == v1::OP_TYPE_ALLGATHER && r.row_elements_size() == 1);
 }
 
+// Responses, or a response and a request (the fields have the same names).
 // (A CPU and a CUDA tensor never share a buffer.)
-bool same_key(const v1::Response& a, const v1::Response& b) {
+template <class A, class B>
+bool same_key(const A& a, const B& b) {
   return a.op() == b.op() && a.dtype() == b.dtype() && a.reduce_op() == b.reduce_op() &&
          a.device_kind() == b.device_kind() &&
          a.prescale_factor() == b.prescale_factor() &&
@@ -48,13 +50,8 @@ void append(v1::Response& bucket, const v1::Response& r) {
 } // namespace
 
 bool append_allreduce(v1::Response& fused, const std::string& name, const v1::Request& request) {
-  if (request.op() != v1::OP_TYPE_ALLREDUCE || fused.op() != v1::OP_TYPE_ALLREDUCE ||
-      fused.dtype() != request.dtype() ||
-      fused.reduce_op() != request.reduce_op() ||
-      fused.prescale_factor() != request.prescale_factor() ||
-      fused.postscale_factor() != request.postscale_factor() ||
-      fused.device_kind() != request.device_kind() ||
-      request.reduce_op() == v1::REDUCE_OP_ADASUM)
+  if (request.op() != v1::OP_TYPE_ALLREDUCE || request.reduce_op() == v1::REDUCE_OP_ADASUM ||
+      !same_key(fused, request))
     return false;
   fused.add_tensor_names(name);
   fused.add_tensor_sizes(num_elements(shape_t(request.shape().begin(), request.shape().end())));

@@ -1,11 +1,5 @@
 #!/bin/bash
-# issue 13 on the Intel host of 2026-11-27: the ResNet-50 row, settings shuffled per round
-# (as 2026-11-25-autotune-small passes 6-8), 15 rounds of 40 steps
-cd /work/main
-out=docs/bench-results/2026-11-27-autotune-resnet
-for pass in 1 2 3; do
-  mkdir -p $out/pass$pass
-  env TROUPE_LOG_LEVEL=info build/bin/troupe-run --mpi -np 2 build/bin/autotune_bench --only resnet50 \
-    --steps 40 --rounds 15 --log-dir $out/pass$pass > $out/pass$pass.txt 2>&1
-  echo "pass $pass exit $?" >> $out/status
-done
+# issue 13 on the Intel host of 2026-11-27: the ResNet-50 row, settings
+# shuffled per round, as on 2026-11-25 (its run.sh, written into this folder)
+exec bash /work/main/docs/bench-results/2026-11-25-autotune-resnet/run.sh \
+  docs/bench-results/2026-11-27-autotune-resnet
