@@ -12,14 +12,14 @@ cache_ref cache_view::hit(const v1::Request& request) const {
   return {it->second.id, it->second.list};
 }
 
-std::optional<std::string> cache_view::name_of(uint32_t id, uint64_t list) const {
+const std::string* cache_view::name_of(uint32_t id, uint64_t list) const {
   auto it = by_id_.find(id);
   if (it == by_id_.end())
-    return std::nullopt;
+    return nullptr;
   auto slot = by_name_.find(it->second);
   if (slot == by_name_.end() || slot->second.list != list)
-    return std::nullopt;
-  return it->second;
+    return nullptr;
+  return &slot->first;
 }
 
 void cache_view::assign(uint32_t id, const std::string& name, const v1::Request* local,

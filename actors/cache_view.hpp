@@ -57,8 +57,9 @@ public:
   cache_ref hit(const v1::Request& request) const;
 
   /// The tensor that `id` names as of list `list` (the last that named
-  /// it), if this view holds exactly that.
-  std::optional<std::string> name_of(uint32_t id, uint64_t list) const;
+  /// it), if this view holds exactly that (null otherwise); valid until
+  /// the view changes.
+  const std::string* name_of(uint32_t id, uint64_t list) const;
 
   uint64_t lists_applied() const {
     return lists_applied_;

@@ -356,21 +356,19 @@ void write_agreed(negotiator_self self) {
       st.channel_delivered->load(std::memory_order_acquire) != st.channel_handled ||
       st.channel->unread())
     return;
-  std::vector<v1::Response> single;
-  std::unordered_map<std::string, cache_ref> refs;
-  for (const auto& [ref, e] : std::exchange(st.completed, {})) {
-    single.push_back(agreed_response_of(e->request.tensor_name(), e->request));
-    refs.emplace(e->request.tensor_name(), ref);
-  }
+  const auto completed = std::exchange(st.completed, {});
+  std::vector<const v1::Request*> requests;
+  requests.reserve(completed.size());
+  for (const auto& c : completed)
+    requests.push_back(&c.second->request);
   v1::ResponseList list;
   list.set_process_set_id(st.set_id);
-  for (const auto& work : fuse(std::move(single), st.lane_fusion)) {
-    for (const auto& name : work.tensor_names()) {
-      const auto ref = refs.at(name);
-      list.add_agreed_ids(ref.id);
-      list.add_agreed_lists(ref.list);
+  for (const auto& group : fusion_groups(requests, st.lane_fusion)) {
+    for (auto i : group) {
+      list.add_agreed_ids(completed[i].first.id);
+      list.add_agreed_lists(completed[i].first.list);
     }
-    list.add_agreed_group_sizes(static_cast<uint32_t>(work.tensor_names_size()));
+    list.add_agreed_group_sizes(static_cast<uint32_t>(group.size()));
   }
   auto bytes = list.SerializeAsString();
   // Next in the stream here too: run it now, without this rank's reader.

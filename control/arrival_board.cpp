@@ -4,6 +4,7 @@ namespace troupe::control {
 
 arrival_board::arrival_board(std::atomic<uint64_t>* words, size_t count, int members)
     : words_(words),
+      agreed_(words + count),
       count_(count),
       members_(members),
       full_(members >= max_members ? ~uint32_t{0} : (uint32_t{1} << members) - 1) {
@@ -27,10 +28,26 @@ arrival_board::outcome arrival_board::post(uint32_t id, uint64_t list, int membe
     mask |= bit;
     const bool complete = (mask & full_) == full_;
     const uint64_t next = uint64_t{version} << 32 | (complete ? 0 : mask);
-    if (word.compare_exchange_weak(seen, next, std::memory_order_acq_rel,
-                                   std::memory_order_acquire))
-      return complete ? outcome::completed : outcome::posted;
+    if (!word.compare_exchange_weak(seen, next, std::memory_order_acq_rel,
+                                    std::memory_order_acquire))
+      continue;
+    if (!complete)
+      return outcome::posted;
+    // (Read first: a flag already set is not written again, so a hot id's
+    // cache line is not bounced between the members for nothing.)
+    auto& agreed = agreed_[id - 1];
+    if (agreed.load(std::memory_order_relaxed) == 0)
+      agreed.store(1, std::memory_order_relaxed);
+    return outcome::completed;
   }
+}
+
+bool arrival_board::take_agreed(uint32_t id) {
+  if (id == 0 || id > count_)
+    return false;
+  auto& agreed = agreed_[id - 1];
+  return agreed.load(std::memory_order_relaxed) != 0 &&
+         agreed.exchange(0, std::memory_order_relaxed) != 0;
 }
 
 std::vector<uint64_t> arrival_board::snapshot() const {

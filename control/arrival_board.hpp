@@ -14,11 +14,16 @@ namespace troupe::control {
 /// set once set rank m asked for it. The member whose bit completes the
 /// mask empties it and owes every member an agreed list naming the id
 /// (see docs/architecture.md, "Agreement without the coordinator").
+/// Next to the words, one flag per id says that a mask was completed since
+/// the coordinator last asked (take_agreed): hits agreed here never reach
+/// its LRU order, which asks before it evicts.
 /// A view: the words belong to the control channel's segment.
 class arrival_board {
 public:
   /// The most members a mask holds.
   static constexpr int max_members = 32;
+  /// Segment bytes per cache id: its word and its flag.
+  static constexpr size_t bytes_per_id = 16;
 
   enum class outcome {
     posted,     // the bit is set; another member completes the mask
@@ -28,6 +33,7 @@ public:
     no_slot,    // an id outside the board
   };
 
+  /// `words` holds 2 x `count` words: the masks, then the flags.
   arrival_board(std::atomic<uint64_t>* words, size_t count, int members);
 
   /// Sets `member`'s bit for cache id `id` as of list `list`. Bits of an
@@ -35,12 +41,17 @@ public:
   /// once they apply the list that changed it) and are replaced.
   outcome post(uint32_t id, uint64_t list, int member);
 
-  /// The words' current values (for the stall inspector): index = id.
+  /// The words' current values (for the stall inspector): index = id - 1.
   std::vector<uint64_t> snapshot() const;
 
+  /// Whether a mask of `id` was completed since the last call for it
+  /// (clears the flag). An id reused for another tensor may carry its
+  /// predecessor's flag once.
+  bool take_agreed(uint32_t id);
 
 private:
   std::atomic<uint64_t>* words_;
+  std::atomic<uint64_t>* agreed_;
   size_t count_;
   int members_;
   uint32_t full_;

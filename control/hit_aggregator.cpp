@@ -102,7 +102,8 @@ void hit_aggregator::hit(const v1::Request& req, uint64_t lists_applied, clock::
   if (held != held_.end()) {
     name = held->second.name ? &*held->second.name : nullptr;
   } else if (name_of_) {
-    looked_up = name_of_(k.first, k.second);
+    if (const auto* known = name_of_(k.first, k.second))
+      looked_up = *known;
     name = looked_up ? &*looked_up : nullptr;
   }
   // Full requests of this tensor's round, if held, cannot complete.

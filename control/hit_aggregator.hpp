@@ -47,8 +47,8 @@ public:
   using clock = std::chrono::steady_clock;
 
   /// The tensor a cache id meant as of the list that named it, as this
-  /// node's member knows it (nullopt: it does not know).
-  using name_lookup = std::function<std::optional<std::string>(uint32_t id, uint64_t list)>;
+  /// node's member knows it (null: it does not know), valid for the call.
+  using name_lookup = std::function<const std::string*(uint32_t id, uint64_t list)>;
 
   hit_aggregator(tree_node node, clock::duration hold, name_lookup name_of = nullptr);
 

@@ -60,7 +60,7 @@ static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_al
 size_t layout_bytes(size_t members, const channel_sizes& s) {
   return sizeof(channel_header) + members * sizeof(bell) +
          byte_stream::bytes_needed(members, s.response_bytes) +
-         members * byte_stream::bytes_needed(1, s.request_bytes) + s.arrival_words * 8;
+         members * byte_stream::bytes_needed(1, s.request_bytes) + s.arrival_words * arrival_board::bytes_per_id;
 }
 
 // Whether a header read from a segment of `bytes` describes it: any process
@@ -74,10 +74,10 @@ bool layout_fits(size_t members, const channel_sizes& s, size_t bytes) {
   size_t requests = 0;
   if (__builtin_mul_overflow(members, byte_stream::bytes_needed(1, s.request_bytes), &requests))
     return false;
-  if (s.arrival_words > bytes / 8 || members > bytes / sizeof(bell))
+  if (s.arrival_words > bytes / arrival_board::bytes_per_id || members > bytes / sizeof(bell))
     return false;
   const size_t rest = sizeof(channel_header) + members * sizeof(bell) +
-                      byte_stream::bytes_needed(members, s.response_bytes) + s.arrival_words * 8;
+                      byte_stream::bytes_needed(members, s.response_bytes) + s.arrival_words * arrival_board::bytes_per_id;
   return requests <= bytes && rest <= bytes && requests + rest == bytes;
 }
 
@@ -306,7 +306,7 @@ void channel_host::unlink() {
   segment_->segment().unlink();
 }
 
-const arrival_board* channel_host::board() const {
+arrival_board* channel_host::board() {
   return segment_->board();
 }
 

@@ -94,7 +94,7 @@ public:
   void unlink();
 
   /// The arrival board (null without one).
-  const arrival_board* board() const;
+  arrival_board* board();
 
 private:
   std::unique_ptr<channel_segment> segment_;

@@ -438,6 +438,8 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
   st.hosts.resize(static_cast<size_t>(set_size));
   if (options.control) {
     st.channel = std::move(options.control);
+    if (auto* board = st.channel->board())
+      st.cache->spare_if([board](uint32_t id) { return board->take_agreed(id); });
     // The reader thread holds the coordinator weakly: the channel belongs
     // to the coordinator's state and goes with it.
     auto weak = caf::actor_cast<caf::weak_actor_ptr>(self);

@@ -40,7 +40,7 @@ uint32_t response_cache::put(const std::string& name, requests by_rank,
     retire(pos, list_seq, true);
   } else if (by_name_.size() >= capacity_) {
     evicted_ = true;
-    retire(std::prev(lru_.end()), list_seq, false);
+    retire(victim(), list_seq, false);
   }
   if (id == 0) {
     if (!free_ids_.empty()) {
@@ -83,6 +83,19 @@ cached_tensor_ptr response_cache::find(const std::string& name) const {
 void response_cache::erase(const std::string& name, uint64_t list_seq) {
   if (auto it = by_name_.find(name); it != by_name_.end())
     retire(it->second, list_seq, false);
+}
+
+std::list<response_cache::entry>::iterator response_cache::victim() {
+  // The flags asked are cleared: after one round at most, the oldest is
+  // taken. (Its `named` stays: members resolve ids by the list that last
+  // wrote them.)
+  for (size_t asked = 0; used_elsewhere_ && asked < lru_.size(); ++asked) {
+    auto last = std::prev(lru_.end());
+    if (!used_elsewhere_(last->id))
+      return last;
+    lru_.splice(lru_.begin(), lru_, last);
+  }
+  return std::prev(lru_.end());
 }
 
 void response_cache::retire(std::list<entry>::iterator it, uint64_t list_seq, bool keep_id) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <optional>
 #include <string>
@@ -78,6 +79,15 @@ public:
   /// list yet still resolve their ids against the old entries.
   void reset(size_t capacity, uint64_t list_seq);
 
+  /// Hits the coordinator does not see (agreed on the arrival board) keep
+  /// an entry as a hit here would: before evicting the least recently used
+  /// entry, `used(id)` is asked whether it was used since last asked; if so
+  /// it moves to the front instead (a second chance: each entry is asked at
+  /// most once per eviction).
+  void spare_if(std::function<bool(uint32_t id)> used) {
+    used_elsewhere_ = std::move(used);
+  }
+
   /// True once, at the first eviction (Horovod prints a warning then).
   bool take_first_eviction();
 
@@ -97,6 +107,9 @@ private:
     uint64_t named = 0;  // the last list seq that wrote its id
   };
 
+  // The entry to evict: the least recently used one not used elsewhere.
+  std::list<entry>::iterator victim();
+
   // Moves an entry out of the live state as of list `list_seq`; its id is
   // freed unless `keep_id`.
   void retire(std::list<entry>::iterator it, uint64_t list_seq, bool keep_id);
@@ -109,6 +122,7 @@ private:
   uint32_t next_id_ = 1;
   std::vector<entry> retired_;
   std::vector<uint64_t> applied_;  // per member
+  std::function<bool(uint32_t)> used_elsewhere_;
   bool evicted_ = false;
   bool eviction_reported_ = false;
 };

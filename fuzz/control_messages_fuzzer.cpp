@@ -64,11 +64,12 @@ void as_inner_node(int32_t set_size, const std::string& bytes) {
     return;
   using clock = troupe::control::hit_aggregator::clock;
   const auto node = troupe::control::control_tree_node(1, set_size, 1);
+  static const std::string names[] = {"t0", "t1", "t2", "t3"};
   troupe::control::hit_aggregator agg(node, std::chrono::seconds(1),
-                                      [](uint32_t id, uint64_t) -> std::optional<std::string> {
+                                      [](uint32_t id, uint64_t) -> const std::string* {
                                         if (id % 3 == 0)
-                                          return std::nullopt;  // a tensor it cannot name
-                                        return "t" + std::to_string(id % 4);
+                                          return nullptr;  // a tensor it cannot name
+                                        return &names[id % 4];
                                       });
   troupe::coordinator::message_table table{set_size};
   troupe::coordinator::response_cache cache{4, set_size};

@@ -1,5 +1,7 @@
 #include "proto/fusion.hpp"
 
+#include <algorithm>
+
 #include "troupe/types.hpp"
 
 namespace troupe {
@@ -7,6 +9,10 @@ namespace troupe {
 namespace {
 
 // Adasum's dot products and norms are per tensor, so its tensors run alone.
+bool fusible(const v1::Request& r) {
+  return r.op() == v1::OP_TYPE_ALLREDUCE && r.reduce_op() != v1::REDUCE_OP_ADASUM;
+}
+
 bool fusible(const v1::Response& r) {
   return (r.op() == v1::OP_TYPE_ALLREDUCE && r.tensor_sizes_size() == 1 &&
           r.reduce_op() != v1::REDUCE_OP_ADASUM) ||
@@ -47,11 +53,54 @@ void append(v1::Response& bucket, const v1::Response& r) {
     bucket.add_row_elements(n);
 }
 
+// Buckets of items 0..n-1 (indexes, each bucket in order): a fusible item
+// joins the first open bucket of its key with room for its bytes, else
+// opens one (unless it alone reaches the threshold); anything else stands
+// alone in place. Buckets keep the place of their first member.
+template <class CanFuse, class SameKey, class Bytes>
+std::vector<std::vector<size_t>> buckets(size_t n, int64_t threshold, CanFuse can_fuse,
+                                         SameKey same, Bytes bytes) {
+  std::vector<std::vector<size_t>> out;
+  if (threshold <= 0) {
+    for (size_t i = 0; i < n; ++i)
+      out.push_back({i});
+    return out;
+  }
+  struct open_bucket {
+    size_t index;  // into `out`
+    int64_t bytes;
+  };
+  std::vector<open_bucket> open;
+  for (size_t i = 0; i < n; ++i) {
+    if (!can_fuse(i)) {
+      out.push_back({i});
+      continue;
+    }
+    const auto size = bytes(i);
+    auto room = std::find_if(open.begin(), open.end(), [&](const open_bucket& b) {
+      return same(out[b.index].front(), i) && b.bytes + size <= threshold;
+    });
+    if (room != open.end()) {
+      out[room->index].push_back(i);
+      room->bytes += size;
+      continue;
+    }
+    if (size < threshold)
+      open.push_back({out.size(), size});
+    out.push_back({i});
+  }
+  return out;
+}
+
+int64_t bytes_of(const v1::Request& r) {
+  return num_elements(shape_t(r.shape().begin(), r.shape().end())) *
+         static_cast<int64_t>(element_size(static_cast<data_type>(r.dtype())));
+}
+
 } // namespace
 
 bool append_allreduce(v1::Response& fused, const std::string& name, const v1::Request& request) {
-  if (request.op() != v1::OP_TYPE_ALLREDUCE || request.reduce_op() == v1::REDUCE_OP_ADASUM ||
-      !same_key(fused, request))
+  if (!fusible(request) || !same_key(fused, request))
     return false;
   fused.add_tensor_names(name);
   fused.add_tensor_sizes(num_elements(shape_t(request.shape().begin(), request.shape().end())));
@@ -59,32 +108,27 @@ bool append_allreduce(v1::Response& fused, const std::string& name, const v1::Re
 }
 
 std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshold_bytes) {
-  if (threshold_bytes <= 0)
-    return ready;
+  const auto groups = buckets(
+    ready.size(), threshold_bytes, [&](size_t i) { return fusible(ready[i]); },
+    [&](size_t a, size_t b) { return same_key(ready[a], ready[b]); },
+    [&](size_t i) { return bytes_of(ready[i]); });
   std::vector<v1::Response> out;
-  std::vector<size_t> open;  // indexes into `out` of buckets that may still grow
-  for (auto& r : ready) {
-    if (!fusible(r)) {
-      out.push_back(std::move(r));
-      continue;
-    }
-    const auto size = bytes_of(r);
-    bool placed = false;
-    for (auto idx : open) {
-      auto& bucket = out[idx];
-      if (same_key(bucket, r) && bytes_of(bucket) + size <= threshold_bytes) {
-        append(bucket, r);
-        placed = true;
-        break;
-      }
-    }
-    if (!placed) {
-      if (size < threshold_bytes)
-        open.push_back(out.size());
-      out.push_back(std::move(r));
-    }
+  out.reserve(groups.size());
+  for (const auto& group : groups) {
+    out.push_back(std::move(ready[group.front()]));
+    for (size_t k = 1; k < group.size(); ++k)
+      append(out.back(), ready[group[k]]);
   }
   return out;
+}
+
+std::vector<std::vector<size_t>> fusion_groups(const std::vector<const v1::Request*>& ready,
+                                               int64_t threshold_bytes) {
+  return buckets(
+    ready.size(), threshold_bytes,
+    [&](size_t i) { return fusible(*ready[i]); },
+    [&](size_t a, size_t b) { return same_key(*ready[a], *ready[b]); },
+    [&](size_t i) { return bytes_of(*ready[i]); });
 }
 
 } // namespace troupe

@@ -19,6 +19,11 @@ namespace troupe {
 /// result, so the order is the same everywhere.
 std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshold_bytes);
 
+/// fuse()'s buckets for allreduce requests (anything else stands alone):
+/// indexes into `ready`, each bucket in order.
+std::vector<std::vector<size_t>> fusion_groups(const std::vector<const v1::Request*>& ready,
+                                               int64_t threshold_bytes);
+
 /// Appends an allreduce to a fused (or single) allreduce response when
 /// fuse() would put them in one bucket regardless of size (same dtype,
 /// reduction and scale factors, no Adasum); false, and `fused` unchanged,

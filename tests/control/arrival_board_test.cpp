@@ -12,8 +12,8 @@ namespace {
 using outcome = arrival_board::outcome;
 
 TEST(arrival_board, the_last_member_to_post_completes_the_mask_and_empties_it) {
-  std::vector<std::atomic<uint64_t>> words(4);
-  arrival_board board(words.data(), words.size(), 3);
+  std::vector<std::atomic<uint64_t>> words(2 * 4);  // masks, then flags
+  arrival_board board(words.data(), 4, 3);
   EXPECT_EQ(board.post(2, 7, 0), outcome::posted);
   EXPECT_EQ(board.post(2, 7, 2), outcome::posted);
   EXPECT_EQ(board.post(3, 7, 1), outcome::posted);  // another id: its own word
@@ -26,8 +26,8 @@ TEST(arrival_board, the_last_member_to_post_completes_the_mask_and_empties_it) {
 }
 
 TEST(arrival_board, bits_of_an_older_version_are_replaced_and_an_older_poster_is_behind) {
-  std::vector<std::atomic<uint64_t>> words(2);
-  arrival_board board(words.data(), words.size(), 2);
+  std::vector<std::atomic<uint64_t>> words(2 * 2);  // masks, then flags
+  arrival_board board(words.data(), 2, 2);
   EXPECT_EQ(board.post(1, 5, 0), outcome::posted);
   // Member 1 applied list 9, which named id 1 anew: member 0's bit was for
   // what id 1 named before, and does not count.
@@ -37,9 +37,23 @@ TEST(arrival_board, bits_of_an_older_version_are_replaced_and_an_older_poster_is
   EXPECT_EQ(board.post(1, 9, 0), outcome::completed);
 }
 
+TEST(arrival_board, a_completed_mask_flags_its_id_until_taken) {
+  std::vector<std::atomic<uint64_t>> words(2 * 2);  // masks, then flags
+  arrival_board board(words.data(), 2, 2);
+  EXPECT_FALSE(board.take_agreed(1));
+  EXPECT_EQ(board.post(1, 4, 0), outcome::posted);
+  EXPECT_FALSE(board.take_agreed(1));  // posted, not agreed
+  EXPECT_EQ(board.post(1, 4, 1), outcome::completed);
+  EXPECT_FALSE(board.take_agreed(2));
+  EXPECT_TRUE(board.take_agreed(1));
+  EXPECT_FALSE(board.take_agreed(1));  // taken
+  EXPECT_FALSE(board.take_agreed(0));
+  EXPECT_FALSE(board.take_agreed(3));
+}
+
 TEST(arrival_board, ids_and_members_outside_the_board_are_refused) {
-  std::vector<std::atomic<uint64_t>> words(2);
-  arrival_board board(words.data(), words.size(), 2);
+  std::vector<std::atomic<uint64_t>> words(2 * 2);  // masks, then flags
+  arrival_board board(words.data(), 2, 2);
   EXPECT_EQ(board.post(0, 1, 0), outcome::no_slot);
   EXPECT_EQ(board.post(3, 1, 0), outcome::no_slot);
   EXPECT_EQ(board.post(1, 1, 2), outcome::no_slot);
@@ -47,8 +61,8 @@ TEST(arrival_board, ids_and_members_outside_the_board_are_refused) {
 }
 
 TEST(arrival_board, a_full_set_of_32_members_completes) {
-  std::vector<std::atomic<uint64_t>> words(1);
-  arrival_board board(words.data(), words.size(), 32);
+  std::vector<std::atomic<uint64_t>> words(2 * 1);  // masks, then flags
+  arrival_board board(words.data(), 1, 32);
   for (int m = 0; m < 31; ++m)
     ASSERT_EQ(board.post(1, 1, m), outcome::posted) << m;
   EXPECT_EQ(board.post(1, 1, 31), outcome::completed);
@@ -61,8 +75,8 @@ TEST(arrival_board, a_full_set_of_32_members_completes) {
 TEST(arrival_board, exactly_one_member_completes_each_round_under_contention) {
   constexpr int members = 4;
   constexpr int rounds = 20000;
-  std::vector<std::atomic<uint64_t>> words(1);
-  arrival_board board(words.data(), words.size(), members);
+  std::vector<std::atomic<uint64_t>> words(2 * 1);  // masks, then flags
+  arrival_board board(words.data(), 1, members);
   std::atomic<int> completed{0};
   std::vector<int> completions(members, 0);
   std::vector<std::thread> threads;

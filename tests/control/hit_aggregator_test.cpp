@@ -144,8 +144,9 @@ std::vector<std::pair<int32_t, int32_t>> requests_in(const v1::RequestList& list
 
 TEST(hit_aggregator, full_requests_are_merged_unless_a_rank_names_their_tensor_by_id) {
   const auto t = clock_type::now();
-  hit_aggregator agg(inner_node(), 1s, [](uint32_t id, uint64_t) -> std::optional<std::string> {
-    return id == 5 ? std::optional<std::string>("x") : std::nullopt;
+  static const std::string x = "x";
+  hit_aggregator agg(inner_node(), 1s, [](uint32_t id, uint64_t) -> const std::string* {
+    return id == 5 ? &x : nullptr;
   });
   using ranges = std::vector<std::pair<int32_t, int32_t>>;
   // Every rank of [1, 4) in full: one request goes up.
@@ -225,10 +226,11 @@ TEST(hit_aggregator, a_full_request_takes_up_only_the_held_hits_of_its_tensor_wh
   const auto t = clock_type::now();
   // This node's member knows id 5 as "x" and id 6 as "y" (as of list 9);
   // id 7 only as of another list.
-  hit_aggregator agg(inner_node(), 1s, [](uint32_t id, uint64_t list) -> std::optional<std::string> {
+  static const std::string x = "x", y = "y";
+  hit_aggregator agg(inner_node(), 1s, [](uint32_t id, uint64_t list) -> const std::string* {
     if (list != 9)
-      return std::nullopt;
-    return id == 5 ? "x" : id == 6 ? "y" : std::optional<std::string>();
+      return nullptr;
+    return id == 5 ? &x : id == 6 ? &y : nullptr;
   });
   agg.add(hits(1, 9, {{5, 9}, {6, 9}, {7, 4}}), t);
   v1::RequestList full;
@@ -266,8 +268,9 @@ TEST(hit_aggregator, a_full_request_takes_up_only_the_held_hits_of_its_tensor_wh
 
 TEST(hit_aggregator, hits_after_a_full_request_of_their_round_are_not_held) {
   const auto t = clock_type::now();
-  hit_aggregator agg(inner_node(), 1s, [](uint32_t id, uint64_t) -> std::optional<std::string> {
-    return id == 5 ? "x" : "y";
+  static const std::string x = "x", y = "y";
+  hit_aggregator agg(inner_node(), 1s, [](uint32_t id, uint64_t) -> const std::string* {
+    return id == 5 ? &x : &y;
   });
   // Rank 2 sends x in full after applying 9 lists; the others' hits name
   // list 9 (this round): rank 2 will not hit it, so they go up at once.

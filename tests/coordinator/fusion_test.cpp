@@ -90,5 +90,41 @@ TEST(fusion, threshold_zero_disables) {
   EXPECT_EQ(out.size(), 2u);
 }
 
+// The agreed lists of the fast lane group requests as fuse() groups their
+// responses.
+v1::Request request(int64_t elements, v1::DataType dtype = v1::DATA_TYPE_FLOAT32,
+                    v1::ReduceOp op = v1::REDUCE_OP_SUM) {
+  v1::Request r;
+  r.set_op(v1::OP_TYPE_ALLREDUCE);
+  r.add_shape(elements);
+  r.set_dtype(dtype);
+  r.set_reduce_op(op);
+  r.set_prescale_factor(1.0);
+  r.set_postscale_factor(1.0);
+  return r;
+}
+
+TEST(fusion, requests_group_as_their_responses_fuse) {
+  // 16-byte floats (4 elements), a float64, an Adasum, a broadcast, a
+  // 64-byte float; threshold 40.
+  std::vector<v1::Request> reqs{request(4),
+                                request(4, v1::DATA_TYPE_FLOAT64),
+                                request(4),
+                                request(4, v1::DATA_TYPE_FLOAT32, v1::REDUCE_OP_ADASUM),
+                                request(16),
+                                request(4)};
+  reqs.emplace_back();
+  reqs.back().set_op(v1::OP_TYPE_BROADCAST);
+  std::vector<const v1::Request*> ready;
+  for (const auto& r : reqs)
+    ready.push_back(&r);
+  EXPECT_EQ(fusion_groups(ready, 40),
+            (std::vector<std::vector<size_t>>{{0, 2}, {1}, {3}, {4}, {5}, {6}}));
+  EXPECT_EQ(fusion_groups(ready, 1 << 20),
+            (std::vector<std::vector<size_t>>{{0, 2, 4, 5}, {1}, {3}, {6}}));
+  EXPECT_EQ(fusion_groups(ready, 0),
+            (std::vector<std::vector<size_t>>{{0}, {1}, {2}, {3}, {4}, {5}, {6}}));
+}
+
 } // namespace
 } // namespace troupe::coordinator

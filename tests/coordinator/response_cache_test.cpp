@@ -1,6 +1,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -40,6 +41,40 @@ TEST(response_cache, same_tensor_keeps_its_id_and_new_tensors_reuse_evicted_ids)
   EXPECT_EQ(cache.resolve(1, 0, 3)->name, "a");
   EXPECT_FALSE(cache.resolve(2, 0, 0));  // before any list: no id existed
   EXPECT_FALSE(cache.resolve(7, 0, 3));
+}
+
+// Entries agreed on the arrival board are used without the coordinator
+// seeing it: asked before eviction, they get a second chance, and the
+// least recently used entry nobody used goes instead.
+TEST(response_cache, entries_used_elsewhere_are_spared_from_eviction) {
+  response_cache cache(3, 2);
+  std::set<uint32_t> used;
+  std::vector<uint32_t> asked;
+  cache.spare_if([&](uint32_t id) {
+    asked.push_back(id);
+    return used.erase(id) > 0;
+  });
+  cache.put("a", both("a", 4), 1);  // id 1, the oldest
+  cache.put("b", both("b", 4), 1);  // id 2
+  cache.put("c", both("c", 4), 1);  // id 3
+  used = {1, 2};                    // a and b agreed on the board since
+  EXPECT_EQ(cache.put("d", both("d", 4), 2), 3u);  // c goes, its id is reused
+  EXPECT_EQ(asked, (std::vector<uint32_t>{1, 2, 3}));
+  EXPECT_EQ(cache.find("c"), nullptr);
+  ASSERT_NE(cache.find("a"), nullptr);
+  // Their flags are taken: with nothing used since, a (spared first, now
+  // the oldest) goes next. Its id was written by list 1 and stays so.
+  EXPECT_EQ(cache.named_in(1, 1), cache.find("a"));
+  asked.clear();
+  EXPECT_EQ(cache.put("e", both("e", 4), 3), 1u);
+  EXPECT_EQ(asked, (std::vector<uint32_t>{1}));
+  EXPECT_EQ(cache.find("a"), nullptr);
+  // Every entry used: after one round of asking, the oldest goes anyway.
+  used = {2, 3, 1};
+  asked.clear();
+  EXPECT_EQ(cache.put("f", both("f", 4), 4), 2u);
+  EXPECT_EQ(asked, (std::vector<uint32_t>{2, 3, 1}));
+  EXPECT_EQ(cache.find("b"), nullptr);
 }
 
 TEST(response_cache, changed_parameters_and_failures_are_seen_only_by_later_states) {

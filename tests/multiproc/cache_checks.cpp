@@ -186,6 +186,32 @@ void add_stable(std::vector<job>& out, int rank, int size, int step, int k, int 
 
 } // namespace
 
+// Submits a step's jobs and checks each: a job without `verify` must fail
+// naming its tensor. False (and a FAIL line) at the first problem.
+bool check_step(int rank, int step, const std::vector<job>& jobs) {
+  std::vector<handle> handles;
+  for (auto& j : jobs)
+    handles.push_back(j.submit());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto s = handles[i].wait();
+    std::string problem;
+    if (!jobs[i].verify) {
+      if (s.ok())
+        problem = "succeeded although one rank sent float64";
+      else if (s.message().find(jobs[i].name) == std::string::npos)
+        problem = "failed without naming it: " + s.message();
+    } else {
+      problem = s.ok() ? jobs[i].verify(handles[i]) : s.message();
+    }
+    if (!problem.empty()) {
+      std::printf("rank %d: FAIL step %d %s: %s\n", rank, step, jobs[i].name.c_str(),
+                  problem.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 int run_fast_lane_checks(int rank, int size, int steps) {
   std::mt19937 gen(7 + static_cast<unsigned>(rank));
   for (int step = 0; step < steps; ++step) {
@@ -202,28 +228,23 @@ int run_fast_lane_checks(int rank, int size, int steps) {
     if (step % 10 == 0)  // another op among the allreduces: by the coordinator
       add_broadcast(jobs, rank, size, step);
     std::shuffle(jobs.begin(), jobs.end(), gen);
-    std::vector<handle> handles;
-    for (auto& j : jobs)
-      handles.push_back(j.submit());
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      const auto s = handles[i].wait();
-      std::string problem;
-      if (!jobs[i].verify) {
-        if (s.ok())
-          problem = "succeeded although one rank sent float64";
-        else if (s.message().find(jobs[i].name) == std::string::npos)
-          problem = "failed without naming it: " + s.message();
-      } else {
-        problem = s.ok() ? jobs[i].verify(handles[i]) : s.message();
-      }
-      if (!problem.empty()) {
-        std::printf("rank %d: FAIL step %d %s: %s\n", rank, step, jobs[i].name.c_str(),
-                    problem.c_str());
-        return 1;
-      }
-    }
+    if (!check_step(rank, step, jobs))
+      return 1;
   }
   std::printf("rank %d: PASS %d fast-lane steps\n", rank, steps);
+  return 0;
+}
+
+int run_fast_lane_lru_checks(int rank, int size, int steps) {
+  for (int step = 0; step < steps; ++step) {
+    std::vector<job> jobs;
+    for (int k = 0; k < fast_lane_lru_stable; ++k)
+      add_stable(jobs, rank, size, step, k, -1);
+    add_allreduce(jobs, rank, size, step, 1000 + step, 1, false);  // a new name
+    if (!check_step(rank, step, jobs))
+      return 1;
+  }
+  std::printf("rank %d: PASS %d fast-lane steps with a new name each\n", rank, steps);
   return 0;
 }
 

@@ -19,4 +19,13 @@ int run_cache_checks(int rank, int size, int steps, bool tune = false);
 /// every rank naming it. Every result is checked exactly.
 int run_fast_lane_checks(int rank, int size, int steps);
 
+/// Allreduces every step of the fast-lane LRU workload agrees on the board.
+inline constexpr int fast_lane_lru_stable = 4;
+
+/// `steps` steps of fast_lane_lru_stable cached allreduces plus one under a
+/// name never seen before (as an unnamed allreduce is): under a cache that
+/// the new names fill, the evictions must take those, not the allreduces
+/// agreed on the board every step. Every result is checked exactly.
+int run_fast_lane_lru_checks(int rank, int size, int steps);
+
 } // namespace troupe::test

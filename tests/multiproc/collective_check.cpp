@@ -364,9 +364,11 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_checks(
       troupe::test::many_small(rank, size, argc > 2 ? std::atoi(argv[2]) : 1000), rank,
       "small allreduces in flight");
-  else if (mode == "fast-lane" && (argc == 3 || argc == 4)) {
+  else if ((mode == "fast-lane" || mode == "fast-lane-lru") && (argc == 3 || argc == 4)) {
     // With a stop file: holds after the steps (metrics scraped meanwhile).
-    rc = troupe::test::run_fast_lane_checks(rank, size, std::atoi(argv[2]));
+    rc = mode == "fast-lane"
+           ? troupe::test::run_fast_lane_checks(rank, size, std::atoi(argv[2]))
+           : troupe::test::run_fast_lane_lru_checks(rank, size, std::atoi(argv[2]));
     if (rc == 0 && argc == 4) {
       std::printf("rank %d: PASS fast lane, holding\n", rank);
       rc = await_file(rank, argv[3]) ? 0 : 1;

@@ -6,9 +6,13 @@
 # troupe_fast_lane_agreed_total says whether the members agreed on the
 # cached allreduces among themselves: at least one per step on every rank
 # with the lane on (the default), none with --fast-lane 0 among the flags.
+# FAST_LANE_MODE=fast-lane-lru runs that workload instead, and
+# FAST_LANE_MIN replaces the least count expected per rank (default STEPS).
 set -u
 run=$1 check=$2 np=$3 steps=$4
 shift 4
+mode=${FAST_LANE_MODE:-fast-lane}
+least=${FAST_LANE_MIN:-$steps}
 here=$(dirname "$0")
 . "$here/metrics_lib.sh"
 dir=$(mktemp -d)
@@ -16,7 +20,7 @@ trap 'touch "$dir/stop"; kill "$job_pid" 2>/dev/null; rm -rf "$dir"' EXIT
 base=$(free_base $((np + 1))) || exit 1
 # (Not metrics_lib's launch: 100 000 steps take 40 s here, more on a busy
 # machine.)
-timeout 280 "$run" --timeout 270 --metrics-port "$base" -np "$np" "$@" "$check" fast-lane \
+timeout 280 "$run" --timeout 270 --metrics-port "$base" -np "$np" "$@" "$check" "$mode" \
   "$steps" "$dir/stop" > "$dir/job.log" 2>&1 &
 job_pid=$!
 wait_lines "$dir" 260 "$np" 'PASS fast lane, holding' || exit 1
@@ -31,7 +35,7 @@ for r in $(seq 0 $((np - 1))); do
   if [ $lane_off -eq 1 ]; then
     [ "$agreed" -eq 0 ] || { echo "FAIL: rank $r agreed $agreed with the lane off"; exit 1; }
   else
-    [ "$agreed" -ge "$steps" ] || { echo "FAIL: rank $r agreed only $agreed"; exit 1; }
+    [ "$agreed" -ge "$least" ] || { echo "FAIL: rank $r agreed only $agreed (at least $least)"; exit 1; }
   fi
 done
 finish_job "$dir" || exit 1
