@@ -1,18 +1,42 @@
 #!/usr/bin/env bash
 # Scaling of the PyTorch synthetic benchmark: total img/sec on 2 ranks over
-# img/sec on 1 rank (resnet18, batch 16, no special flags).
+# img/sec on 1 rank (resnet18, batch 16, no special flags), next to its
+# references on this host (bench/torch_scaling_refs.py): 2 ranks training
+# on their own side by side, the same in lockstep (waiting for each other
+# once per step, as data-parallel training must) without gradients, and
+# torch.distributed's DDP over gloo.
 #   bash bench/torch_scaling.sh [build dir] [extra synthetic_benchmark flags...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 shift || true
 export PYTHONPATH=$build/python
-bench=(/usr/bin/python3 "$root/examples/pytorch/synthetic_benchmark.py" --model resnet18
-       --batch-size 16 "$@")
+flags=(--model resnet18 --batch-size 16 "$@")
 total() {
-  "$build/bin/troupe-run" -np "$1" "${bench[@]}" | tee /dev/stderr |
-    sed -n 's/.*Total img\/sec on [0-9]* CPU(s): \([0-9.]*\).*/\1/p'
+  local np=$1 line
+  shift
+  # The job's output goes on to stderr as it comes.
+  line=$("$build/bin/troupe-run" -np "$np" /usr/bin/python3 "$@" "${flags[@]}" |
+           while IFS= read -r l; do printf '%s\n' "$l" >&2; printf '%s\n' "$l"; done |
+           sed -n 's/.*Total img\/sec on [0-9]* CPU(s): \([0-9.]*\).*/\1/p')
+  [ -n "$line" ] || { echo "bench/torch_scaling.sh: no img/sec from $*" >&2; exit 1; }
+  echo "$line"
 }
-one=$(total 1)
-two=$(total 2)
-/usr/bin/python3 -c "print('1 rank: %s img/sec, 2 ranks: %s img/sec, scaling: %.3f' % ($one, $two, $two / $one))"
+free_port() {
+  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+refs=$root/bench/torch_scaling_refs.py
+one=$(total 1 "$root/examples/pytorch/synthetic_benchmark.py")
+two=$(total 2 "$root/examples/pytorch/synthetic_benchmark.py")
+apart=$(total 2 "$refs" --sync none)
+lockstep=$(total 2 "$refs" --sync step)
+ddp=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) total 2 "$refs" --sync ddp)
+/usr/bin/python3 - "$one" "$two" "$apart" "$lockstep" "$ddp" <<'PY'
+import sys
+one, two, apart, lockstep, ddp = map(float, sys.argv[1:])
+print('1 rank: %.1f img/sec, 2 ranks: %.1f img/sec, scaling: %.3f' % (one, two, two / one))
+print('references on 2 ranks: on their own %.1f img/sec (%.3f), in lockstep without '
+      'gradients %.1f (%.3f), torch DDP over gloo %.1f (%.3f); Troupe reaches %.3f of the '
+      'lockstep ceiling' % (apart, apart / one, lockstep, lockstep / one, ddp, ddp / one,
+                            two / lockstep))
+PY
