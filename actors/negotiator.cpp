@@ -1,8 +1,6 @@
 #include "actors/negotiator.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <deque>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -10,20 +8,18 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "actors/cache_view.hpp"
+#include "actors/negotiator_state.hpp"
 #include "actors/timeline.hpp"
 #include "actors/work_tracers.hpp"
 #include "control/shm_channel.hpp"
 #include "control/hit_aggregator.hpp"
 #include "metrics/rank_metrics.hpp"
-#include "proto/agreed_response.hpp"
-#include "proto/fusion.hpp"
 #include "proto/op_properties.hpp"
 #include "proto/request_checks.hpp"
 
 namespace troupe::actors {
 
-namespace {
+namespace negotiation {
 
 // A backend failure usually means a peer died; the supervisor learns which
 // one within milliseconds. Waiting this long lets the handles carry the
@@ -34,106 +30,6 @@ const char* duplicate_name_error =
   "Requested to allreduce, allgather, or broadcast a tensor with the same name as "
   "another tensor that is currently being processed. If you want to request another "
   "tensor, use a different tensor name.";
-
-struct negotiator_state {
-  uint32_t set_id = 0;
-  int32_t set_rank = 0;
-  int32_t set_size = 1;
-  int64_t epoch = 0;
-  // Null until the supervisor passes it on: requests wait in the outbox.
-  coordinator_actor coordinator;
-  coordinator_actor local_coordinator;
-  // The set's control channel when the coordinator runs in another process
-  // on this host (null: lists go over the network).
-  std::unique_ptr<control::channel_member> channel;
-  bool channel_retry_scheduled = false;
-  // This rank's place in the set's control tree (none: a leaf under the
-  // coordinator, as in a star): the parent its lists go to (null: the
-  // coordinator), the children it passes response lists on to, and, at an
-  // inner node, what it does with its subtree's lists on the way up.
-  member_actor parent;
-  std::vector<member_actor> children;
-  std::optional<control::hit_aggregator> aggregator;
-  std::chrono::milliseconds tree_hold{0};
-  // False until the coordinator placed this rank in the control tree (or
-  // the wait for it ran out): lists stay in the outbox until then (see
-  // control::tree_possible), and the lists of children placed before this
-  // rank wait for its place here.
-  bool placed = true;
-  control::hit_aggregator::clock::time_point place_deadline{};
-  std::vector<std::string> early_lists;
-  std::string host;
-  std::optional<control::hit_aggregator::clock::time_point> hold_timer;
-  bool told_aggregated = false;
-  bool told_merged = false;
-  // Rounds the hold sent up, and the count at which the next line that
-  // says so goes out.
-  uint64_t late_rounds = 0;
-  uint64_t next_late_note = 1;
-  backend_actors backends;
-  caf::actor timeline;  // null when no timeline can be written
-  bool tracing = false;   // a timeline file is open: send it events
-  bool mark_cycles = false;
-  std::shared_ptr<metrics::set_metrics> metrics;
-  // Every entry from submission until completion, by tensor name.
-  std::unordered_map<std::string, tensor_entry_ptr> table;
-  std::unordered_map<uint64_t, collective_work_ptr> in_flight;
-  // Which tensors the coordinator has cached, under which ids.
-  cache_view cache;
-  // The fast lane (docs/architecture.md, "Agreement without the
-  // coordinator"), as of the last list applied: whether cached allreduces
-  // are agreed on the channel's arrival board, and the fusion threshold
-  // for the agreed lists this rank writes.
-  bool lane_on = false;
-  int64_t lane_fusion = 0;
-  // Entries whose arrival this rank posted on the board, with the id
-  // version posted: they wait for an agreed list, or go again once a list
-  // changes their id.
-  std::unordered_map<std::string, cache_ref> posted;
-  // Arrivals this rank completed, for the next agreed list it writes: held
-  // while its backends run works, as the coordinator holds its next list
-  // until its rank has run the last one, so that a step's tensors go as a
-  // few fused works instead of one per completion.
-  std::vector<std::pair<cache_ref, tensor_entry_ptr>> completed;
-  // Response lists the channel's reader thread passed on, and those
-  // handled here: while they differ, or the channel holds unread bytes, a
-  // list is on its way and the next agreed list waits for it.
-  std::shared_ptr<std::atomic<uint64_t>> channel_delivered =
-    std::make_shared<std::atomic<uint64_t>>(0);
-  uint64_t channel_handled = 0;
-  // Accepted but not yet sent to the coordinator (see flush_requests).
-  std::vector<tensor_entry_ptr> outbox;
-  bool flush_scheduled = false;
-  // Works still running per received response list, oldest first, with
-  // what the finished ones moved.
-  struct list_progress {
-    size_t remaining = 0;
-    list_stats moved;
-    bool agreed = false;  // an agreed list: the coordinator does not count it
-  };
-  std::deque<list_progress> lists_running;
-  // A settings change to send with the next request list.
-  std::optional<v1::Tuning> tuning;
-  // The CPU allreduce chunk tuned at run time (none: the backend's own),
-  // in force from the list that set it on, as on every member.
-  std::optional<size_t> fusion_chunk_bytes;
-  uint64_t next_work_id = 1;
-  // join() was called: contribute zeros to allreduces this rank lacks.
-  bool joined = false;
-  // Every rank joined, but works launched before the JOIN (ids up to
-  // last_work) still run here: join() completes after them.
-  struct due_join {
-    tensor_entry_ptr entry;
-    uint64_t last_work = 0;
-  };
-  std::optional<due_join> join_due;
-  // (shutdown) arrived: stop once the backend has returned every work.
-  bool stopping = false;
-  std::optional<status> broken;
-  static constexpr const char* name = "troupe.negotiator";
-};
-
-using negotiator_self = negotiator_actor::stateful_pointer<negotiator_state>;
 
 // Timeline spans, Horovod's names: NEGOTIATE_<OP> from submission to the
 // coordinator's answer, then <OP> while the backend runs it.
@@ -315,93 +211,6 @@ void note_late(negotiator_state& st, const control::late_round& late, uint64_t r
                st.set_id, st.set_rank, late.tensor, st.tree_hold.count(), missing,
                st.late_rounds, 2 * st.late_rounds);
   st.next_late_note = 2 * st.late_rounds;
-}
-
-// --- the fast lane: agreement on cached allreduces without the coordinator
-
-void on_agreed_list(negotiator_self self, const v1::ResponseList& list);
-
-enum class arrival {
-  slow,     // not on the board: the request goes to the coordinator
-  waiting,  // posted: an agreed list or a list changing its id follows
-  agreed,   // this rank completed it: it writes the agreed list
-};
-
-// Posts this rank's arrival for a cached allreduce on the channel's board
-// when the fast lane is on (every member reads the channel, the set is a
-// star, nobody joined). A grouped allreduce waits for its whole group at the
-// coordinator, and a joined rank asks for nothing: both go the slow way.
-arrival post_arrival(negotiator_state& st, const v1::Request& request, cache_ref ref) {
-  auto* board = st.channel ? st.channel->board() : nullptr;
-  if (!st.lane_on || !board || st.joined || request.op() != v1::OP_TYPE_ALLREDUCE ||
-      !request.group_name().empty())
-    return arrival::slow;
-  const auto outcome = board->post(ref.id, ref.list, st.set_rank);
-  if (outcome == control::arrival_board::outcome::no_slot)
-    return arrival::slow;
-  st.posted.insert_or_assign(request.tensor_name(), ref);
-  return outcome == control::arrival_board::outcome::completed ? arrival::agreed
-                                                               : arrival::waiting;
-}
-
-// Writes the agreed list for the tensors whose arrival this rank completed,
-// once its backends run nothing (see negotiator_state::completed), grouped
-// as the fusion threshold in force fuses them: every member runs each group
-// as one work (leaving out the ids that no longer name what they named here
-// when the list reaches it). Writing later is always safe; not writing
-// would leave every member waiting.
-void write_agreed(negotiator_self self) {
-  auto& st = self->state;
-  if (st.completed.empty() || !st.in_flight.empty() ||
-      st.channel_delivered->load(std::memory_order_acquire) != st.channel_handled ||
-      st.channel->unread())
-    return;
-  const auto completed = std::exchange(st.completed, {});
-  std::vector<const v1::Request*> requests;
-  requests.reserve(completed.size());
-  for (const auto& c : completed)
-    requests.push_back(&c.second->request);
-  v1::ResponseList list;
-  list.set_process_set_id(st.set_id);
-  for (const auto& group : fusion_groups(requests, st.lane_fusion)) {
-    for (auto i : group) {
-      list.add_agreed_ids(completed[i].first.id);
-      list.add_agreed_lists(completed[i].first.list);
-    }
-    list.add_agreed_group_sizes(static_cast<uint32_t>(group.size()));
-  }
-  auto bytes = list.SerializeAsString();
-  // Next in the stream here too: run it now, without this rank's reader.
-  if (st.channel->agree_inline(bytes, [&st] {
-        return st.channel_delivered->load(std::memory_order_acquire) == st.channel_handled;
-      })) {
-    on_agreed_list(self, list);
-    return;
-  }
-  retry_channel_unless(self, st.channel->agree(std::move(bytes)));
-}
-
-// After a response list: what this rank posted for an id that list changed
-// (or with the lane now off) can no longer be agreed on the board; it asks
-// again (by the board or the coordinator, as the cache now says).
-void repost_changed(negotiator_self self) {
-  auto& st = self->state;
-  bool again = false;
-  for (auto it = st.posted.begin(); it != st.posted.end();) {
-    auto e = st.table.find(it->first);
-    const bool pending = e != st.table.end() && !e->second->handle->done();
-    if (pending && st.lane_on && st.cache.name_of(it->second.id, it->second.list)) {
-      ++it;
-      continue;
-    }
-    if (pending) {
-      st.outbox.push_back(e->second);
-      again = true;
-    }
-    it = st.posted.erase(it);
-  }
-  if (again)
-    flush_soon(self);
 }
 
 // Sends what was submitted since the last flush as one RequestList, once
@@ -679,81 +488,6 @@ bool launch(negotiator_self self, v1::Response resp, const collective_work_ptr& 
   return true;
 }
 
-// An agreed list (another member's, or this rank's own, back through the
-// channel in the order every member reads): runs what it agreed, each group
-// as one work. An id that no longer names what it named for its writer (a
-// list before it in the stream changed it) is left out on every member
-// alike; their posters ask again (repost_changed).
-void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
-  auto& st = self->state;
-  if (st.broken)
-    return;  // what it names failed here already
-  int64_t grouped = 0;
-  for (auto n : list.agreed_group_sizes())
-    grouped += n;
-  if (list.agreed_lists_size() != list.agreed_ids_size() || grouped != list.agreed_ids_size() ||
-      list.responses_size() > 0) {
-    spdlog::error("negotiator of set {}: dropped a malformed agreed list ({} ids, {} versions, "
-                  "{} in groups)",
-                  st.set_id, list.agreed_ids_size(), list.agreed_lists_size(), grouped);
-    return;
-  }
-  if (!st.lane_on)
-    return list_done(st, self, {}, true);  // nothing counts: its posters asked again
-  int at = 0;
-  size_t launched = 0;
-  for (auto size : list.agreed_group_sizes()) {
-    // The group's valid tensors as one response, in the group's order.
-    v1::Response resp;
-    auto work = std::make_shared<collective_work>();
-    bool fuses = true;
-    for (const int end = at + static_cast<int>(size); at < end; ++at) {
-      const auto name = st.cache.name_of(list.agreed_ids(at), list.agreed_lists(at));
-      if (!name)
-        continue;
-      auto it = st.table.find(*name);
-      auto posted = st.posted.find(*name);
-      if (it == st.table.end() || posted == st.posted.end() ||
-          posted->second.id != list.agreed_ids(at) ||
-          posted->second.list != list.agreed_lists(at)) {
-        spdlog::error("negotiator of set {}: an agreed list names '{}' (cache id {}), which set "
-                      "rank {} has not asked for; it does not run here",
-                      st.set_id, *name, list.agreed_ids(at), st.set_rank);
-        continue;
-      }
-      st.posted.erase(posted);
-      const auto& e = it->second;
-      trace(self, *e, "E", e->request.op(), true);
-      st.metrics->negotiated(e->submitted);
-      if (work->entries.empty())
-        resp = agreed_response_of(*name, e->request);
-      else
-        fuses = fuses && append_allreduce(resp, *name, e->request);
-      work->entries.push_back(e);
-    }
-    if (work->entries.empty())
-      continue;
-    if (!fuses) {
-      const status s{status_code::internal,
-                     fmt::format("process set {}: an agreed list grouped tensors that do not "
-                                 "fuse ('{}' ...)",
-                                 st.set_id, work->entries.front()->request.tensor_name())};
-      for (auto& e : work->entries)
-        complete(st, e, s);
-      continue;
-    }
-    const auto tensors = work->entries.size();
-    if (launch(self, std::move(resp), work)) {
-      ++launched;
-      st.metrics->fast_lane_agreed(tensors);
-    }
-  }
-  if (launched == 0)
-    list_done(st, self, {}, true);
-  else
-    st.lists_running.push_back({launched, {}, true});
-}
-
 void on_response_list(negotiator_self self, const std::string& bytes) {
   auto& st = self->state;
   v1::ResponseList list;
@@ -1016,12 +750,12 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
   };
 }
 
-} // namespace
+} // namespace negotiation
 
 negotiator_actor spawn_negotiator(caf::actor_system& sys, const negotiator_args& args,
                                   const coordinator_actor& local_coordinator,
                                   const backend_actors& backends, const caf::actor& timeline) {
-  return sys.spawn(negotiate, args, local_coordinator, backends, timeline);
+  return sys.spawn(negotiation::negotiate, args, local_coordinator, backends, timeline);
 }
 
 } // namespace troupe::actors

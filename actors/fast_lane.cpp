@@ -1,0 +1,171 @@
+// The fast lane (docs/architecture.md, "Agreement without the
+// coordinator"): a member's side of agreeing on cached allreduces on the
+// control channel's arrival board.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/negotiator_state.hpp"
+#include "metrics/rank_metrics.hpp"
+#include "proto/agreed_response.hpp"
+#include "proto/fusion.hpp"
+
+namespace troupe::actors::negotiation {
+
+// Posts this rank's arrival for a cached allreduce on the channel's board
+// when the fast lane is on (every member reads the channel, the set is a
+// star, nobody joined). A grouped allreduce waits for its whole group at the
+// coordinator, and a joined rank asks for nothing: both go the slow way.
+arrival post_arrival(negotiator_state& st, const v1::Request& request, cache_ref ref) {
+  auto* board = st.channel ? st.channel->board() : nullptr;
+  if (!st.lane_on || !board || st.joined || request.op() != v1::OP_TYPE_ALLREDUCE ||
+      !request.group_name().empty())
+    return arrival::slow;
+  const auto outcome = board->post(ref.id, ref.list, st.set_rank);
+  if (outcome == control::arrival_board::outcome::no_slot)
+    return arrival::slow;
+  st.posted.insert_or_assign(request.tensor_name(), ref);
+  return outcome == control::arrival_board::outcome::completed ? arrival::agreed
+                                                               : arrival::waiting;
+}
+
+// Writes the agreed list for the tensors whose arrival this rank completed,
+// once its backends run nothing (see negotiator_state::completed), grouped
+// as the fusion threshold in force fuses them: every member runs each group
+// as one work (leaving out the ids that no longer name what they named here
+// when the list reaches it). Writing later is always safe; not writing
+// would leave every member waiting.
+void write_agreed(negotiator_self self) {
+  auto& st = self->state;
+  if (st.completed.empty() || !st.in_flight.empty() ||
+      st.channel_delivered->load(std::memory_order_acquire) != st.channel_handled ||
+      st.channel->unread())
+    return;
+  const auto completed = std::exchange(st.completed, {});
+  std::vector<const v1::Request*> requests;
+  requests.reserve(completed.size());
+  for (const auto& c : completed)
+    requests.push_back(&c.second->request);
+  v1::ResponseList list;
+  list.set_process_set_id(st.set_id);
+  for (const auto& group : fusion_groups(requests, st.lane_fusion)) {
+    for (auto i : group) {
+      list.add_agreed_ids(completed[i].first.id);
+      list.add_agreed_lists(completed[i].first.list);
+    }
+    list.add_agreed_group_sizes(static_cast<uint32_t>(group.size()));
+  }
+  auto bytes = list.SerializeAsString();
+  // Next in the stream here too: run it now, without this rank's reader.
+  if (st.channel->agree_inline(bytes, [&st] {
+        return st.channel_delivered->load(std::memory_order_acquire) == st.channel_handled;
+      })) {
+    on_agreed_list(self, list);
+    return;
+  }
+  retry_channel_unless(self, st.channel->agree(std::move(bytes)));
+}
+
+// After a response list: what this rank posted for an id that list changed
+// (or with the lane now off) can no longer be agreed on the board; it asks
+// again (by the board or the coordinator, as the cache now says).
+void repost_changed(negotiator_self self) {
+  auto& st = self->state;
+  bool again = false;
+  for (auto it = st.posted.begin(); it != st.posted.end();) {
+    auto e = st.table.find(it->first);
+    const bool pending = e != st.table.end() && !e->second->handle->done();
+    if (pending && st.lane_on && st.cache.name_of(it->second.id, it->second.list)) {
+      ++it;
+      continue;
+    }
+    if (pending) {
+      st.outbox.push_back(e->second);
+      again = true;
+    }
+    it = st.posted.erase(it);
+  }
+  if (again)
+    flush_soon(self);
+}
+
+// An agreed list (another member's, or this rank's own, back through the
+// channel in the order every member reads): runs what it agreed, each group
+// as one work. An id that no longer names what it named for its writer (a
+// list before it in the stream changed it) is left out on every member
+// alike; their posters ask again (repost_changed).
+void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
+  auto& st = self->state;
+  if (st.broken)
+    return;  // what it names failed here already
+  int64_t grouped = 0;
+  for (auto n : list.agreed_group_sizes())
+    grouped += n;
+  if (list.agreed_lists_size() != list.agreed_ids_size() || grouped != list.agreed_ids_size() ||
+      list.responses_size() > 0) {
+    spdlog::error("negotiator of set {}: dropped a malformed agreed list ({} ids, {} versions, "
+                  "{} in groups)",
+                  st.set_id, list.agreed_ids_size(), list.agreed_lists_size(), grouped);
+    return;
+  }
+  if (!st.lane_on)
+    return list_done(st, self, {}, true);  // nothing counts: its posters asked again
+  int at = 0;
+  size_t launched = 0;
+  for (auto size : list.agreed_group_sizes()) {
+    // The group's valid tensors as one response, in the group's order.
+    v1::Response resp;
+    auto work = std::make_shared<collective_work>();
+    bool fuses = true;
+    for (const int end = at + static_cast<int>(size); at < end; ++at) {
+      const auto name = st.cache.name_of(list.agreed_ids(at), list.agreed_lists(at));
+      if (!name)
+        continue;
+      auto it = st.table.find(*name);
+      auto posted = st.posted.find(*name);
+      if (it == st.table.end() || posted == st.posted.end() ||
+          posted->second.id != list.agreed_ids(at) ||
+          posted->second.list != list.agreed_lists(at)) {
+        spdlog::error("negotiator of set {}: an agreed list names '{}' (cache id {}), which set "
+                      "rank {} has not asked for; it does not run here",
+                      st.set_id, *name, list.agreed_ids(at), st.set_rank);
+        continue;
+      }
+      st.posted.erase(posted);
+      const auto& e = it->second;
+      trace(self, *e, "E", e->request.op(), true);
+      st.metrics->negotiated(e->submitted);
+      if (work->entries.empty())
+        resp = agreed_response_of(*name, e->request);
+      else
+        fuses = fuses && append_allreduce(resp, *name, e->request);
+      work->entries.push_back(e);
+    }
+    if (work->entries.empty())
+      continue;
+    if (!fuses) {
+      const status s{status_code::internal,
+                     fmt::format("process set {}: an agreed list grouped tensors that do not "
+                                 "fuse ('{}' ...)",
+                                 st.set_id, work->entries.front()->request.tensor_name())};
+      for (auto& e : work->entries)
+        complete(st, e, s);
+      continue;
+    }
+    const auto tensors = work->entries.size();
+    if (launch(self, std::move(resp), work)) {
+      ++launched;
+      st.metrics->fast_lane_agreed(tensors);
+    }
+  }
+  if (launched == 0)
+    list_done(st, self, {}, true);
+  else
+    st.lists_running.push_back({launched, {}, true});
+}
+
+} // namespace troupe::actors::negotiation
