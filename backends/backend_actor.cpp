@@ -4,6 +4,9 @@
 #include <optional>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
+#include "backends/thread_affinity.hpp"
 #include "metrics/collective_metrics.hpp"
 
 namespace troupe::backends {
@@ -89,11 +92,18 @@ void poll_running(self_pointer self) {
 }
 
 actors::backend_actor::behavior_type serve_backend(self_pointer self, std::shared_ptr<backend> impl,
-                                                   std::shared_ptr<metrics::collective_metrics> metrics) {
+                                                   std::shared_ptr<metrics::collective_metrics> metrics,
+                                                   std::optional<int> core) {
   self->state.impl = std::move(impl);
   self->state.metrics = std::move(metrics);
   return {
+    // The first message, on the actor's own thread.
     [=](connect_atom) -> status {
+      if (core) {
+        if (auto why = pin_current_thread(*core); !why.empty())
+          spdlog::error("TROUPE_THREAD_AFFINITY: the {} backend's thread runs unpinned: {}",
+                        self->state.impl->name(), why);
+      }
       try {
         self->state.impl->connect();
         return {};
@@ -136,11 +146,13 @@ actors::backend_actor::behavior_type serve_backend(self_pointer self, std::share
 } // namespace
 
 actors::backend_ref spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                                        std::shared_ptr<metrics::collective_metrics> metrics) {
+                                        std::shared_ptr<metrics::collective_metrics> metrics,
+                                        std::optional<int> core) {
   std::shared_ptr<backend> impl = std::move(b);
   std::weak_ptr<backend> weak = impl;
   actors::backend_ref ref;
-  ref.actor = sys.spawn<caf::detached>(serve_backend, std::move(impl), std::move(metrics));
+  ref.actor =
+    sys.spawn<caf::detached>(serve_backend, std::move(impl), std::move(metrics), core);
   // Aborting may block for a while (Gloo waits for its network thread
   // once per pair), so it runs on a thread of its own, not the caller's.
   ref.interrupt = [&sys, weak] {

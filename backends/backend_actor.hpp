@@ -3,6 +3,7 @@
 // Include only from .cpp files: CAF headers are expensive.
 
 #include <memory>
+#include <optional>
 
 #include "actors/backend_actors.hpp"
 #include "backends/backend.hpp"
@@ -22,8 +23,11 @@ namespace troupe::backends {
 /// works. After (abort, status) queued works answer with that status
 /// without running. The returned interrupt calls `b->abort()` on a
 /// detached thread of the actor system (the system waits for it at its
-/// end), while `b` lives. `metrics` (required) counts what ran.
+/// end), while `b` lives. `metrics` (required) counts what ran. With a
+/// `core`, the actor's thread pins itself to it on (connect)
+/// (TROUPE_THREAD_AFFINITY; a core it cannot have is logged, not fatal).
 actors::backend_ref spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
-                                        std::shared_ptr<metrics::collective_metrics> metrics);
+                                        std::shared_ptr<metrics::collective_metrics> metrics,
+                                        std::optional<int> core = std::nullopt);
 
 } // namespace troupe::backends

@@ -42,6 +42,27 @@ bool parse_switch(const char* env, const std::string& text) {
   return text == "1";
 }
 
+// "3,0,1": whole numbers from 0, comma-separated.
+std::vector<int> parse_cores(const char* env, const std::string& text) {
+  std::vector<int> cores;
+  size_t at = 0;
+  while (!text.empty()) {
+    const auto end = std::min(text.find(',', at), text.size());
+    const auto item = text.substr(at, end - at);
+    const bool digits = !item.empty() && item.size() <= 6 &&
+                        item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits)
+      throw config_error(std::string(env) + "='" + text + "': '" + item +
+                         "' is not a core number (a comma-separated list, one core per "
+                         "local rank)");
+    cores.push_back(std::stoi(item));
+    if (end == text.size())
+      break;
+    at = end + 1;
+  }
+  return cores;
+}
+
 std::string lowercase(const std::string& s) {
   std::string out;
   for (char ch : s)
@@ -85,6 +106,18 @@ const std::vector<knob>& knobs() {
        c.scheduler_threads = parse_count("TROUPE_SCHEDULER_THREADS", s);
      },
      [](const config& c) { return std::to_string(c.scheduler_threads); }},
+    {"TROUPE_THREAD_AFFINITY", "HOROVOD_THREAD_AFFINITY", "thread-affinity",
+     "comma-separated CPU cores, one per rank of a machine: each rank pins the threads that "
+     "run its collectives (its backends) to its core",
+     [](config& c, const std::string& s) {
+       c.thread_affinity = parse_cores("TROUPE_THREAD_AFFINITY", s);
+     },
+     [](const config& c) {
+       std::string out;
+       for (auto core : c.thread_affinity)
+         out += (out.empty() ? "" : ",") + std::to_string(core);
+       return out.empty() ? std::string("off") : out;
+     }},
     {"TROUPE_LOG_LEVEL", "HOROVOD_LOG_LEVEL", "log-level",
      "trace, debug, info, warning, error, critical or off",
      [](config& c, const std::string& s) {

@@ -29,6 +29,10 @@ struct config {
   double start_timeout_seconds = 30.0;
   /// Threads of the CAF scheduler (actors only; backends run on their own).
   int scheduler_threads = 2;
+  /// CPU cores, one per rank of this machine (by its index there): each
+  /// rank pins its backend threads, which run the collectives, to its core
+  /// (Horovod pins its background thread so). Empty = not pinned.
+  std::vector<int> thread_affinity;
   /// trace, debug, info, warning, error, critical, off.
   std::string log_level = "warning";
   /// CPU backend: "gloo", "mpi", or "" = gloo under troupe-run, mpi under

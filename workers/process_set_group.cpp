@@ -73,6 +73,21 @@ std::optional<coordinator::tuner_options> tuner_for(const group_spec& spec) {
   return t;
 }
 
+// The core this rank's backend threads pin themselves to
+// (TROUPE_THREAD_AFFINITY, indexed by the rank's place on its machine), if
+// any; a list too short for this rank is said once, with the global set.
+std::optional<int> backend_core(const group_spec& spec) {
+  const auto& cores = spec.cfg->thread_affinity;
+  const auto at = static_cast<size_t>(spec.id->machine_local_rank);
+  if (at < cores.size())
+    return cores[at];
+  if (!cores.empty() && spec.set_id == 0)
+    spdlog::error("TROUPE_THREAD_AFFINITY lists {} core(s), none for rank {} (index {} on its "
+                  "machine): its backend threads run unpinned",
+                  cores.size(), spec.id->rank, at);
+  return std::nullopt;
+}
+
 } // namespace
 
 process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
@@ -104,10 +119,12 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   g.serial = spec.serial;
   auto counted = spec.metrics->for_set(spec.set_id, set_size, made.cpu->name());
   // A backend actor sees only its part, which keeps the whole set's alive.
+  const auto core = backend_core(spec);
   const auto spawn = [&](std::unique_ptr<backends::backend> impl,
                          const std::shared_ptr<metrics::set_metrics>& m) {
     return backends::spawn_backend_actor(
-      sys, std::move(impl), std::shared_ptr<metrics::collective_metrics>(m, &m->collectives()));
+      sys, std::move(impl), std::shared_ptr<metrics::collective_metrics>(m, &m->collectives()),
+      core);
   };
   g.backends[device_kind::cpu] = spawn(std::move(made.cpu), counted);
   if (made.gpu) {

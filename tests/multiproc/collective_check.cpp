@@ -70,12 +70,18 @@
 //                               stop-busy); they report how fast and with
 //                               what error they failed, and when their
 //                               shutdown() returned
+//   collective_check affinity CORES
+//                               CORES has one entry per rank, a core or "-":
+//                               after allreduces, one of the rank's threads
+//                               runs on exactly that core only
+//                               (TROUPE_THREAD_AFFINITY), or none is pinned
 // Prints "rank R: PASS ..." per rank; exit 0 on success.
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -282,6 +288,52 @@ bool allreduce_series(int rank, int size, const std::string& prefix, int n) {
   return true;
 }
 
+// Cpus_allowed_list of each thread of this process, the main thread first.
+std::vector<std::string> thread_cores() {
+  std::vector<std::string> out;
+  const auto read = [&](const std::string& task) {
+    std::ifstream status("/proc/self/task/" + task + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("Cpus_allowed_list:", 0) == 0)
+        out.push_back(line.substr(line.find_first_not_of(" \t", 18)));
+  };
+  read(std::to_string(::getpid()));
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    if (entry.path().filename() != std::to_string(::getpid()))
+      read(entry.path().filename());
+  return out;
+}
+
+int affinity(int rank, int size, const std::string& cores) {
+  std::vector<std::string> want;
+  for (size_t at = 0; at <= cores.size();) {
+    const auto end = std::min(cores.find(',', at), cores.size());
+    want.push_back(cores.substr(at, end - at));
+    at = end + 1;
+  }
+  if (want.size() != static_cast<size_t>(size)) {
+    std::printf("rank %d: FAIL affinity wants one entry per rank\n", rank);
+    return 1;
+  }
+  if (!allreduce_series(rank, size, "pinned", 5)) {
+    std::printf("rank %d: FAIL allreduce\n", rank);
+    return 1;
+  }
+  const auto threads = thread_cores();
+  const auto& mine = want[static_cast<size_t>(rank)];
+  std::string seen;
+  for (const auto& t : threads)
+    seen += (seen.empty() ? "" : " ") + t;
+  bool ok = false;
+  if (mine == "-")  // every thread may run where the process may
+    ok = std::all_of(threads.begin(), threads.end(), [&](auto& t) { return t == threads[0]; });
+  else  // (the process itself runs on more than that one core)
+    ok = threads[0] != mine && std::find(threads.begin() + 1, threads.end(), mine) != threads.end();
+  std::printf("rank %d: %s thread affinity %s (threads' cores: %s)\n", rank, ok ? "PASS" : "FAIL",
+              mine.c_str(), seen.c_str());
+  return ok ? 0 : 1;
+}
+
 int timeline_dynamic(int rank, int size, const std::string& file) {
   if (!std::getenv("TROUPE_TIMELINE")) {
     auto s = troupe::start_timeline(file);
@@ -383,6 +435,8 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_reset_after_loss(rank, size, std::atoi(argv[2]));
   else if (mode == "late-set" && argc == 3)
     rc = troupe::test::run_late_set_check(rank, size, std::atof(argv[2]));
+  else if (mode == "affinity" && argc == 3)
+    rc = affinity(rank, size, argv[2]);
   else if (mode == "timeline-dynamic" && argc == 3)
     rc = timeline_dynamic(rank, size, argv[2]);
   else if (mode == "process-sets")

@@ -92,6 +92,25 @@ TEST(config, hierarchical_and_nccl_host_id_switches_take_horovods_names) {
   }
 }
 
+TEST(config, thread_affinity_is_a_core_per_local_rank_under_horovods_name_too) {
+  EXPECT_TRUE(config_from_env(fake_env({})).thread_affinity.empty());
+  EXPECT_EQ(config_from_env(fake_env({{"HOROVOD_THREAD_AFFINITY", "3,0,12"}})).thread_affinity,
+            (std::vector<int>{3, 0, 12}));
+  EXPECT_EQ(config_from_env(fake_env({{"TROUPE_THREAD_AFFINITY", "1"}})).thread_affinity,
+            (std::vector<int>{1}));
+  EXPECT_NE(describe(config_from_env(fake_env({{"TROUPE_THREAD_AFFINITY", "1,0"}})))
+              .find("TROUPE_THREAD_AFFINITY=1,0"),
+            std::string::npos);
+  for (const char* bad : {"1,,2", "a", "-1", "1,", ",1", "1 2", "1234567"}) {
+    try {
+      config_from_env(fake_env({{"TROUPE_THREAD_AFFINITY", bad}}));
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const config_error& e) {
+      EXPECT_NE(std::string(e.what()).find("TROUPE_THREAD_AFFINITY"), std::string::npos) << bad;
+    }
+  }
+}
+
 TEST(config, metrics_port_is_off_unless_set) {
   EXPECT_EQ(config_from_env(fake_env({})).metrics_port, 0);
   EXPECT_EQ(config_from_env(fake_env({})).metrics_address, "127.0.0.1");
