@@ -114,6 +114,7 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
   }
   if (!st.lane_on)
     return list_done(st, self, {}, true);  // nothing counts: its posters asked again
+  mark_cycle(st);
   int at = 0;
   size_t launched = 0;
   for (auto size : list.agreed_group_sizes()) {

@@ -55,6 +55,12 @@ void complete(negotiator_state& st, const tensor_entry_ptr& e, status s) {
   e->handle->complete(std::move(s));
 }
 
+void mark_cycle(const negotiator_state& st) {
+  if (st.tracing && st.mark_cycles)
+    caf::anon_send(st.timeline, timeline_atom::value, std::string("CYCLE_START"),
+                   timeline_now_us());
+}
+
 // Sampled on submission and after each response list, not per message.
 void observe_depths(negotiator_state& st, negotiator_self self) {
   st.metrics->queue_depth(st.table.size());
@@ -497,9 +503,7 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
   }
   if (list.agreed_ids_size() > 0)
     return on_agreed_list(self, list);
-  if (st.tracing && st.mark_cycles)
-    caf::anon_send(st.timeline, timeline_atom::value, std::string("CYCLE_START"),
-                   timeline_now_us());
+  mark_cycle(st);
   // Before the subtree can ask for these tensors again: their rounds of
   // full requests at this node are over.
   if (st.aggregator && st.aggregator->answered(list))
@@ -639,6 +643,7 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
   st.backends = std::move(backends);
   st.timeline = std::move(timeline);
   st.tracing = st.timeline && args.tracing;
+  st.mark_cycles = args.mark_cycles;
   st.metrics = std::move(args.metrics);
   return {
     [=](submit_atom, const submitted_batch_ptr& in) {

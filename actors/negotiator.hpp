@@ -40,6 +40,8 @@ struct negotiator_args {
   bool await_place = false;
   /// Members of the set: an allgather response carries sizes for each.
   int32_t set_size = 1;
+  /// A CYCLE_START marker per list while tracing from the start.
+  bool mark_cycles = false;
 };
 
 /// Spawns the negotiator of one process set on this rank. It owns the set's

@@ -138,6 +138,9 @@ void trace(negotiator_self self, const tensor_entry& e, const char* phase, v1::O
 // entry already) and completes its handle.
 void complete(negotiator_state& st, const tensor_entry_ptr& e, status s);
 
+// A CYCLE_START marker on the timeline, when cycles are marked.
+void mark_cycle(const negotiator_state& st);
+
 // One more response list (or agreed list, `agreed`) is done here.
 void list_done(negotiator_state& st, negotiator_self self, list_stats moved, bool agreed);
 

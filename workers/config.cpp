@@ -132,6 +132,12 @@ const std::vector<knob>& knobs() {
        throw config_error("TROUPE_LOG_LEVEL='" + s + "' is not a log level");
      },
      [](const config& c) { return c.log_level; }},
+    {"TROUPE_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", "log-without-timestamp",
+     "1 leaves the date and time out of log lines",
+     [](config& c, const std::string& s) {
+       c.log_hide_time = parse_switch("TROUPE_LOG_HIDE_TIME", s);
+     },
+     [](const config& c) { return std::string(c.log_hide_time ? "1" : "0"); }, "1"},
     {"TROUPE_CPU_OPERATIONS", "HOROVOD_CPU_OPERATIONS", "cpu-operations",
      "CPU backend: gloo or mpi (default: gloo under troupe-run, mpi under mpirun)",
      [](config& c, const std::string& s) {
@@ -202,6 +208,12 @@ const std::vector<knob>& knobs() {
      "write a Chrome trace per rank (path gets the rank before .json)",
      [](config& c, const std::string& s) { c.timeline = s; },
      [](const config& c) { return c.timeline.empty() ? std::string("off") : c.timeline; }},
+    {"TROUPE_TIMELINE_MARK_CYCLES", "HOROVOD_TIMELINE_MARK_CYCLES", "timeline-mark-cycles",
+     "1 marks each negotiation cycle (CYCLE_START) in a timeline written from the start",
+     [](config& c, const std::string& s) {
+       c.timeline_mark_cycles = parse_switch("TROUPE_TIMELINE_MARK_CYCLES", s);
+     },
+     [](const config& c) { return std::string(c.timeline_mark_cycles ? "1" : "0"); }, "1"},
     {"TROUPE_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", "fusion-threshold",
      "bytes of small allreduces fused into one collective (0 disables fusion)",
      [](config& c, const std::string& s) {

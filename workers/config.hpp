@@ -35,6 +35,8 @@ struct config {
   std::vector<int> thread_affinity;
   /// trace, debug, info, warning, error, critical, off.
   std::string log_level = "warning";
+  /// Log lines without their date and time.
+  bool log_hide_time = false;
   /// CPU backend: "gloo", "mpi", or "" = gloo under troupe-run, mpi under
   /// mpirun.
   std::string cpu_operations;
@@ -65,6 +67,9 @@ struct config {
   /// Chrome-trace timeline, one file per rank ("t.json" -> "t.<rank>.json");
   /// empty = none; "DYNAMIC" = only between start_timeline / stop_timeline.
   std::string timeline;
+  /// A CYCLE_START marker per response list (and agreed list) in a timeline
+  /// written from the start.
+  bool timeline_mark_cycles = false;
   /// Fusion buffer bytes per process set (Horovod: 128 MiB); 0 = no fusion.
   int64_t fusion_threshold = 128 << 20;
   /// Bytes of a fused allreduce reduced at a time on CPU (0 = the whole

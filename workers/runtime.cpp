@@ -685,6 +685,8 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   auto logger = std::make_shared<spdlog::logger>(
     "troupe", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_level(log_level(cfg.log_level));
+  if (cfg.log_hide_time)
+    logger->set_pattern("[%n] [%l] %v");
   spdlog::set_default_logger(std::move(logger));
   spdlog::info("troupe rank {}/{} starting: {}", id.rank, id.size, describe(cfg));
   raise_descriptor_limit(id.size);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <iterator>
 
 namespace troupe::elastic::launcher {
 
@@ -13,9 +14,41 @@ namespace {
 
 constexpr int usage_error = 2;
 
+// horovodrun's names for what troupe-run's knob flags set under other
+// names, so that a launch line works with only the launcher changed.
+struct horovodrun_flag {
+  const char* flag;   // horovodrun's, without dashes
+  const char* env;    // the knob it sets
+  const char* help;
+  const char* fixed;  // the value of a flag that takes none; nullptr: it takes one
+  int64_t scale;      // a value is a whole number times this (MiB: bytes)
+};
+
+const horovodrun_flag horovodrun_flags[] = {
+  {"fusion-threshold-mb", "TROUPE_FUSION_THRESHOLD",
+   "horovodrun's name: the fusion threshold in MiB", nullptr, int64_t{1} << 20},
+  {"disable-cache", "TROUPE_CACHE_CAPACITY", "horovodrun's name: no response cache", "0", 0},
+  {"no-stall-check", "TROUPE_STALL_CHECK_DISABLE", "horovodrun's name: no stall inspector",
+   "1", 0},
+  {"stall-check-warning-time-seconds", "TROUPE_STALL_CHECK_TIME_SECONDS",
+   "horovodrun's name for --stall-check-time-seconds", nullptr, 0},
+  {"stall-check-shutdown-time-seconds", "TROUPE_STALL_SHUTDOWN_TIME_SECONDS",
+   "horovodrun's name for --stall-shutdown-time-seconds", nullptr, 0},
+};
+
 // troupe-run's options that take no value.
 bool is_flag(const std::string& arg) {
-  return arg == "-h" || arg == "--help" || arg == "--gloo" || arg == "--mpi";
+  if (arg == "-h" || arg == "--help" || arg == "--gloo" || arg == "--mpi")
+    return true;
+  const auto& table = workers::knobs();
+  return std::any_of(table.begin(), table.end(),
+                     [&](const workers::knob& k) {
+                       return k.flag && k.flag_value && arg == std::string("--") + k.flag;
+                     }) ||
+         std::any_of(std::begin(horovodrun_flags), std::end(horovodrun_flags),
+                     [&](const horovodrun_flag& h) {
+                       return h.fixed && arg == std::string("--") + h.flag;
+                     });
 }
 
 // CLI11 rejects multi-letter single-dash names, but "-np" is what every
@@ -124,6 +157,15 @@ parse_result parse_options(int argc, char** argv) {
       knob_opts.push_back(app.add_option(name, knob_values[i], help));
     }
   }
+  std::vector<std::string> horovodrun_values(std::size(horovodrun_flags));
+  std::vector<CLI::Option*> horovodrun_opts;
+  for (size_t i = 0; i < std::size(horovodrun_flags); ++i) {
+    const auto& h = horovodrun_flags[i];
+    const auto name = std::string("--") + h.flag;
+    const auto help = std::string(h.help) + " (sets " + h.env + ")";
+    horovodrun_opts.push_back(h.fixed ? app.add_flag(name, help)
+                                      : app.add_option(name, horovodrun_values[i], help));
+  }
   // Everything from the first word troupe-run does not know is the command.
   app.prefix_command();
   try {
@@ -160,6 +202,31 @@ parse_result parse_options(int argc, char** argv) {
       return fail(std::string("--") + table[i].flag + ": " + e.what());
     }
     opts.knobs.emplace_back(table[i].env, knob_values[i]);
+  }
+  for (size_t i = 0; i < std::size(horovodrun_flags); ++i) {
+    const auto& h = horovodrun_flags[i];
+    if (horovodrun_opts[i]->count() == 0)
+      continue;
+    const auto flag = std::string("--") + h.flag;
+    std::string value = h.fixed ? h.fixed : horovodrun_values[i];
+    if (h.scale > 1) {
+      const bool whole = !value.empty() && value.size() <= 9 &&
+                         value.find_first_not_of("0123456789") == std::string::npos;
+      if (!whole)
+        return fail(flag + ": '" + value + "' is not a whole number");
+      value = std::to_string(std::stoll(value) * h.scale);
+    }
+    const auto knob = std::find_if(table.begin(), table.end(),
+                                   [&](const workers::knob& k) { return k.env == std::string(h.env); });
+    if (std::any_of(opts.knobs.begin(), opts.knobs.end(),
+                    [&](const auto& set) { return set.first == h.env; }))
+      return fail(flag + " and --" + knob->flag + " both set " + h.env + "; give one");
+    try {
+      knob->parse(scratch, value);
+    } catch (const workers::config_error& e) {
+      return fail(flag + ": " + e.what());
+    }
+    opts.knobs.emplace_back(h.env, value);
   }
   if (opts.is_elastic()) {
     if (opts.use_mpirun)

@@ -58,6 +58,26 @@ expect 0 -np 1 --autotune --autotune-log-file /tmp/x.csv sh -c 'echo $TROUPE_AUT
 expect 2 -np 1 --autotune-steps-per-sample 0 true
 grep -q 'TROUPE_AUTOTUNE_STEPS_PER_SAMPLE' "$dir/err" || fail "bad knob: $(cat "$dir/err")"
 
+# A flag without a value may come before -np.
+expect 0 --autotune --hierarchical-allreduce -np 1 sh -c 'echo $TROUPE_AUTOTUNE'
+[ "$(cat "$dir/out")" = '[0]<stdout>:1' ] || fail "flag before -np: $(cat "$dir/out")"
+
+# horovodrun's names for knobs troupe-run names otherwise.
+expect 0 --no-stall-check -np 1 --fusion-threshold-mb 4 --disable-cache \
+  --stall-check-warning-time-seconds 7 --stall-check-shutdown-time-seconds 9 \
+  --timeline-mark-cycles --log-without-timestamp sh -c 'echo $TROUPE_FUSION_THRESHOLD \
+  $TROUPE_CACHE_CAPACITY $TROUPE_STALL_CHECK_DISABLE $TROUPE_STALL_CHECK_TIME_SECONDS \
+  $TROUPE_STALL_SHUTDOWN_TIME_SECONDS $TROUPE_TIMELINE_MARK_CYCLES $TROUPE_LOG_HIDE_TIME'
+[ "$(cat "$dir/out")" = '[0]<stdout>:4194304 0 1 7 9 1 1' ] || fail "horovodrun names: $(cat "$dir/out")"
+expect 2 -np 1 --fusion-threshold 5 --fusion-threshold-mb 4 true
+grep -q -- '--fusion-threshold-mb and --fusion-threshold both set TROUPE_FUSION_THRESHOLD' \
+  "$dir/err" || fail "both names: $(cat "$dir/err")"
+expect 2 -np 1 --fusion-threshold-mb 1.5 true
+grep -q -- "--fusion-threshold-mb: '1.5' is not a whole number" "$dir/err" \
+  || fail "MiB: $(cat "$dir/err")"
+expect 2 -np 1 --stall-check-warning-time-seconds soon true
+grep -q 'TROUPE_STALL_CHECK_TIME_SECONDS' "$dir/err" || fail "bad value: $(cat "$dir/err")"
+
 # Horovod's --network-interfaces is --network-interface.
 expect 0 -np 1 --network-interfaces lo sh -c 'echo $TROUPE_NETWORK_INTERFACE'
 [ "$(cat "$dir/out")" = '[0]<stdout>:lo' ] || fail "$(cat "$dir/out")"

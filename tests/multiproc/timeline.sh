@@ -13,6 +13,15 @@ timeout 90 "$run" --timeout 60 -np 2 --timeline-filename "$dir/trace.json" "$che
 /usr/bin/python3 "$here/timeline_check.py" "$dir/trace.0.json" "$dir/trace.1.json" --names \
   NEGOTIATE_ALLREDUCE,ALLREDUCE,NEGOTIATE_ALLGATHER,ALLGATHER,BROADCAST,ALLTOALL,REDUCESCATTER,BARRIER \
   || exit 1
+# 1b. Horovod's --timeline-mark-cycles: CYCLE_START markers from the start,
+#     for the coordinator's lists and the fast lane's agreed lists alike.
+timeout 90 "$run" --timeout 60 -np 2 --timeline-filename "$dir/marked.json" \
+  --timeline-mark-cycles "$check" fast-lane 200 > "$dir/marked.log" 2>&1 \
+  || { cat "$dir/marked.log"; echo "FAIL: marked run"; exit 1; }
+/usr/bin/python3 "$here/timeline_check.py" "$dir/marked.0.json" "$dir/marked.1.json" --names \
+  NEGOTIATE_ALLREDUCE,ALLREDUCE,CYCLE_START || exit 1
+marks=$(grep -o CYCLE_START "$dir/marked.0.json" | wc -l)
+[ "$marks" -ge 200 ] || { echo "FAIL: $marks cycle markers in 200 steps"; exit 1; }
 timeout 90 "$run" --timeout 60 -np 3 --timeline-filename "$dir/killed.json" "$check" \
   lose-peer kill 2 "$dir/stamp" > "$dir/kill.log" 2>&1
 /usr/bin/python3 "$here/timeline_check.py" --allow-open "$dir/killed.0.json" \
