@@ -1,5 +1,6 @@
 #include "elastic/launcher/mpirun.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -12,9 +13,14 @@ namespace troupe::elastic::launcher {
 
 std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root) {
   // Not bound to one core (Open MPI's default for np <= 2): a rank's actor,
-  // network and backend threads would share it (Horovod passes the same).
-  std::vector<std::string> cmd{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
-                               "none"};
+  // network and backend threads would share it (Horovod passes the same),
+  // unless the user's mpirun arguments bind otherwise.
+  std::vector<std::string> cmd{"mpirun", "--tag-output", "--oversubscribe"};
+  const bool binds = std::any_of(opts.mpi_args.begin(), opts.mpi_args.end(), [](auto& a) {
+    return a == "--bind-to" || a == "-bind-to" || a.rfind("--bind-to=", 0) == 0;
+  });
+  if (!binds)
+    cmd.insert(cmd.end(), {"--bind-to", "none"});
   if (as_root)
     cmd.emplace_back("--allow-run-as-root");
   cmd.insert(cmd.end(), {"-np", std::to_string(opts.np)});
@@ -25,6 +31,7 @@ std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root
   if (opts.timeout_seconds)
     cmd.insert(cmd.end(), {"--timeout", std::to_string(static_cast<long>(
                                           std::ceil(*opts.timeout_seconds)))});
+  cmd.insert(cmd.end(), opts.mpi_args.begin(), opts.mpi_args.end());
   cmd.insert(cmd.end(), opts.command.begin(), opts.command.end());
   return cmd;
 }

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <iostream>
 #include <iterator>
+#include <optional>
+#include <utility>
 
 namespace troupe::elastic::launcher {
 
@@ -35,6 +37,45 @@ const horovodrun_flag horovodrun_flags[] = {
   {"stall-check-shutdown-time-seconds", "TROUPE_STALL_SHUTDOWN_TIME_SECONDS",
    "horovodrun's name for --stall-shutdown-time-seconds", nullptr, 0},
 };
+
+// `text` split into words as a shell splits them: blanks separate, quotes
+// group (and are removed), a backslash escapes the next character. None
+// when a quote is left open.
+std::optional<std::vector<std::string>> shell_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote) {
+      if (c == quote)
+        quote = 0;
+      else if (c == '\\' && quote == '"' && i + 1 < text.size())
+        word += text[++i];
+      else
+        word += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < text.size()) {
+      word += text[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word)
+        words.push_back(std::exchange(word, {}));
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (quote)
+    return std::nullopt;
+  if (in_word)
+    words.push_back(word);
+  return words;
+}
 
 // troupe-run's options that take no value.
 bool is_flag(const std::string& arg) {
@@ -110,6 +151,11 @@ parse_result parse_options(int argc, char** argv) {
   app.add_flag("--mpi", opts.use_mpirun,
                "launch through mpirun and use the MPI CPU backend, as horovodrun --mpi")
     ->excludes(gloo_flag);
+  std::string mpi_args;
+  auto* mpi_args_opt =
+    app.add_option("--mpi-args", mpi_args,
+                   "with --mpi: more arguments for mpirun, as horovodrun's "
+                   "(--mpi-args=\"--map-by ppr:1:core\")");
   auto& el = opts.elastic;
   app.add_option("--min-np", el.min_np,
                  "elastic: fewest ranks to train with (default -np); below it the job waits "
@@ -191,6 +237,14 @@ parse_result parse_options(int argc, char** argv) {
     return fail("unknown option '" + opts.command.front() + "'");
   if (*timeout_opt)
     opts.timeout_seconds = timeout;
+  if (*mpi_args_opt) {
+    if (!opts.use_mpirun)
+      return fail("--mpi-args are mpirun's: they need --mpi");
+    auto words = shell_words(mpi_args);
+    if (!words)
+      return fail("--mpi-args: a quote is left open in '" + mpi_args + "'");
+    opts.mpi_args = std::move(*words);
+  }
   workers::config scratch;
   for (size_t i = 0; i < table.size(); ++i) {
     if (!knob_opts[i] || knob_opts[i]->count() == 0)

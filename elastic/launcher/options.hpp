@@ -31,6 +31,9 @@ struct launch_options {
   std::optional<double> timeout_seconds;
   /// --mpi: hand the launch to mpirun (ranks bootstrap through MPI).
   bool use_mpirun = false;
+  /// --mpi-args: more words for mpirun's command line, split as a shell
+  /// splits them (horovodrun's flag).
+  std::vector<std::string> mpi_args;
   /// How workers on other hosts are started (without --spawn-command).
   ssh_options ssh;
   /// Worker knobs set by flags: (environment variable, value).

@@ -78,6 +78,12 @@ grep -q -- "--fusion-threshold-mb: '1.5' is not a whole number" "$dir/err" \
 expect 2 -np 1 --stall-check-warning-time-seconds soon true
 grep -q 'TROUPE_STALL_CHECK_TIME_SECONDS' "$dir/err" || fail "bad value: $(cat "$dir/err")"
 
+# --mpi-args (horovodrun's) are mpirun's: checked before anything starts.
+expect 2 -np 1 --mpi-args="-x A" true
+grep -q -- '--mpi-args are mpirun' "$dir/err" || fail "mpi-args without --mpi: $(cat "$dir/err")"
+expect 2 --mpi -np 1 --mpi-args="-x 'A" true
+grep -q 'a quote is left open' "$dir/err" || fail "mpi-args quote: $(cat "$dir/err")"
+
 # Horovod's --network-interfaces is --network-interface.
 expect 0 -np 1 --network-interfaces lo sh -c 'echo $TROUPE_NETWORK_INTERFACE'
 [ "$(cat "$dir/out")" = '[0]<stdout>:lo' ] || fail "$(cat "$dir/out")"

@@ -28,5 +28,20 @@ TEST(mpirun_command, not_root_and_hostfile) {
                                            "--bind-to", "none", "-np", "2", "--hostfile", "hosts.txt", "./prog"}));
 }
 
+TEST(mpirun_command, mpi_args_go_before_the_command_and_may_bind) {
+  launch_options opts;
+  opts.np = 2;
+  opts.mpi_args = {"--map-by", "ppr:1:core", "-x", "FOO"};
+  opts.command = {"./prog"};
+  EXPECT_EQ(mpirun_command(opts, false),
+            (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
+                                      "none", "-np", "2", "--map-by", "ppr:1:core", "-x", "FOO",
+                                      "./prog"}));
+  opts.mpi_args = {"--bind-to", "core"};  // the user's binding, not troupe-run's
+  EXPECT_EQ(mpirun_command(opts, false),
+            (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "-np", "2",
+                                      "--bind-to", "core", "./prog"}));
+}
+
 } // namespace
 } // namespace troupe::elastic::launcher
