@@ -1,5 +1,6 @@
 #include "elastic/launcher/options.hpp"
 
+#include "elastic/launcher/check_build.hpp"
 #include "workers/config.hpp"
 
 #include <CLI/CLI.hpp>
@@ -79,7 +80,8 @@ std::optional<std::vector<std::string>> shell_words(const std::string& text) {
 
 // troupe-run's options that take no value.
 bool is_flag(const std::string& arg) {
-  if (arg == "-h" || arg == "--help" || arg == "--gloo" || arg == "--mpi")
+  if (arg == "-h" || arg == "--help" || arg == "--gloo" || arg == "--mpi" ||
+      arg == "--check-build")
     return true;
   const auto& table = workers::knobs();
   return std::any_of(table.begin(), table.end(),
@@ -151,6 +153,14 @@ parse_result parse_options(int argc, char** argv) {
   app.add_flag("--mpi", opts.use_mpirun,
                "launch through mpirun and use the MPI CPU backend, as horovodrun --mpi")
     ->excludes(gloo_flag);
+  app.add_flag_callback(
+    "--check-build",
+    [] {
+      std::cout << build_report(TROUPE_VERSION, TROUPE_PYTHON_PACKAGE != 0);
+      throw CLI::Success();
+    },
+    "print which frameworks, controllers and tensor operations this build has, and exit "
+    "(as horovodrun --check-build)");
   std::string mpi_args;
   auto* mpi_args_opt =
     app.add_option("--mpi-args", mpi_args,

@@ -16,6 +16,10 @@ expect() {
 
 expect 0 --help
 grep -q -- '--log-level' "$dir/out" || fail "help lacks the knob flags"
+# horovodrun --check-build's report, no -np needed.
+expect 0 --check-build
+grep -q '^Available Tensor Operations:' "$dir/out" || fail "check-build: $(cat "$dir/out")"
+grep -Eq '^    \[(X| )\] Gloo$' "$dir/out" || fail "check-build lacks Gloo: $(cat "$dir/out")"
 
 # Another host is started over ssh: without one on PATH, that is the error.
 mkdir "$dir/bin" && ln -s "$(command -v timeout)" "$dir/bin/timeout"
