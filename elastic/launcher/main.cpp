@@ -5,6 +5,7 @@
 #include "elastic/launcher/host_plan.hpp"
 #include "elastic/launcher/job_supervisor.hpp"
 #include "elastic/launcher/mpirun.hpp"
+#include "elastic/launcher/output_files.hpp"
 #include "elastic/launcher/options.hpp"
 #include "elastic/launcher/output_sink.hpp"
 #include "elastic/launcher/signals.hpp"
@@ -311,18 +312,28 @@ int main(int argc, char** argv) {
     supervisor.observe_exits([&counts](bool failed) { counts.workers_exited(failed); });
     const auto self = own_hostname();
     const auto cwd = current_directory();
-    for (const auto& slot : ranks) {
+    // Every rank's sinks before any rank starts: a file that cannot be
+    // written stops the job before it began.
+    std::vector<std::pair<launcher::line_forwarder::sink, launcher::line_forwarder::sink>> sinks;
+    const launcher::output_files files{opts.output_dir, opts.np};
+    for (const auto& slot : ranks)
+      sinks.emplace_back(
+        opts.output_dir.empty() ? to_stdout : files.tee(slot.rank, "stdout", to_stdout),
+        opts.output_dir.empty() ? to_stderr : files.tee(slot.rank, "stderr", to_stderr));
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const auto& slot = ranks[i];
       auto env = launcher::merge_environment(
         parent, launcher::rank_variables(slot, job));
       try {
+        const auto& [out, err] = sinks[i];
         // Another host: over ssh, which gets troupe-run's environment; the
         // worker's goes on its command line, the secret through its stdin.
         const bool here = launcher::is_local_host(slot.host, self);
         auto worker =
-          here ? launcher::spawn_worker(slot.rank, opts.command, env, to_stdout, to_stderr)
+          here ? launcher::spawn_worker(slot.rank, opts.command, env, out, err)
                : launcher::spawn_worker(
                    slot.rank, launcher::ssh_command(slot.host, opts.ssh, cwd, env, opts.command),
-                   parent, to_stdout, to_stderr, secret);
+                   parent, out, err, secret);
         worker.on_this_host = here;
         supervisor.add(std::move(worker));
         counts.workers_started();

@@ -31,6 +31,8 @@ std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root
   if (opts.timeout_seconds)
     cmd.insert(cmd.end(), {"--timeout", std::to_string(static_cast<long>(
                                           std::ceil(*opts.timeout_seconds)))});
+  if (!opts.output_dir.empty())
+    cmd.insert(cmd.end(), {"--output-filename", opts.output_dir});
   cmd.insert(cmd.end(), opts.mpi_args.begin(), opts.mpi_args.end());
   cmd.insert(cmd.end(), opts.command.begin(), opts.command.end());
   return cmd;

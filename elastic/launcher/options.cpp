@@ -11,6 +11,8 @@
 #include <optional>
 #include <utility>
 
+#include <wordexp.h>
+
 namespace troupe::elastic::launcher {
 
 namespace {
@@ -39,43 +41,23 @@ const horovodrun_flag horovodrun_flags[] = {
    "horovodrun's name for --stall-shutdown-time-seconds", nullptr, 0},
 };
 
-// `text` split into words as a shell splits them: blanks separate, quotes
-// group (and are removed), a backslash escapes the next character. None
-// when a quote is left open.
-std::optional<std::vector<std::string>> shell_words(const std::string& text) {
-  std::vector<std::string> words;
-  std::string word;
-  bool in_word = false;
-  char quote = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quote) {
-      if (c == quote)
-        quote = 0;
-      else if (c == '\\' && quote == '"' && i + 1 < text.size())
-        word += text[++i];
-      else
-        word += c;
-    } else if (c == '\'' || c == '"') {
-      quote = c;
-      in_word = true;
-    } else if (c == '\\' && i + 1 < text.size()) {
-      word += text[++i];
-      in_word = true;
-    } else if (c == ' ' || c == '\t' || c == '\n') {
-      if (in_word)
-        words.push_back(std::exchange(word, {}));
-      in_word = false;
-    } else {
-      word += c;
-      in_word = true;
-    }
-  }
-  if (quote)
+// `text` split into words as the shell horovodrun hands --mpi-args to
+// splits them (quotes, escapes, variables, globs; no command
+// substitution); none, with why, when it cannot.
+std::optional<std::vector<std::string>> shell_words(const std::string& text, std::string& why) {
+  wordexp_t words{};
+  const int rc = ::wordexp(text.c_str(), &words, WRDE_NOCMD);
+  if (rc != 0) {
+    why = rc == WRDE_CMDSUB  ? "command substitution is not run"
+          : rc == WRDE_SYNTAX ? "a quote is left open, or the syntax is a shell's error"
+                              : "a character a shell would not take here (| & ; < > ( ) { })";
+    if (rc == WRDE_NOSPACE)
+      ::wordfree(&words);
     return std::nullopt;
-  if (in_word)
-    words.push_back(word);
-  return words;
+  }
+  std::vector<std::string> out(words.we_wordv, words.we_wordv + words.we_wordc);
+  ::wordfree(&words);
+  return out;
 }
 
 // troupe-run's options that take no value.
@@ -161,6 +143,9 @@ parse_result parse_options(int argc, char** argv) {
     },
     "print which frameworks, controllers and tensor operations this build has, and exit "
     "(as horovodrun --check-build)");
+  app.add_option("--output-filename", opts.output_dir,
+                 "folder that also gets each rank's output, in rank.<rank>/stdout and "
+                 "rank.<rank>/stderr (as horovodrun's; with --mpi, mpirun's --output-filename)");
   std::string mpi_args;
   auto* mpi_args_opt =
     app.add_option("--mpi-args", mpi_args,
@@ -250,9 +235,10 @@ parse_result parse_options(int argc, char** argv) {
   if (*mpi_args_opt) {
     if (!opts.use_mpirun)
       return fail("--mpi-args are mpirun's: they need --mpi");
-    auto words = shell_words(mpi_args);
+    std::string why;
+    auto words = shell_words(mpi_args, why);
     if (!words)
-      return fail("--mpi-args: a quote is left open in '" + mpi_args + "'");
+      return fail("--mpi-args '" + mpi_args + "': " + why);
     opts.mpi_args = std::move(*words);
   }
   workers::config scratch;
@@ -293,6 +279,8 @@ parse_result parse_options(int argc, char** argv) {
     opts.knobs.emplace_back(h.env, value);
   }
   if (opts.is_elastic()) {
+    if (!opts.output_dir.empty())
+      return fail("--output-filename is not supported in elastic mode yet");
     if (opts.use_mpirun)
       return fail("elastic mode (--min-np, --host-discovery-script) runs on Gloo, not --mpi");
     if (!el.discovery_script.empty() && (!opts.hosts.empty() || !opts.hostfile.empty()))

@@ -31,9 +31,12 @@ struct launch_options {
   std::optional<double> timeout_seconds;
   /// --mpi: hand the launch to mpirun (ranks bootstrap through MPI).
   bool use_mpirun = false;
-  /// --mpi-args: more words for mpirun's command line, split as a shell
-  /// splits them (horovodrun's flag).
+  /// --mpi-args: more words for mpirun's command line, expanded as a shell
+  /// expands them (horovodrun's flag).
   std::vector<std::string> mpi_args;
+  /// --output-filename: each rank's output also goes to files in this
+  /// folder (horovodrun's flag; under --mpi, mpirun's own).
+  std::string output_dir;
   /// How workers on other hosts are started (without --spawn-command).
   ssh_options ssh;
   /// Worker knobs set by flags: (environment variable, value).

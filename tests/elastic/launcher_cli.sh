@@ -82,11 +82,23 @@ grep -q -- "--fusion-threshold-mb: '1.5' is not a whole number" "$dir/err" \
 expect 2 -np 1 --stall-check-warning-time-seconds soon true
 grep -q 'TROUPE_STALL_CHECK_TIME_SECONDS' "$dir/err" || fail "bad value: $(cat "$dir/err")"
 
+# --output-filename (horovodrun's): each rank's tagged lines also go to
+# DIR/rank.<rank>/stdout and stderr, the rank padded to the widest.
+expect 0 -np 11 --output-filename "$dir/logs" sh -c 'echo out $TROUPE_RANK; echo err $TROUPE_RANK >&2'
+[ "$(cat "$dir/logs/rank.00/stdout")" = '[0]<stdout>:out 0' ] || fail "rank.00: $(ls "$dir/logs")"
+[ "$(cat "$dir/logs/rank.10/stderr")" = '[10]<stderr>:err 10' ] || fail "rank.10 stderr"
+grep -qx '\[10\]<stdout>:out 10' "$dir/out" || fail "not on the console too: $(cat "$dir/out")"
+expect 1 -np 1 --output-filename /proc/no-such-dir true
+grep -q 'cannot create /proc/no-such-dir/rank.0' "$dir/err" || fail "bad folder: $(cat "$dir/err")"
+expect 2 -np 2 --min-np 1 --output-filename "$dir/logs" true
+
 # --mpi-args (horovodrun's) are mpirun's: checked before anything starts.
 expect 2 -np 1 --mpi-args="-x A" true
 grep -q -- '--mpi-args are mpirun' "$dir/err" || fail "mpi-args without --mpi: $(cat "$dir/err")"
 expect 2 --mpi -np 1 --mpi-args="-x 'A" true
 grep -q 'a quote is left open' "$dir/err" || fail "mpi-args quote: $(cat "$dir/err")"
+expect 2 --mpi -np 1 --mpi-args='-x $(id)' true
+grep -q 'command substitution is not run' "$dir/err" || fail "mpi-args \$(): $(cat "$dir/err")"
 
 # Horovod's --network-interfaces is --network-interface.
 expect 0 -np 1 --network-interfaces lo sh -c 'echo $TROUPE_NETWORK_INTERFACE'

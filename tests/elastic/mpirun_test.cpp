@@ -37,6 +37,12 @@ TEST(mpirun_command, mpi_args_go_before_the_command_and_may_bind) {
             (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
                                       "none", "-np", "2", "--map-by", "ppr:1:core", "-x", "FOO",
                                       "./prog"}));
+  opts.output_dir = "logs";  // mpirun writes the files itself
+  EXPECT_EQ(mpirun_command(opts, false),
+            (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
+                                      "none", "-np", "2", "--output-filename", "logs", "--map-by",
+                                      "ppr:1:core", "-x", "FOO", "./prog"}));
+  opts.output_dir.clear();
   opts.mpi_args = {"--bind-to", "core"};  // the user's binding, not troupe-run's
   EXPECT_EQ(mpirun_command(opts, false),
             (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "-np", "2",

@@ -1,0 +1,49 @@
+#include "elastic/launcher/output_files.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+
+namespace troupe::elastic::launcher {
+
+namespace {
+
+// One rank's file of one stream, written line by line.
+struct rank_file {
+  std::mutex mtx;
+  std::ofstream out;
+};
+
+} // namespace
+
+output_files::output_files(std::string dir, int size)
+    : dir_(std::move(dir)), width_(static_cast<int>(std::to_string(std::max(size - 1, 0)).size())) {
+}
+
+line_forwarder::sink output_files::tee(int rank, const std::string& stream,
+                                       line_forwarder::sink console) const {
+  auto name = std::to_string(rank);
+  name.insert(0, static_cast<size_t>(std::max(0, width_ - static_cast<int>(name.size()))), '0');
+  const auto folder = std::filesystem::path(dir_) / ("rank." + name);
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (ec)
+    throw std::runtime_error("--output-filename: cannot create " + folder.string() + ": " +
+                             ec.message());
+  auto file = std::make_shared<rank_file>();
+  file->out.open(folder / stream, std::ios::out | std::ios::trunc);
+  if (!file->out)
+    throw std::runtime_error("--output-filename: cannot write " + (folder / stream).string());
+  return [file, console = std::move(console)](std::string_view line) {
+    console(line);
+    std::lock_guard<std::mutex> guard{file->mtx};
+    file->out.write(line.data(), static_cast<std::streamsize>(line.size()));
+    file->out.flush();
+  };
+}
+
+} // namespace troupe::elastic::launcher
