@@ -230,6 +230,30 @@ std::vector<std::string> parent_environment() {
   return env;
 }
 
+// --verbose: what troupe-run is about to start.
+std::string launch_summary(const launcher::launch_options& opts,
+                           const std::vector<launcher::rank_slot>& ranks) {
+  const auto words = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& w : v)
+      out += (out.empty() ? "" : " ") + w;
+    return out;
+  };
+  std::string out;
+  for (const auto& [env, value] : opts.knobs)
+    out += "troupe-run: " + env + "=" + value + "\n";
+  if (opts.use_mpirun)
+    return out + "troupe-run: " + words(launcher::mpirun_command(opts, ::geteuid() == 0)) + "\n";
+  if (opts.is_elastic())
+    return out + "troupe-run: elastic job of " + std::to_string(opts.np) +
+           " ranks to start with: " + words(opts.command) + "\n";
+  for (const auto& slot : ranks)
+    out += "troupe-run: rank " + std::to_string(slot.rank) + " on " + slot.host +
+           " (local rank " + std::to_string(slot.local_rank) + " of " +
+           std::to_string(slot.local_size) + "): " + words(opts.command) + "\n";
+  return out;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -249,6 +273,8 @@ int main(int argc, char** argv) {
     std::cerr << "troupe-run: error: " << e.what() << "\n";
     return usage_error;
   }
+  if (opts.verbose)
+    std::cerr << launch_summary(opts, ranks);
   // Without an endpoint to serve, nothing needs to stay between the user
   // and mpirun.
   if (opts.use_mpirun && cfg.metrics_port == 0)

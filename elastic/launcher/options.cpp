@@ -63,7 +63,7 @@ std::optional<std::vector<std::string>> shell_words(const std::string& text, std
 // troupe-run's options that take no value.
 bool is_flag(const std::string& arg) {
   if (arg == "-h" || arg == "--help" || arg == "--gloo" || arg == "--mpi" ||
-      arg == "--check-build")
+      arg == "--check-build" || arg == "--verbose" || arg == "--version")
     return true;
   const auto& table = workers::knobs();
   return std::any_of(table.begin(), table.end(),
@@ -143,6 +143,9 @@ parse_result parse_options(int argc, char** argv) {
     },
     "print which frameworks, controllers and tensor operations this build has, and exit "
     "(as horovodrun --check-build)");
+  app.set_version_flag("--version", std::string("Troupe v") + TROUPE_VERSION);
+  app.add_flag("--verbose", opts.verbose,
+               "say which ranks start where, with which command and knobs (as horovodrun's)");
   app.add_option("--output-filename", opts.output_dir,
                  "folder that also gets each rank's output, in rank.<rank>/stdout and "
                  "rank.<rank>/stderr (as horovodrun's; with --mpi, mpirun's --output-filename)");

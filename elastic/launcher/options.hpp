@@ -37,6 +37,8 @@ struct launch_options {
   /// --output-filename: each rank's output also goes to files in this
   /// folder (horovodrun's flag; under --mpi, mpirun's own).
   std::string output_dir;
+  /// --verbose: say what is started, and with which knobs, before starting it.
+  bool verbose = false;
   /// How workers on other hosts are started (without --spawn-command).
   ssh_options ssh;
   /// Worker knobs set by flags: (environment variable, value).

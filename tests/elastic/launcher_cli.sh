@@ -16,6 +16,13 @@ expect() {
 
 expect 0 --help
 grep -q -- '--log-level' "$dir/out" || fail "help lacks the knob flags"
+expect 0 --version
+grep -q '^Troupe v[0-9]' "$dir/out" || fail "version: $(cat "$dir/out")"
+# --verbose (horovodrun's) says what starts where before it starts.
+expect 0 --verbose -np 2 --cache-capacity 7 sh -c 'echo started'
+grep -q '^troupe-run: TROUPE_CACHE_CAPACITY=7$' "$dir/err" || fail "verbose knobs: $(cat "$dir/err")"
+grep -q '^troupe-run: rank 1 on localhost (local rank 1 of 2): sh -c echo started$' "$dir/err" \
+  || fail "verbose ranks: $(cat "$dir/err")"
 # horovodrun --check-build's report, no -np needed.
 expect 0 --check-build
 grep -q '^Available Tensor Operations:' "$dir/out" || fail "check-build: $(cat "$dir/out")"
