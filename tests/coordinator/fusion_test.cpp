@@ -5,16 +5,23 @@
 namespace troupe::coordinator {
 namespace {
 
+// An allreduce's Response or Request (the fields share their names).
+template <class Message>
+Message allreduce_of(v1::DataType dtype, v1::ReduceOp op = v1::REDUCE_OP_SUM) {
+  Message m;
+  m.set_op(v1::OP_TYPE_ALLREDUCE);
+  m.set_dtype(dtype);
+  m.set_reduce_op(op);
+  m.set_prescale_factor(1.0);
+  m.set_postscale_factor(1.0);
+  return m;
+}
+
 v1::Response allreduce(const std::string& name, int64_t elements,
                        v1::DataType dtype = v1::DATA_TYPE_FLOAT32) {
-  v1::Response r;
-  r.set_op(v1::OP_TYPE_ALLREDUCE);
+  auto r = allreduce_of<v1::Response>(dtype);
   r.add_tensor_names(name);
   r.add_tensor_sizes(elements);
-  r.set_dtype(dtype);
-  r.set_reduce_op(v1::REDUCE_OP_SUM);
-  r.set_prescale_factor(1.0);
-  r.set_postscale_factor(1.0);
   return r;
 }
 
@@ -94,13 +101,8 @@ TEST(fusion, threshold_zero_disables) {
 // responses.
 v1::Request request(int64_t elements, v1::DataType dtype = v1::DATA_TYPE_FLOAT32,
                     v1::ReduceOp op = v1::REDUCE_OP_SUM) {
-  v1::Request r;
-  r.set_op(v1::OP_TYPE_ALLREDUCE);
+  auto r = allreduce_of<v1::Request>(dtype, op);
   r.add_shape(elements);
-  r.set_dtype(dtype);
-  r.set_reduce_op(op);
-  r.set_prescale_factor(1.0);
-  r.set_postscale_factor(1.0);
   return r;
 }
 
