@@ -39,6 +39,10 @@ const horovodrun_flag horovodrun_flags[] = {
    "horovodrun's name for --stall-check-time-seconds", nullptr, 0},
   {"stall-check-shutdown-time-seconds", "TROUPE_STALL_SHUTDOWN_TIME_SECONDS",
    "horovodrun's name for --stall-shutdown-time-seconds", nullptr, 0},
+  {"no-hierarchical-allreduce", "TROUPE_HIERARCHICAL_ALLREDUCE",
+   "horovodrun's: flat NCCL allreduces (the default)", "0", 0},
+  {"no-hierarchical-allgather", "TROUPE_HIERARCHICAL_ALLGATHER",
+   "horovodrun's: flat NCCL allgathers (the default)", "0", 0},
 };
 
 // `text` split into words as the shell horovodrun hands --mpi-args to

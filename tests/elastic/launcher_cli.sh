@@ -80,6 +80,10 @@ expect 0 --no-stall-check -np 1 --fusion-threshold-mb 4 --disable-cache \
   $TROUPE_CACHE_CAPACITY $TROUPE_STALL_CHECK_DISABLE $TROUPE_STALL_CHECK_TIME_SECONDS \
   $TROUPE_STALL_SHUTDOWN_TIME_SECONDS $TROUPE_TIMELINE_MARK_CYCLES $TROUPE_LOG_HIDE_TIME'
 [ "$(cat "$dir/out")" = '[0]<stdout>:4194304 0 1 7 9 1 1' ] || fail "horovodrun names: $(cat "$dir/out")"
+expect 0 -np 1 --no-hierarchical-allreduce --no-hierarchical-allgather \
+  sh -c 'echo $TROUPE_HIERARCHICAL_ALLREDUCE $TROUPE_HIERARCHICAL_ALLGATHER'
+[ "$(cat "$dir/out")" = '[0]<stdout>:0 0' ] || fail "--no-hierarchical-*: $(cat "$dir/out")"
+expect 2 -np 1 --hierarchical-allreduce --no-hierarchical-allreduce true
 expect 2 -np 1 --fusion-threshold 5 --fusion-threshold-mb 4 true
 grep -q -- '--fusion-threshold-mb and --fusion-threshold both set TROUPE_FUSION_THRESHOLD' \
   "$dir/err" || fail "both names: $(cat "$dir/err")"
