@@ -33,6 +33,16 @@ arrival post_arrival(negotiator_state& st, const v1::Request& request, cache_ref
                                                                : arrival::waiting;
 }
 
+namespace {
+
+// Whether the negotiator has handled every list the channel's reader passed
+// on.
+bool caught_up(const negotiator_state& st) {
+  return st.channel_delivered->load(std::memory_order_acquire) == st.channel_handled;
+}
+
+} // namespace
+
 // Writes the agreed list for the tensors whose arrival this rank completed,
 // once its backends run nothing (see negotiator_state::completed), grouped
 // as the fusion threshold in force fuses them: every member runs each group
@@ -41,9 +51,7 @@ arrival post_arrival(negotiator_state& st, const v1::Request& request, cache_ref
 // would leave every member waiting.
 void write_agreed(negotiator_self self) {
   auto& st = self->state;
-  if (st.completed.empty() || !st.in_flight.empty() ||
-      st.channel_delivered->load(std::memory_order_acquire) != st.channel_handled ||
-      st.channel->unread())
+  if (st.completed.empty() || !st.in_flight.empty() || !caught_up(st) || st.channel->unread())
     return;
   const auto completed = std::exchange(st.completed, {});
   std::vector<const v1::Request*> requests;
@@ -61,9 +69,7 @@ void write_agreed(negotiator_self self) {
   }
   auto bytes = list.SerializeAsString();
   // Next in the stream here too: run it now, without this rank's reader.
-  if (st.channel->agree_inline(bytes, [&st] {
-        return st.channel_delivered->load(std::memory_order_acquire) == st.channel_handled;
-      })) {
+  if (st.channel->agree_inline(bytes, [&st] { return caught_up(st); })) {
     on_agreed_list(self, list);
     return;
   }

@@ -57,10 +57,16 @@ struct channel_header {
 static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free,
               "arrival words are shared between processes");
 
-size_t layout_bytes(size_t members, const channel_sizes& s) {
+// The segment but the members' request streams: header, reader bells,
+// response stream, arrival board.
+size_t shared_part_bytes(size_t members, const channel_sizes& s) {
   return sizeof(channel_header) + members * sizeof(bell) +
          byte_stream::bytes_needed(members, s.response_bytes) +
-         members * byte_stream::bytes_needed(1, s.request_bytes) + s.arrival_words * arrival_board::bytes_per_id;
+         s.arrival_words * arrival_board::bytes_per_id;
+}
+
+size_t layout_bytes(size_t members, const channel_sizes& s) {
+  return shared_part_bytes(members, s) + members * byte_stream::bytes_needed(1, s.request_bytes);
 }
 
 // Whether a header read from a segment of `bytes` describes it: any process
@@ -76,8 +82,7 @@ bool layout_fits(size_t members, const channel_sizes& s, size_t bytes) {
     return false;
   if (s.arrival_words > bytes / arrival_board::bytes_per_id || members > bytes / sizeof(bell))
     return false;
-  const size_t rest = sizeof(channel_header) + members * sizeof(bell) +
-                      byte_stream::bytes_needed(members, s.response_bytes) + s.arrival_words * arrival_board::bytes_per_id;
+  const size_t rest = shared_part_bytes(members, s);
   return requests <= bytes && rest <= bytes && requests + rest == bytes;
 }
 

@@ -55,17 +55,13 @@ void append(v1::Response& bucket, const v1::Response& r) {
 
 // Buckets of items 0..n-1 (indexes, each bucket in order): a fusible item
 // joins the first open bucket of its key with room for its bytes, else
-// opens one (unless it alone reaches the threshold); anything else stands
-// alone in place. Buckets keep the place of their first member.
+// opens one (unless it alone reaches the threshold: with a threshold of 0
+// none opens, so nothing fuses); anything else stands alone in place.
+// Buckets keep the place of their first member.
 template <class CanFuse, class SameKey, class Bytes>
 std::vector<std::vector<size_t>> buckets(size_t n, int64_t threshold, CanFuse can_fuse,
                                          SameKey same, Bytes bytes) {
   std::vector<std::vector<size_t>> out;
-  if (threshold <= 0) {
-    for (size_t i = 0; i < n; ++i)
-      out.push_back({i});
-    return out;
-  }
   struct open_bucket {
     size_t index;  // into `out`
     int64_t bytes;
@@ -92,9 +88,12 @@ std::vector<std::vector<size_t>> buckets(size_t n, int64_t threshold, CanFuse ca
   return out;
 }
 
+int64_t elements_of(const v1::Request& r) {
+  return num_elements(shape_t(r.shape().begin(), r.shape().end()));
+}
+
 int64_t bytes_of(const v1::Request& r) {
-  return num_elements(shape_t(r.shape().begin(), r.shape().end())) *
-         static_cast<int64_t>(element_size(static_cast<data_type>(r.dtype())));
+  return elements_of(r) * static_cast<int64_t>(element_size(static_cast<data_type>(r.dtype())));
 }
 
 } // namespace
@@ -103,7 +102,7 @@ bool append_allreduce(v1::Response& fused, const std::string& name, const v1::Re
   if (!fusible(request) || !same_key(fused, request))
     return false;
   fused.add_tensor_names(name);
-  fused.add_tensor_sizes(num_elements(shape_t(request.shape().begin(), request.shape().end())));
+  fused.add_tensor_sizes(elements_of(request));
   return true;
 }
 

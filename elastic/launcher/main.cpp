@@ -343,9 +343,8 @@ int main(int argc, char** argv) {
     std::vector<std::pair<launcher::line_forwarder::sink, launcher::line_forwarder::sink>> sinks;
     const launcher::output_files files{opts.output_dir, opts.np};
     for (const auto& slot : ranks)
-      sinks.emplace_back(
-        opts.output_dir.empty() ? to_stdout : files.tee(slot.rank, "stdout", to_stdout),
-        opts.output_dir.empty() ? to_stderr : files.tee(slot.rank, "stderr", to_stderr));
+      sinks.emplace_back(files.tee(slot.rank, "stdout", to_stdout),
+                         files.tee(slot.rank, "stderr", to_stderr));
     for (size_t i = 0; i < ranks.size(); ++i) {
       const auto& slot = ranks[i];
       auto env = launcher::merge_environment(

@@ -26,6 +26,8 @@ output_files::output_files(std::string dir, int size)
 
 line_forwarder::sink output_files::tee(int rank, const std::string& stream,
                                        line_forwarder::sink console) const {
+  if (dir_.empty())
+    return console;
   auto name = std::to_string(rank);
   name.insert(0, static_cast<size_t>(std::max(0, width_ - static_cast<int>(name.size()))), '0');
   const auto folder = std::filesystem::path(dir_) / ("rank." + name);
