@@ -90,6 +90,11 @@ std::unique_ptr<communicator> make_cpu_communicator(const backend_context& ctx,
   if (chosen == "mpi") {
     if (!launched_by_mpirun())
       throw backend_error("the mpi backend needs a job started by mpirun (troupe-run --mpi)");
+    // Every set's backend thread calls MPI on its own schedule.
+    if (!ctx.world_ranks.empty() && !mpi_concurrent_threads())
+      throw backend_error("MPI runs without MPI_THREAD_MULTIPLE here "
+                          "(TROUPE_MPI_THREADS_DISABLE=1), so only the global process set may "
+                          "use it: its backend thread and this set's would call MPI at once");
     return std::make_unique<mpi_communicator>(ctx.world_ranks, ctx.communicator_tag);
   }
 #endif
@@ -148,10 +153,10 @@ set_backends make_set_backends(const backend_context& ctx, const backend_choice&
   return made;
 }
 
-std::optional<external_launch> detect_external_launch() {
+std::optional<external_launch> detect_external_launch(bool mpi_threads_disable) {
 #if TROUPE_HAVE_MPI
   if (launched_by_mpirun()) {
-    return external_launch{mpi_world_identity(), mpi_allgather_strings};
+    return external_launch{mpi_world_identity(mpi_threads_disable), mpi_allgather_strings};
   }
 #endif
   return std::nullopt;

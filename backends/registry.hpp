@@ -58,7 +58,9 @@ struct external_launch {
 };
 
 /// Set when mpirun started this process and this build has MPI (MPI gets
-/// initialised); nothing otherwise. Throws backend_error if MPI fails.
-std::optional<external_launch> detect_external_launch();
+/// initialised, with MPI_THREAD_SERIALIZED when `mpi_threads_disable`, else
+/// MPI_THREAD_MULTIPLE); nothing otherwise. Throws backend_error if MPI
+/// fails.
+std::optional<external_launch> detect_external_launch(bool mpi_threads_disable);
 
 } // namespace troupe::backends

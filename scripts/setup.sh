@@ -12,6 +12,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev
+  libyaml-cpp-dev  # troupe-run --config-file (horovodrun's YAML)
   libeigen3-dev liblbfgspp-dev  # autotune: Gaussian process, L-BFGS-B (header-only)
   prometheus-cpp-dev  # metrics: prometheus-cpp core and pull (/metrics over civetweb)
   prometheus curl  # promtool and a real server for the metrics tests

@@ -147,6 +147,13 @@ const std::vector<knob>& knobs() {
        c.cpu_operations = lower;
      },
      [](const config& c) { return c.cpu_operations.empty() ? "auto" : c.cpu_operations; }},
+    {"TROUPE_MPI_THREADS_DISABLE", "HOROVOD_MPI_THREADS_DISABLE", "mpi-threads-disable",
+     "1 asks MPI for MPI_THREAD_SERIALIZED instead of MPI_THREAD_MULTIPLE (for an MPI "
+     "without it); only the global process set may then run on MPI",
+     [](config& c, const std::string& s) {
+       c.mpi_threads_disable = parse_switch("TROUPE_MPI_THREADS_DISABLE", s);
+     },
+     [](const config& c) { return std::string(c.mpi_threads_disable ? "1" : "0"); }, "1"},
     {"TROUPE_SHM", nullptr, "shm",
      "Gloo: 1 reduces allreduces of a process set's ranks on one host through shared memory, "
      "0 over loopback TCP as the rest",
@@ -197,6 +204,14 @@ const std::vector<knob>& knobs() {
        c.hierarchical_allgather = parse_switch("TROUPE_HIERARCHICAL_ALLGATHER", s);
      },
      [](const config& c) { return std::string(c.hierarchical_allgather ? "1" : "0"); }, "1"},
+    {"TROUPE_NUM_NCCL_STREAMS", "HOROVOD_NUM_NCCL_STREAMS", "num-nccl-streams",
+     "CUDA streams per device for NCCL: 1, the only count Troupe runs (as Horovod's default)",
+     [](config&, const std::string& s) {
+       if (s != "1")
+         throw config_error("TROUPE_NUM_NCCL_STREAMS='" + s + "': Troupe's NCCL backend "
+                            "runs one stream per device, so only 1 is taken");
+     },
+     [](const config&) { return std::string("1"); }},
     {"TROUPE_NCCL_HOSTID_PER_RANK", nullptr, "nccl-host-id-per-rank",
      "1 = troupe-run gives each rank NCCL_HOSTID=<job id>-<rank> (an NCCL_HOSTID already set "
      "is kept), so NCCL runs several ranks on one GPU, as in tests",

@@ -40,6 +40,10 @@ struct config {
   /// CPU backend: "gloo", "mpi", or "" = gloo under troupe-run, mpi under
   /// mpirun.
   std::string cpu_operations;
+  /// MPI_THREAD_SERIALIZED instead of MPI_THREAD_MULTIPLE (Horovod's
+  /// HOROVOD_MPI_THREADS_DISABLE): only the global set's backend thread then
+  /// calls MPI, so other process sets cannot run on MPI.
+  bool mpi_threads_disable = false;
   /// Gloo: ranks of a process set on one host reduce allreduces through
   /// shared memory (backends/shm/).
   bool shared_memory = true;

@@ -171,7 +171,7 @@ status add(registry_self self, const std::vector<int>& ranks, int32_t& id) {
   if (auto s = next->table.validate(ranks); !s.ok())
     return s;
   id = next->table.add(ranks);
-  const auto& members = *next->table.ranks(id);
+  const auto members = *next->table.ranks(id);
   status started;
   if (std::binary_search(members.begin(), members.end(), st.id.rank))
     started = start_set(self, id, members, st.serial, *next);
@@ -179,17 +179,33 @@ status add(registry_self self, const std::vector<int>& ranks, int32_t& id) {
   // accepts collectives on the set.
   if (!st.published->replace(base, std::move(next)))
     return superseded;
-  // Every rank waits here, also one whose start failed: the others would
-  // otherwise wait for it until the deadline.
-  auto registered = barrier(self, "troupe.process_set.added." + tag);
-  if (!started.ok()) {
-    // The half-started group (backend, coordinator) goes away here; the id
-    // stays registered, as on the ranks where it started.
+  // Every rank waits here, also one whose start failed (the others would
+  // otherwise wait for it until the deadline), and learns where it failed:
+  // a set that did not start on one member is of no use to any rank.
+  std::vector<std::vector<int32_t>> outcomes;
+  auto registered = gather(self, "troupe.process_set.added." + tag, {started.ok() ? 1 : 0},
+                           outcomes);
+  std::vector<int> failed;
+  for (size_t r = 0; r < outcomes.size(); ++r)
+    if (outcomes[r].front() == 0)
+      failed.push_back(static_cast<int>(r));
+  const bool member = std::binary_search(members.begin(), members.end(), st.id.rank);
+  if (member && (!started.ok() || !failed.empty())) {
+    // The group (backend, coordinator), whole or half started, goes away
+    // here; the id stays registered, as on every other rank.
     caf::anon_send(st.supervisor, stop_atom::value, static_cast<uint32_t>(id));
-    return started;
   }
-  return registered.ok() ? registered
-                         : status{registered.code(), "add_process_set: " + registered.message()};
+  if (!started.ok())
+    return started;
+  if (!registered.ok())
+    return {registered.code(), "add_process_set: " + registered.message()};
+  if (!failed.empty())
+    return {status_code::backend,
+            "add_process_set: process set " + std::to_string(id) + " " + ranks_text(members) +
+              " did not start on rank(s) " + ranks_text(failed) +
+              " (their error says why); its id stays registered and unusable until "
+              "remove_process_set"};
+  return registered;
 }
 
 status remove(registry_self self, int32_t id) {

@@ -693,7 +693,7 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   const auto deadline = start_deadline(cfg);
   std::optional<backends::external_launch> launch;
   try {
-    if (!id.has_store() && (launch = backends::detect_external_launch()))
+    if (!id.has_store() && (launch = backends::detect_external_launch(cfg.mpi_threads_disable)))
       adopt(id, *launch);
   } catch (const std::exception& e) {
     result = {status_code::backend, std::string("MPI bootstrap failed: ") + e.what()};

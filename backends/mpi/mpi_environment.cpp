@@ -11,6 +11,16 @@ namespace troupe::backends {
 
 namespace {
 
+const char* thread_level_name(int level) {
+  switch (level) {
+  case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+  case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+  case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+  case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "an unknown thread level";
+}
+
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -34,20 +44,37 @@ bool launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
 }
 
-void ensure_mpi_initialized() {
+void ensure_mpi_initialized(bool serialized) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized)
     return;
+  const int wanted = serialized ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE;
   int provided = 0;
-  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  check_mpi(MPI_Init_thread(nullptr, nullptr, wanted, &provided), "MPI_Init_thread");
   std::atexit(finalize_at_exit);
   // Errors come back as codes (turned into backend_error), not aborts.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // Below SERIALIZED, calls from a backend thread are not allowed at all;
+  // below MULTIPLE, two sets' backend threads may not call at once.
+  if (provided < wanted)
+    throw backend_error(
+      std::string("MPI_Init_thread asked for ") + thread_level_name(wanted) + " and got " +
+      thread_level_name(provided) +
+      (serialized ? ": Troupe calls MPI from a backend thread, not the one that started it"
+                  : ": Troupe runs each process set's collectives on a thread of its own; "
+                    "TROUPE_MPI_THREADS_DISABLE=1 (HOROVOD_MPI_THREADS_DISABLE) asks for "
+                    "MPI_THREAD_SERIALIZED and runs only the global process set on MPI"));
 }
 
-rank_layout mpi_world_identity() {
-  ensure_mpi_initialized();
+bool mpi_concurrent_threads() {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  return level == MPI_THREAD_MULTIPLE;
+}
+
+rank_layout mpi_world_identity(bool serialized) {
+  ensure_mpi_initialized(serialized);
   rank_layout id;
   MPI_Comm_rank(MPI_COMM_WORLD, &id.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &id.size);

@@ -10,13 +10,20 @@ namespace troupe::backends {
 /// Whether this process was started by Open MPI's mpirun.
 bool launched_by_mpirun();
 
-/// Initialises MPI once per process (MPI_THREAD_MULTIPLE); MPI cannot be
-/// initialised twice, so it is finalised at process exit, not at shutdown,
-/// and init() after shutdown() keeps working. Throws backend_error.
-void ensure_mpi_initialized();
+/// Initialises MPI once per process, with MPI_THREAD_MULTIPLE or, when
+/// `serialized`, MPI_THREAD_SERIALIZED; MPI cannot be initialised twice, so
+/// it is finalised at process exit, not at shutdown, and init() after
+/// shutdown() keeps working (with the first level). Throws backend_error,
+/// also when MPI gives less than the level asked for.
+void ensure_mpi_initialized(bool serialized = false);
 
-/// Identity from MPI_COMM_WORLD; local = same shared-memory node.
-rank_layout mpi_world_identity();
+/// Whether MPI may be called from several threads at once
+/// (MPI_THREAD_MULTIPLE); MPI must be initialised.
+bool mpi_concurrent_threads();
+
+/// Identity from MPI_COMM_WORLD (initialising MPI as
+/// ensure_mpi_initialized(serialized)); local = same shared-memory node.
+rank_layout mpi_world_identity(bool serialized);
 
 /// Throws backend_error with MPI's text for a failed call.
 void check_mpi(int rc, const char* what);

@@ -19,7 +19,9 @@ std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root
   const bool binds = std::any_of(opts.mpi_args.begin(), opts.mpi_args.end(), [](auto& a) {
     return a == "--bind-to" || a == "-bind-to" || a.rfind("--bind-to=", 0) == 0;
   });
-  if (!binds)
+  if (!opts.binding_args.empty())
+    cmd.insert(cmd.end(), opts.binding_args.begin(), opts.binding_args.end());
+  else if (!binds)
     cmd.insert(cmd.end(), {"--bind-to", "none"});
   if (as_root)
     cmd.emplace_back("--allow-run-as-root");

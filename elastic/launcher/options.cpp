@@ -1,6 +1,7 @@
 #include "elastic/launcher/options.hpp"
 
 #include "elastic/launcher/check_build.hpp"
+#include "elastic/launcher/config_file.hpp"
 #include "workers/config.hpp"
 
 #include <CLI/CLI.hpp>
@@ -67,7 +68,7 @@ std::optional<std::vector<std::string>> shell_words(const std::string& text, std
 // troupe-run's options that take no value.
 bool is_flag(const std::string& arg) {
   if (arg == "-h" || arg == "--help" || arg == "--gloo" || arg == "--mpi" ||
-      arg == "--check-build" || arg == "--verbose" || arg == "--version")
+      arg == "--check-build" || arg == "--verbose" || arg == "--version" || arg == "--tcp")
     return true;
   const auto& table = workers::knobs();
   return std::any_of(table.begin(), table.end(),
@@ -158,6 +159,19 @@ parse_result parse_options(int argc, char** argv) {
     app.add_option("--mpi-args", mpi_args,
                    "with --mpi: more arguments for mpirun, as horovodrun's "
                    "(--mpi-args=\"--map-by ppr:1:core\")");
+  std::string binding_args;
+  auto* binding_args_opt =
+    app.add_option("--binding-args", binding_args,
+                   "with --mpi: mpirun's binding arguments instead of troupe-run's "
+                   "'--bind-to none', as horovodrun's (--binding-args=\"--bind-to core\")");
+  bool tcp = false;
+  app.add_flag("--tcp", tcp,
+               "TCP only: NCCL does not use InfiniBand (NCCL_IB_DISABLE=1), as horovodrun's");
+  std::string config_path;
+  app.add_option("--config-file", config_path,
+                 "horovodrun's YAML file of settings (params, autotune, timeline, stall_check, "
+                 "library_options, logging, controller); flags given override it")
+    ->check(CLI::ExistingFile);
   auto& el = opts.elastic;
   app.add_option("--min-np", el.min_np,
                  "elastic: fewest ranks to train with (default -np); below it the job waits "
@@ -239,15 +253,20 @@ parse_result parse_options(int argc, char** argv) {
     return fail("unknown option '" + opts.command.front() + "'");
   if (*timeout_opt)
     opts.timeout_seconds = timeout;
-  if (*mpi_args_opt) {
+  // --mpi may come from the config file, so this waits for it.
+  const auto mpirun_words = [&](const CLI::Option* opt, const std::string& text,
+                                std::vector<std::string>& words) -> std::optional<std::string> {
+    if (!*opt)
+      return std::nullopt;
     if (!opts.use_mpirun)
-      return fail("--mpi-args are mpirun's: they need --mpi");
+      return opt->get_name() + " are mpirun's: they need --mpi";
     std::string why;
-    auto words = shell_words(mpi_args, why);
-    if (!words)
-      return fail("--mpi-args '" + mpi_args + "': " + why);
-    opts.mpi_args = std::move(*words);
-  }
+    auto split = shell_words(text, why);
+    if (!split)
+      return opt->get_name() + " '" + text + "': " + why;
+    words = std::move(*split);
+    return std::nullopt;
+  };
   workers::config scratch;
   for (size_t i = 0; i < table.size(); ++i) {
     if (!knob_opts[i] || knob_opts[i]->count() == 0)
@@ -285,6 +304,44 @@ parse_result parse_options(int argc, char** argv) {
     }
     opts.knobs.emplace_back(h.env, value);
   }
+  if (!config_path.empty()) {
+    config_file file;
+    try {
+      file = read_config_file(config_path);
+    } catch (const config_file_error& e) {
+      return fail("--config-file " + std::string(e.what()));
+    }
+    for (const auto& why : file.ignored)
+      std::cerr << "troupe-run: warning: --config-file " << config_path << ": " << why
+                << " is ignored\n";
+    if (!gloo && !opts.use_mpirun) {
+      if (file.controller == "mpi" && opts.is_elastic())
+        return fail("--config-file " + config_path +
+                    ": controller mpi, but elastic mode runs on Gloo");
+      opts.use_mpirun = file.controller == "mpi";
+      gloo = file.controller == "gloo";
+    }
+    for (const auto& [env, value] : file.knobs) {
+      // A flag given on the command line wins, as with horovodrun.
+      if (std::any_of(opts.knobs.begin(), opts.knobs.end(),
+                      [&](const auto& set) { return set.first == env; }))
+        continue;
+      const auto knob = std::find_if(table.begin(), table.end(),
+                                     [&](const workers::knob& k) { return k.env == env; });
+      try {
+        knob->parse(scratch, value);
+      } catch (const workers::config_error& e) {
+        return fail("--config-file " + config_path + ": " + e.what());
+      }
+      opts.knobs.emplace_back(env, value);
+    }
+  }
+  if (auto why = mpirun_words(mpi_args_opt, mpi_args, opts.mpi_args))
+    return fail(*why);
+  if (auto why = mpirun_words(binding_args_opt, binding_args, opts.binding_args))
+    return fail(*why);
+  if (tcp)
+    opts.knobs.emplace_back("NCCL_IB_DISABLE", "1");
   if (opts.is_elastic()) {
     if (!opts.output_dir.empty())
       return fail("--output-filename is not supported in elastic mode yet");

@@ -34,6 +34,9 @@ struct launch_options {
   /// --mpi-args: more words for mpirun's command line, expanded as a shell
   /// expands them (horovodrun's flag).
   std::vector<std::string> mpi_args;
+  /// --binding-args: mpirun's binding words, instead of "--bind-to none"
+  /// (horovodrun's flag).
+  std::vector<std::string> binding_args;
   /// --output-filename: each rank's output also goes to files in this
   /// folder (horovodrun's flag; under --mpi, mpirun's own).
   std::string output_dir;

@@ -93,6 +93,81 @@ grep -q -- "--fusion-threshold-mb: '1.5' is not a whole number" "$dir/err" \
 expect 2 -np 1 --stall-check-warning-time-seconds soon true
 grep -q 'TROUPE_STALL_CHECK_TIME_SECONDS' "$dir/err" || fail "bad value: $(cat "$dir/err")"
 
+# horovodrun's --config-file: its YAML sections set the knobs; flags given
+# win; keys Troupe has no use for are warned about, not fatal.
+cat > "$dir/config.yaml" <<'YAML'
+params:
+  fusion_threshold_mb: 32
+  cycle_time_ms: 10
+  cache_capacity: 2048
+  hierarchical_allreduce: true
+  hierarchical_allgather: false
+  torus_allreduce: false
+autotune:
+  enabled: true
+  log_file: /tmp/autotune_log.csv
+  warmup_samples: 5
+  steps_per_sample: 20
+  bayes_opt_max_samples: 50
+  gaussian_process_noise: 0.9
+timeline:
+  filename: /tmp/timeline.json
+  mark_cycles: true
+stall_check:
+  enabled: false
+  warning_time_seconds: 120
+  shutdown_time_seconds: 240
+library_options:
+  mpi_threads_disable: true
+  num_nccl_streams: 1
+  ccl_bgt_affinity: 1
+  gloo_timeout_seconds: 60
+logging:
+  level: ERROR
+  hide_timestamp: true
+controller: gloo
+YAML
+expect 0 -np 1 --config-file "$dir/config.yaml" --cycle-time-ms 5 sh -c 'echo \
+  $TROUPE_FUSION_THRESHOLD $TROUPE_CYCLE_TIME $TROUPE_CACHE_CAPACITY \
+  $TROUPE_HIERARCHICAL_ALLREDUCE $TROUPE_HIERARCHICAL_ALLGATHER $TROUPE_AUTOTUNE \
+  $TROUPE_AUTOTUNE_LOG $TROUPE_AUTOTUNE_WARMUP_SAMPLES $TROUPE_AUTOTUNE_STEPS_PER_SAMPLE \
+  $TROUPE_AUTOTUNE_BAYES_OPT_MAX_SAMPLES $TROUPE_AUTOTUNE_GAUSSIAN_PROCESS_NOISE \
+  $TROUPE_TIMELINE $TROUPE_TIMELINE_MARK_CYCLES $TROUPE_STALL_CHECK_DISABLE \
+  $TROUPE_STALL_CHECK_TIME_SECONDS $TROUPE_STALL_SHUTDOWN_TIME_SECONDS \
+  $TROUPE_MPI_THREADS_DISABLE $TROUPE_NUM_NCCL_STREAMS $TROUPE_GLOO_TIMEOUT_SECONDS \
+  $TROUPE_LOG_LEVEL $TROUPE_LOG_HIDE_TIME $TROUPE_CPU_OPERATIONS'
+want='[0]<stdout>:33554432 5 2048 1 0 1 /tmp/autotune_log.csv 5 20 50 0.9 /tmp/timeline.json'
+want+=' 1 1 120 240 1 1 60 ERROR 1 gloo'
+[ "$(cat "$dir/out")" = "$want" ] || fail "config file: $(cat "$dir/out")"
+grep -q 'library_options.ccl_bgt_affinity (Troupe has no oneCCL backend) is ignored' "$dir/err" \
+  || fail "config file warning: $(cat "$dir/err")"
+grep -q 'torus' "$dir/err" && fail "torus_allreduce: false asks for nothing: $(cat "$dir/err")"
+printf 'params:\n  cycle_time_ms: soon\n' > "$dir/bad.yaml"
+expect 2 -np 1 --config-file "$dir/bad.yaml" true
+grep -q "bad.yaml: TROUPE_CYCLE_TIME='soon'" "$dir/err" || fail "config value: $(cat "$dir/err")"
+printf 'stall_check:\n  enabled: maybe\n' > "$dir/bad.yaml"
+expect 2 -np 1 --config-file "$dir/bad.yaml" true
+grep -q "stall_check.enabled: 'maybe' is not true or false" "$dir/err" \
+  || fail "config bool: $(cat "$dir/err")"
+printf 'params: [1, 2\n' > "$dir/bad.yaml"
+expect 2 -np 1 --config-file "$dir/bad.yaml" true
+grep -q 'not YAML' "$dir/err" || fail "config syntax: $(cat "$dir/err")"
+printf 'controller: mpi\n' > "$dir/mpi.yaml"
+expect 2 -np 2 --min-np 1 --config-file "$dir/mpi.yaml" true
+grep -q 'controller mpi, but elastic mode runs on Gloo' "$dir/err" \
+  || fail "config controller: $(cat "$dir/err")"
+expect 2 -np 1 --config-file "$dir/no-such.yaml" true
+
+# horovodrun's library flags: --tcp keeps NCCL off InfiniBand; NCCL runs
+# one stream per device; --binding-args are mpirun's.
+expect 0 -np 1 --tcp --mpi-threads-disable --num-nccl-streams 1 \
+  sh -c 'echo $NCCL_IB_DISABLE $TROUPE_MPI_THREADS_DISABLE $TROUPE_NUM_NCCL_STREAMS'
+[ "$(cat "$dir/out")" = '[0]<stdout>:1 1 1' ] || fail "library flags: $(cat "$dir/out")"
+expect 2 -np 1 --num-nccl-streams 2 true
+grep -q 'one stream per device' "$dir/err" || fail "nccl streams: $(cat "$dir/err")"
+expect 2 -np 1 --binding-args="--bind-to core" true
+grep -q -- '--binding-args are mpirun' "$dir/err" || fail "binding-args: $(cat "$dir/err")"
+
 # --output-filename (horovodrun's): each rank's tagged lines also go to
 # DIR/rank.<rank>/stdout and stderr, the rank padded to the widest.
 expect 0 -np 11 --output-filename "$dir/logs" sh -c 'echo out $TROUPE_RANK; echo err $TROUPE_RANK >&2'

@@ -49,5 +49,17 @@ TEST(mpirun_command, mpi_args_go_before_the_command_and_may_bind) {
                                       "--bind-to", "core", "./prog"}));
 }
 
+TEST(mpirun_command, binding_args_replace_troupe_runs_binding) {
+  launch_options opts;
+  opts.np = 2;
+  opts.binding_args = {"--bind-to", "core", "--map-by", "slot"};  // horovodrun's --binding-args
+  opts.mpi_args = {"-x", "FOO"};
+  opts.command = {"./prog"};
+  EXPECT_EQ(mpirun_command(opts, false),
+            (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
+                                      "core", "--map-by", "slot", "-np", "2", "-x", "FOO",
+                                      "./prog"}));
+}
+
 } // namespace
 } // namespace troupe::elastic::launcher

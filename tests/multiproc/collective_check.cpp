@@ -439,6 +439,8 @@ int main(int argc, char** argv) {
     rc = affinity(rank, size, argv[2]);
   else if (mode == "timeline-dynamic" && argc == 3)
     rc = timeline_dynamic(rank, size, argv[2]);
+  else if (mode == "serialized-mpi" && size == 3)
+    rc = troupe::test::run_serialized_mpi_check(rank);
   else if (mode == "process-sets")
     rc = troupe::test::run_process_set_checks(rank, size);
   else if (mode == "crossing-sets" && size >= 5)

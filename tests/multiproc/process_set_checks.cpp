@@ -218,4 +218,23 @@ int run_process_set_checks(int rank, int size) {
   return failures() == 0 ? 0 : 1;
 }
 
+int run_serialized_mpi_check(int rank) {
+  const auto everyone = global_process_set();
+  const float all = members_sum(everyone);
+  float x = 0;
+  expect(rank_sum(everyone, "serialized.before", x).wait().ok() && x == all, rank,
+         "global allreduce before");
+  process_set pair;
+  // Its members say why; the other rank, where.
+  expect_error(add_process_set({0, 1}, pair),
+               rank < 2 ? "TROUPE_MPI_THREADS_DISABLE" : "did not start on rank(s) [0, 1]", rank,
+               "a second set on MPI without MPI_THREAD_MULTIPLE");
+  expect(remove_process_set(process_set{1, {0, 1}}).ok(), rank, "removing the refused set");
+  expect(rank_sum(everyone, "serialized.after", x).wait().ok() && x == all, rank,
+         "global allreduce after the refused set");
+  if (failures() == 0)
+    std::printf("rank %d: PASS serialized MPI\n", rank);
+  return failures() == 0 ? 0 : 1;
+}
+
 } // namespace troupe::test

@@ -18,4 +18,9 @@ int run_process_set_checks(int rank, int size);
 /// add/remove round work afterwards. Returns the process exit code.
 int run_late_set_check(int rank, int size, double lateness);
 
+/// On 3 ranks under MPI with TROUPE_MPI_THREADS_DISABLE=1: the global set
+/// runs, a second process set is refused on every rank naming the knob, and
+/// the global set runs on. Returns the process exit code.
+int run_serialized_mpi_check(int rank);
+
 } // namespace troupe::test
