@@ -44,7 +44,8 @@ elastic_driver::elastic_driver(settings s, std::unique_ptr<discovery_poller> pol
                                line_forwarder::sink report, line_forwarder::sink out,
                                line_forwarder::sink err)
   : s_(std::move(s)), poller_(std::move(poller)), hosts_(cooldown), supervisor_(supervisor),
-    store_(store), report_(std::move(report)), out_(std::move(out)), err_(std::move(err)) {
+    store_(store), report_(std::move(report)), out_(std::move(out)), err_(std::move(err)),
+    files_(s_.output_dir, s_.np) {
   if (!poller_) {
     hosts_.update(s_.fixed_hosts);
     discovered_ = true;
@@ -331,8 +332,13 @@ void elastic_driver::spawn(const plan_member& seat, const rank_slot& slot, int s
     env = s_.parent_env;
     input = s_.secret;
   }
+  const auto id = static_cast<int>(seat.worker_id);
   try {
-    auto worker = spawn_worker(static_cast<int>(seat.worker_id), argv, env, out_, err_, input);
+    // Files by worker id, the tag of its lines: a rank's number moves
+    // between workers at a reset, and a new worker must not truncate an
+    // old one's file.
+    auto worker = spawn_worker(id, argv, env, files_.tee(id, "stdout", out_),
+                               files_.tee(id, "stderr", err_), input);
     worker.on_this_host = here && s_.spawn_command.empty();
     supervisor_.add(std::move(worker));
     if (observe_.spawned)
@@ -340,6 +346,9 @@ void elastic_driver::spawn(const plan_member& seat, const rank_slot& slot, int s
   } catch (const spawn_error& e) {
     machine_slots_.release(seat.worker_id);
     fail_worker(seat.worker_id, e.what(), 127, now);
+  } catch (const std::runtime_error& e) {  // its output files
+    machine_slots_.release(seat.worker_id);
+    fail_worker(seat.worker_id, e.what(), 1, now);
   }
 }
 

@@ -6,6 +6,7 @@
 #include "elastic/launcher/job_supervisor.hpp"
 #include "elastic/launcher/machine_slots.hpp"
 #include "elastic/launcher/options.hpp"
+#include "elastic/launcher/output_files.hpp"
 #include "elastic/launcher/ssh_command.hpp"
 #include "elastic/launcher/worker_env.hpp"
 
@@ -67,6 +68,9 @@ public:
     std::vector<std::string> parent_env;
     job_env job;
     std::string own_hostname;
+    /// --output-filename: each worker's lines also go to
+    /// DIR/rank.<worker id>/stdout and stderr (output_files); empty: none.
+    std::string output_dir;
   };
 
   /// Starts polling discovery (when `poller` is given) at once.
@@ -126,6 +130,7 @@ private:
   job_supervisor& supervisor_;
   store_client& store_;
   line_forwarder::sink report_, out_, err_;
+  output_files files_;
 
   bool discovered_ = false;       // a discovery run has succeeded
   std::string last_discovery_error_;  // reported once until it changes

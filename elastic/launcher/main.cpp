@@ -183,6 +183,7 @@ int run_elastic(const launcher::launch_options& opts, const troupe::workers::con
   s.cwd = current_directory();
   s.secret = secret;
   s.command = opts.command;
+  s.output_dir = opts.output_dir;
   s.job.store = store.endpoint;
   s.job.job_id = job_id;
   s.job.knobs = opts.knobs;

@@ -343,8 +343,6 @@ parse_result parse_options(int argc, char** argv) {
   if (tcp)
     opts.knobs.emplace_back("NCCL_IB_DISABLE", "1");
   if (opts.is_elastic()) {
-    if (!opts.output_dir.empty())
-      return fail("--output-filename is not supported in elastic mode yet");
     if (opts.use_mpirun)
       return fail("elastic mode (--min-np, --host-discovery-script) runs on Gloo, not --mpi");
     if (!el.discovery_script.empty() && (!opts.hosts.empty() || !opts.hostfile.empty()))

@@ -18,10 +18,20 @@ struct rank_file {
   std::ofstream out;
 };
 
+void create_folder(const std::filesystem::path& folder) {
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (ec)
+    throw std::runtime_error("--output-filename: cannot create " + folder.string() + ": " +
+                             ec.message());
+}
+
 } // namespace
 
 output_files::output_files(std::string dir, int size)
     : dir_(std::move(dir)), width_(static_cast<int>(std::to_string(std::max(size - 1, 0)).size())) {
+  if (!dir_.empty())
+    create_folder(dir_);
 }
 
 line_forwarder::sink output_files::tee(int rank, const std::string& stream,
@@ -31,11 +41,7 @@ line_forwarder::sink output_files::tee(int rank, const std::string& stream,
   auto name = std::to_string(rank);
   name.insert(0, static_cast<size_t>(std::max(0, width_ - static_cast<int>(name.size()))), '0');
   const auto folder = std::filesystem::path(dir_) / ("rank." + name);
-  std::error_code ec;
-  std::filesystem::create_directories(folder, ec);
-  if (ec)
-    throw std::runtime_error("--output-filename: cannot create " + folder.string() + ": " +
-                             ec.message());
+  create_folder(folder);
   auto file = std::make_shared<rank_file>();
   file->out.open(folder / stream, std::ios::out | std::ios::trunc);
   if (!file->out)

@@ -9,8 +9,9 @@ namespace troupe::elastic::launcher {
 /// horovodrun's --output-filename DIR (Gloo mode): every rank's tagged
 /// output lines also go to DIR/rank.<rank>/stdout and .../stderr, the rank
 /// zero-padded to the width of the largest one (rank.07 of 12), files
-/// truncated at the start; an empty DIR writes none. Throws
-/// std::runtime_error naming a directory or file it cannot create.
+/// truncated at the start; an empty DIR writes none. The constructor
+/// creates DIR; both throw std::runtime_error naming a directory or file
+/// they cannot create.
 class output_files {
 public:
   output_files(std::string dir, int size);

@@ -271,11 +271,27 @@ def stop():
     return {'stop_to_training': took}
 
 
+def check_output_files(job, folder):
+    """--output-filename: each worker's lines in its own folder, by worker
+    id, exactly as troupe-run printed them."""
+    for worker in sorted({e['worker'] for e in job.events}):
+        for stream in ('stdout', 'stderr'):
+            tag = '[%d]<%s>:' % (worker, stream)
+            printed = [line for line in job.lines if line.startswith(tag)]
+            path = os.path.join(folder, 'rank.%d' % worker, stream)
+            with open(path) as f:
+                written = f.read().splitlines()
+            expect(written == printed, '%s holds the %d lines tagged %s (has %d)'
+                   % (path, len(printed), tag, len(written)))
+
+
 def add_remove(spawn_hook=False):
     size = 600
     flags = ['--min-np', '2']
     if spawn_hook:
         flags += ['--spawn-command', 'env SPAWNED_ON=$TROUPE_SPAWN_HOST']
+    out = tempfile.mkdtemp(prefix='troupe-elastic-out-')
+    flags += ['--output-filename', out]
     job = Job(hosts(2, 3), np=2, flags=flags,
               train=['--dataset-size', str(size), '--step-sleep', '0.02', '--commit-every', '1'])
     job.wait_for(lambda e: e['event'] == 'step' and e['batch'] >= 3, 'training at size 2')
@@ -293,6 +309,8 @@ def add_remove(spawn_hook=False):
     check_checksums(job)
     check_ranks(job)
     check_every_index(job, size)
+    check_output_files(job, out)
+    shutil.rmtree(out, ignore_errors=True)
     if spawn_hook:
         done = [e for e in job.events if e['event'] == 'done']
         expect(done and all(e['spawned_on'] in hosts(2, 3) for e in done),

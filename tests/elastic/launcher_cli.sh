@@ -175,8 +175,15 @@ expect 0 -np 11 --output-filename "$dir/logs" sh -c 'echo out $TROUPE_RANK; echo
 [ "$(cat "$dir/logs/rank.10/stderr")" = '[10]<stderr>:err 10' ] || fail "rank.10 stderr"
 grep -qx '\[10\]<stdout>:out 10' "$dir/out" || fail "not on the console too: $(cat "$dir/out")"
 expect 1 -np 1 --output-filename /proc/no-such-dir true
-grep -q 'cannot create /proc/no-such-dir/rank.0' "$dir/err" || fail "bad folder: $(cat "$dir/err")"
-expect 2 -np 2 --min-np 1 --output-filename "$dir/logs" true
+grep -q 'cannot create /proc/no-such-dir' "$dir/err" || fail "bad folder: $(cat "$dir/err")"
+# Elastic mode: by worker id, the tag of its lines (a rank's number moves
+# between workers at a reset).
+expect 0 -np 2 --min-np 1 --output-filename "$dir/elogs" \
+  sh -c 'echo out $TROUPE_WORKER_ID; echo err $TROUPE_WORKER_ID >&2'
+[ "$(cat "$dir/elogs/rank.1/stdout")" = '[1]<stdout>:out 1' ] || fail "elastic: $(ls "$dir/elogs")"
+[ "$(cat "$dir/elogs/rank.0/stderr")" = '[0]<stderr>:err 0' ] || fail "elastic stderr"
+expect 1 -np 2 --min-np 1 --output-filename /proc/no-such-dir true
+grep -q 'cannot create /proc/no-such-dir' "$dir/err" || fail "elastic folder: $(cat "$dir/err")"
 
 # --mpi-args (horovodrun's) are mpirun's: checked before anything starts.
 expect 2 -np 1 --mpi-args="-x A" true
