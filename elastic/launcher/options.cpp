@@ -33,7 +33,6 @@ struct horovodrun_flag {
 const horovodrun_flag horovodrun_flags[] = {
   {"fusion-threshold-mb", "TROUPE_FUSION_THRESHOLD",
    "horovodrun's name: the fusion threshold in MiB", nullptr, int64_t{1} << 20},
-  {"disable-cache", "TROUPE_CACHE_CAPACITY", "horovodrun's name: no response cache", "0", 0},
   {"no-stall-check", "TROUPE_STALL_CHECK_DISABLE", "horovodrun's name: no stall inspector",
    "1", 0},
   {"stall-check-warning-time-seconds", "TROUPE_STALL_CHECK_TIME_SECONDS",
@@ -68,7 +67,8 @@ std::optional<std::vector<std::string>> shell_words(const std::string& text, std
 // troupe-run's options that take no value.
 bool is_flag(const std::string& arg) {
   if (arg == "-h" || arg == "--help" || arg == "--gloo" || arg == "--mpi" ||
-      arg == "--check-build" || arg == "--verbose" || arg == "--version" || arg == "--tcp")
+      arg == "--check-build" || arg == "--verbose" || arg == "--version" || arg == "--tcp" ||
+      arg == "--disable-cache")
     return true;
   const auto& table = workers::knobs();
   return std::any_of(table.begin(), table.end(),
@@ -164,6 +164,11 @@ parse_result parse_options(int argc, char** argv) {
     app.add_option("--binding-args", binding_args,
                    "with --mpi: mpirun's binding arguments instead of troupe-run's "
                    "'--bind-to none', as horovodrun's (--binding-args=\"--bind-to core\")");
+  // horovodrun's flag turns off its 60-minute cache of ssh and NIC checks
+  // (not the response cache: that is --cache-capacity 0).
+  app.add_flag("--disable-cache",
+               "horovodrun's: run the host checks every time; troupe-run keeps no cache of "
+               "them, so this changes nothing");
   bool tcp = false;
   app.add_flag("--tcp", tcp,
                "TCP only: NCCL does not use InfiniBand (NCCL_IB_DISABLE=1), as horovodrun's");
