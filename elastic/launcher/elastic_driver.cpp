@@ -45,7 +45,7 @@ elastic_driver::elastic_driver(settings s, std::unique_ptr<discovery_poller> pol
                                line_forwarder::sink err)
   : s_(std::move(s)), poller_(std::move(poller)), hosts_(cooldown), supervisor_(supervisor),
     store_(store), report_(std::move(report)), out_(std::move(out)), err_(std::move(err)),
-    files_(s_.output_dir, s_.np) {
+    files_(s_.output_dir, s_.np, s_.prefix_timestamp) {
   if (!poller_) {
     hosts_.update(s_.fixed_hosts);
     discovered_ = true;

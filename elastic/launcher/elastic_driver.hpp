@@ -71,6 +71,8 @@ public:
     /// --output-filename: each worker's lines also go to
     /// DIR/rank.<worker id>/stdout and stderr (output_files); empty: none.
     std::string output_dir;
+    /// --prefix-output-with-timestamp (output_files).
+    bool prefix_timestamp = false;
   };
 
   /// Starts polling discovery (when `poller` is given) at once.

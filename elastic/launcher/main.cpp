@@ -184,6 +184,7 @@ int run_elastic(const launcher::launch_options& opts, const troupe::workers::con
   s.secret = secret;
   s.command = opts.command;
   s.output_dir = opts.output_dir;
+  s.prefix_timestamp = opts.prefix_timestamp;
   s.job.store = store.endpoint;
   s.job.job_id = job_id;
   s.job.knobs = opts.knobs;
@@ -342,7 +343,7 @@ int main(int argc, char** argv) {
     // Every rank's sinks before any rank starts: a file that cannot be
     // written stops the job before it began.
     std::vector<std::pair<launcher::line_forwarder::sink, launcher::line_forwarder::sink>> sinks;
-    const launcher::output_files files{opts.output_dir, opts.np};
+    const launcher::output_files files{opts.output_dir, opts.np, opts.prefix_timestamp};
     for (const auto& slot : ranks)
       sinks.emplace_back(files.tee(slot.rank, "stdout", to_stdout),
                          files.tee(slot.rank, "stderr", to_stderr));

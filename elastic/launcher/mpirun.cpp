@@ -35,6 +35,8 @@ std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root
                                           std::ceil(*opts.timeout_seconds)))});
   if (!opts.output_dir.empty())
     cmd.insert(cmd.end(), {"--output-filename", opts.output_dir});
+  if (opts.prefix_timestamp)
+    cmd.emplace_back("--timestamp-output");
   cmd.insert(cmd.end(), opts.mpi_args.begin(), opts.mpi_args.end());
   cmd.insert(cmd.end(), opts.command.begin(), opts.command.end());
   return cmd;

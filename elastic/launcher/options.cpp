@@ -68,7 +68,7 @@ std::optional<std::vector<std::string>> shell_words(const std::string& text, std
 bool is_flag(const std::string& arg) {
   if (arg == "-h" || arg == "--help" || arg == "--gloo" || arg == "--mpi" ||
       arg == "--check-build" || arg == "--verbose" || arg == "--version" || arg == "--tcp" ||
-      arg == "--disable-cache")
+      arg == "--disable-cache" || arg == "--prefix-output-with-timestamp")
     return true;
   const auto& table = workers::knobs();
   return std::any_of(table.begin(), table.end(),
@@ -95,6 +95,8 @@ std::vector<std::string> normalize(int argc, char** argv) {
       break;
     if (arg == "-np")
       args[i] = "--num-proc";
+    else if (arg == "-prefix-timestamp") // horovodrun's short name
+      args[i] = "--prefix-output-with-timestamp";
     else if (arg == "--network-interfaces") // horovodrun's name
       args[i] = "--network-interface";
     else if (arg.rfind("--network-interfaces=", 0) == 0)
@@ -169,6 +171,9 @@ parse_result parse_options(int argc, char** argv) {
   app.add_flag("--disable-cache",
                "horovodrun's: run the host checks every time; troupe-run keeps no cache of "
                "them, so this changes nothing");
+  app.add_flag("--prefix-output-with-timestamp", opts.prefix_timestamp,
+               "start each output line with the local time, as horovodrun's "
+               "(also -prefix-timestamp; with --mpi, mpirun's --timestamp-output)");
   bool tcp = false;
   app.add_flag("--tcp", tcp,
                "TCP only: NCCL does not use InfiniBand (NCCL_IB_DISABLE=1), as horovodrun's");

@@ -40,6 +40,9 @@ struct launch_options {
   /// --output-filename: each rank's output also goes to files in this
   /// folder (horovodrun's flag; under --mpi, mpirun's own).
   std::string output_dir;
+  /// --prefix-output-with-timestamp: each output line starts with the local
+  /// time (horovodrun's flag; under --mpi, mpirun's --timestamp-output).
+  bool prefix_timestamp = false;
   /// --verbose: say what is started, and with which knobs, before starting it.
   bool verbose = false;
   /// How workers on other hosts are started (without --spawn-command).

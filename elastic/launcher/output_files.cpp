@@ -1,5 +1,6 @@
 #include "elastic/launcher/output_files.hpp"
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -26,16 +27,38 @@ void create_folder(const std::filesystem::path& folder) {
                              ec.message());
 }
 
+// `out` with each line prefixed by the local time, as Python's
+// time.asctime() writes it (horovodrun's format).
+line_forwarder::sink timestamped(line_forwarder::sink out) {
+  return [out = std::move(out)](std::string_view line) {
+    const auto now = std::time(nullptr);
+    std::tm local{};
+    ::localtime_r(&now, &local);
+    char stamp[64];
+    const auto n = std::strftime(stamp, sizeof stamp, "%a %b %e %H:%M:%S %Y", &local);
+    std::string stamped(stamp, n);
+    stamped += line;
+    out(stamped);
+  };
+}
+
 } // namespace
 
-output_files::output_files(std::string dir, int size)
-    : dir_(std::move(dir)), width_(static_cast<int>(std::to_string(std::max(size - 1, 0)).size())) {
+output_files::output_files(std::string dir, int size, bool timestamps)
+    : dir_(std::move(dir)), width_(static_cast<int>(std::to_string(std::max(size - 1, 0)).size())),
+      timestamps_(timestamps) {
   if (!dir_.empty())
     create_folder(dir_);
 }
 
 line_forwarder::sink output_files::tee(int rank, const std::string& stream,
                                        line_forwarder::sink console) const {
+  auto both = to_file(rank, stream, std::move(console));
+  return timestamps_ ? timestamped(std::move(both)) : both;
+}
+
+line_forwarder::sink output_files::to_file(int rank, const std::string& stream,
+                                           line_forwarder::sink console) const {
   if (dir_.empty())
     return console;
   auto name = std::to_string(rank);

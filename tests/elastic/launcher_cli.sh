@@ -179,6 +179,14 @@ expect 0 -np 11 --output-filename "$dir/logs" sh -c 'echo out $TROUPE_RANK; echo
 grep -qx '\[10\]<stdout>:out 10' "$dir/out" || fail "not on the console too: $(cat "$dir/out")"
 expect 1 -np 1 --output-filename /proc/no-such-dir true
 grep -q 'cannot create /proc/no-such-dir' "$dir/err" || fail "bad folder: $(cat "$dir/err")"
+# horovodrun's -prefix-timestamp: Python's time.asctime() before each tag,
+# in the files too.
+stamp='[A-Z][a-z]{2} [A-Z][a-z]{2} [ 1-3][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}'
+expect 0 -np 2 -prefix-timestamp --output-filename "$dir/tlogs" sh -c 'echo hi'
+grep -Eq "^$stamp\[1\]<stdout>:hi\$" "$dir/out" || fail "timestamps: $(cat "$dir/out")"
+grep -Eq "^$stamp\[0\]<stdout>:hi\$" "$dir/tlogs/rank.0/stdout" || fail "timestamps in files"
+expect 0 -np 1 --prefix-output-with-timestamp --min-np 1 sh -c 'echo hi >&2'
+grep -Eq "^$stamp\[0\]<stderr>:hi\$" "$dir/err" || fail "elastic timestamps: $(cat "$dir/err")"
 # Elastic mode: by worker id, the tag of its lines (a rank's number moves
 # between workers at a reset).
 expect 0 -np 2 --min-np 1 --output-filename "$dir/elogs" \

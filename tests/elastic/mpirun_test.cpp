@@ -49,6 +49,16 @@ TEST(mpirun_command, mpi_args_go_before_the_command_and_may_bind) {
                                       "--bind-to", "core", "./prog"}));
 }
 
+TEST(mpirun_command, timestamps_are_mpiruns) {
+  launch_options opts;
+  opts.np = 1;
+  opts.prefix_timestamp = true;  // horovodrun's --prefix-output-with-timestamp
+  opts.command = {"./prog"};
+  EXPECT_EQ(mpirun_command(opts, false),
+            (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
+                                      "none", "-np", "1", "--timestamp-output", "./prog"}));
+}
+
 TEST(mpirun_command, binding_args_replace_troupe_runs_binding) {
   launch_options opts;
   opts.np = 2;
