@@ -57,6 +57,7 @@ struct coordinator_state {
   std::unique_ptr<stall_inspector> stalls;
   std::unique_ptr<response_cache> cache;
   int64_t fusion_threshold = 0;
+  bool disable_group_fusion = false;
   // Response lists sent but not yet executed on this rank.
   int in_flight = 0;
   uint64_t lists_emitted = 0;
@@ -222,21 +223,30 @@ void try_emit(coordinator_self self) {
   st.lane_on = lane;
   if (lane) {
     list.mutable_fast_lane()->set_on(true);
-    list.mutable_fast_lane()->set_fusion_threshold(st.fusion_threshold);
+    // The lane agrees on single calls only: without group fusion, none of
+    // them fuse.
+    list.mutable_fast_lane()->set_fusion_threshold(
+      st.disable_group_fusion ? 0 : st.fusion_threshold);
   }
   for (auto& name : std::exchange(st.uncached, {}))
     list.add_uncached_names(std::move(name));
   for (auto& resp : st.table->take_failed())
     *list.add_responses() = std::move(resp);
   std::vector<v1::Response> ready;
+  std::vector<std::string> fusion_groups;  // with group fusion off
   std::unordered_map<std::string, message_table::sent> sent;
   while (st.table->has_ready()) {
     message_table::sent members_sent;
-    ready.push_back(st.table->pop_ready(st.cache->enabled() ? &members_sent : nullptr));
+    std::string group;
+    ready.push_back(st.table->pop_ready(st.cache->enabled() ? &members_sent : nullptr,
+                                        st.disable_group_fusion ? &group : nullptr));
+    if (st.disable_group_fusion)
+      fusion_groups.push_back(group.empty() ? "tensor " + ready.back().tensor_names(0)
+                                            : "group " + group);
     if (st.cache->enabled())
       sent.emplace(ready.back().tensor_names(0), std::move(members_sent));
   }
-  for (auto& resp : fuse(std::move(ready), st.fusion_threshold))
+  for (auto& resp : fuse(std::move(ready), st.fusion_threshold, fusion_groups))
     *list.add_responses() = std::move(resp);
   if (st.cache->enabled())
     record_outcome(list, sent, *st.cache, seq);
@@ -428,6 +438,7 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
   st.set_id = set_id;
   st.epoch = options.epoch;
   st.fusion_threshold = options.fusion_threshold;
+  st.disable_group_fusion = options.disable_group_fusion;
   st.cycle_time = options.cycle_time;
   st.table = std::make_unique<message_table>(set_size);
   st.stalls = std::make_unique<stall_inspector>(options.stall);

@@ -41,6 +41,9 @@ struct coordinator_options {
   /// The set's shared-memory control channel on this host (null: none);
   /// the coordinator owns it from then on.
   std::shared_ptr<control::channel_host> control = nullptr;
+  /// Tensors fuse only with members of the same grouped call, never across
+  /// calls (Horovod's HOROVOD_DISABLE_GROUP_FUSION).
+  bool disable_group_fusion = false;
 };
 
 /// Spawns the coordinator of one process set of `set_size` members (on the

@@ -415,9 +415,11 @@ void message_table::release(const std::string& name, entry& e) {
   waiting_groups_.erase(first.group_name());
 }
 
-v1::Response message_table::pop_ready(sent* out) {
+v1::Response message_table::pop_ready(sent* out, std::string* group) {
   auto name = std::move(ready_.front());
   ready_.pop_front();
+  if (group)
+    group->clear();
   if (name == join_name && !entries_.count(name)) {
     // Every rank joined: join() returns everywhere, and a new round begins.
     v1::Response resp;
@@ -433,6 +435,8 @@ v1::Response message_table::pop_ready(sent* out) {
   auto node = entries_.extract(name);
   auto& e = node.mapped();
   with_deadline_ -= e.deadline ? 1 : 0;
+  if (group)
+    *group = e.group;
   if (e.cached && e.asked_count == set_size_) {
     auto resp = agreed_response(name, e.cached->by_rank);
     if (out)

@@ -63,8 +63,9 @@ public:
 
   /// Removes the oldest ready tensor and returns its response: the
   /// collective to run, or an ERROR response naming what the members
-  /// disagreed about. What they sent goes to `out` when given.
-  v1::Response pop_ready(sent* out = nullptr);
+  /// disagreed about. What they sent goes to `out`, and the name of the
+  /// group it was submitted in (empty: none) to `group`, when given.
+  v1::Response pop_ready(sent* out = nullptr, std::string* group = nullptr);
 
   /// Tensors some but not all members requested.
   size_t pending() const;

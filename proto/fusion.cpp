@@ -107,9 +107,17 @@ bool append_allreduce(v1::Response& fused, const std::string& name, const v1::Re
 }
 
 std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshold_bytes) {
+  return fuse(std::move(ready), threshold_bytes, {});
+}
+
+std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshold_bytes,
+                               const std::vector<std::string>& only_within) {
   const auto groups = buckets(
     ready.size(), threshold_bytes, [&](size_t i) { return fusible(ready[i]); },
-    [&](size_t a, size_t b) { return same_key(ready[a], ready[b]); },
+    [&](size_t a, size_t b) {
+      return same_key(ready[a], ready[b]) &&
+             (only_within.empty() || only_within[a] == only_within[b]);
+    },
     [&](size_t i) { return bytes_of(ready[i]); });
   std::vector<v1::Response> out;
   out.reserve(groups.size());

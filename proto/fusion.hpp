@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "troupe/v1/control.pb.h"
@@ -18,6 +19,14 @@ namespace troupe {
 /// member; other responses pass through in place. Every rank receives the
 /// result, so the order is the same everywhere.
 std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshold_bytes);
+
+/// fuse() where ready[a] and ready[b] share a bucket only if
+/// only_within[a] == only_within[b] (one entry per response; empty: no
+/// limit): with each grouped call's group name and each other tensor's own
+/// name, groups never fuse with each other (Horovod's
+/// HOROVOD_DISABLE_GROUP_FUSION).
+std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshold_bytes,
+                               const std::vector<std::string>& only_within);
 
 /// fuse()'s buckets for allreduce requests (anything else stands alone):
 /// indexes into `ready`, each bucket in order.

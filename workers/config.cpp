@@ -236,6 +236,13 @@ const std::vector<knob>& knobs() {
          s == "0" ? 0 : static_cast<int64_t>(parse_positive("TROUPE_FUSION_THRESHOLD", s));
      },
      [](const config& c) { return std::to_string(c.fusion_threshold); }},
+    {"TROUPE_DISABLE_GROUP_FUSION", "HOROVOD_DISABLE_GROUP_FUSION", "disable-group-fusion",
+     "1 fuses the tensors of each grouped call only among themselves, never with other "
+     "calls' (and two plain calls never together)",
+     [](config& c, const std::string& s) {
+       c.disable_group_fusion = parse_switch("TROUPE_DISABLE_GROUP_FUSION", s);
+     },
+     [](const config& c) { return std::string(c.disable_group_fusion ? "1" : "0"); }, "1"},
     {"TROUPE_FUSION_CHUNK_BYTES", nullptr, "fusion-chunk-bytes",
      "bytes of a CPU allreduce, fused or not, reduced at a time (0 = all at once; default: "
      "1 MiB on MPI and through Gloo mode's shared memory, 0 on plain Gloo)",

@@ -76,6 +76,9 @@ struct config {
   bool timeline_mark_cycles = false;
   /// Fusion buffer bytes per process set (Horovod: 128 MiB); 0 = no fusion.
   int64_t fusion_threshold = 128 << 20;
+  /// Each grouped call fuses only within itself, and plain calls not at all
+  /// (Horovod's HOROVOD_DISABLE_GROUP_FUSION).
+  bool disable_group_fusion = false;
   /// Bytes of a fused allreduce reduced at a time on CPU (0 = the whole
   /// buffer at once): chunks that fit the cache keep the copies in and out
   /// and the reduction out of main memory. -1 = the backend's choice (MPI

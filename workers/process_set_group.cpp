@@ -140,6 +140,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
     coordinator::coordinator_options options;
     options.stall = {cfg.stall_check, cfg.stall_check_seconds, cfg.stall_shutdown_seconds};
     options.fusion_threshold = cfg.fusion_threshold;
+    options.disable_group_fusion = cfg.disable_group_fusion;
     options.cache_capacity = static_cast<size_t>(cfg.cache_capacity);
     options.cycle_time =
       std::chrono::microseconds(static_cast<int64_t>(cfg.cycle_time_ms * 1000));

@@ -233,6 +233,40 @@ TEST_F(actor_protocol, coordinator_switches_fusion_at_a_list_boundary_and_report
   caf::anon_send_exit(probe, caf::exit_reason::user_shutdown);
 }
 
+// HOROVOD_DISABLE_GROUP_FUSION: a grouped call's tensors fuse among
+// themselves, plain calls with nothing.
+TEST_F(actor_protocol, coordinator_without_group_fusion_fuses_within_groups_only) {
+  inbox rank0, rank1;
+  coordinator::coordinator_options options{{}, 1 << 20, 8, {}};
+  options.disable_group_fusion = true;
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, options);
+  const auto grouped = [](int rank, const std::string& name) {
+    auto r = request(rank, name);
+    r.set_group_name("g");
+    r.set_group_size(2);
+    return r;
+  };
+  for (int r = 0; r < 2; ++r)
+    caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(r, "a")}));
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 1u);
+  // Ready while list 1 runs: two plain calls and a group of two.
+  for (int r = 0; r < 2; ++r)
+    caf::anon_send(coord, request_atom::value, int64_t{0}, 0u,
+                   request_list({request(r, "p"), grouped(r, "x"), request(r, "q"),
+                                 grouped(r, "y")}));
+  sched_.run();
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 16, 0.001});
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 2u);
+  const auto list = parsed(rank0.responses[1]);
+  std::vector<std::vector<std::string>> works;
+  for (const auto& resp : list.responses())
+    works.emplace_back(resp.tensor_names().begin(), resp.tensor_names().end());
+  // The group is released once whole, after q.
+  EXPECT_EQ(works, (std::vector<std::vector<std::string>>{{"p"}, {"q"}, {"x", "y"}}));
+}
+
 // What a set's tuner sends: applied at the next list, which goes out at
 // once (alone when nothing is pending) and tells every member.
 TEST_F(actor_protocol, coordinator_applies_its_tuners_change_at_the_next_list) {

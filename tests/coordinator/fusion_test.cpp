@@ -92,6 +92,16 @@ TEST(fusion, allgathers_fuse_by_result_size_and_never_with_allreduces) {
             (std::vector<int64_t>{2, 2}));
 }
 
+TEST(fusion, only_within_keeps_groups_apart) {
+  // HOROVOD_DISABLE_GROUP_FUSION: g1's members fuse, g2's too, the plain
+  // calls p and q with nothing, even where g1's bucket has room.
+  auto out = fuse({allreduce("a", 1), allreduce("p", 1), allreduce("x", 1), allreduce("b", 1),
+                   allreduce("q", 1), allreduce("y", 1)},
+                  1 << 20, {"group g1", "tensor p", "group g2", "group g1", "tensor q", "group g2"});
+  EXPECT_EQ(names(out), (std::vector<std::vector<std::string>>{
+                          {"a", "b"}, {"p"}, {"x", "y"}, {"q"}}));
+}
+
 TEST(fusion, threshold_zero_disables) {
   auto out = fuse({allreduce("a", 1), allreduce("b", 1)}, 0);
   EXPECT_EQ(out.size(), 2u);
