@@ -1,5 +1,6 @@
 #include "backends/gloo/gloo_communicator.hpp"
 
+#include <algorithm>
 #include <type_traits>
 
 #include <gloo/allgatherv.h>
@@ -37,7 +38,47 @@ void fail_pairs(gloo::Context& context) {
   }
 }
 
+// Our own slot prefixes, clear of Gloo's collectives (0x01-0x08).
+constexpr uint8_t pairwise_prefix = 0x54;
+constexpr uint8_t ring_prefix = 0x55;
+
 } // namespace
+
+// Unbound buffers that abort() can wake while they are in use: registered
+// from creation to destruction (after its pairs failed, no pair touches
+// them any more).
+class gloo_communicator::waiting {
+public:
+  waiting(gloo_communicator& comm, void* data, size_t bytes)
+      : comm_(comm), buffer_(comm.gloo_->createUnboundBuffer(data, bytes)) {
+    std::lock_guard<std::mutex> lock(comm_.mutex_);
+    comm_.waiting_.push_back(buffer_.get());
+    if (comm_.aborted_)
+      wake(*buffer_);
+  }
+  ~waiting() {
+    std::lock_guard<std::mutex> lock(comm_.mutex_);
+    comm_.waiting_.erase(std::find(comm_.waiting_.begin(), comm_.waiting_.end(), buffer_.get()));
+  }
+  waiting(const waiting&) = delete;
+  waiting& operator=(const waiting&) = delete;
+
+  gloo::transport::UnboundBuffer& operator*() {
+    return *buffer_;
+  }
+  gloo::transport::UnboundBuffer* operator->() {
+    return buffer_.get();
+  }
+
+  static void wake(gloo::transport::UnboundBuffer& buffer) {
+    buffer.abortWaitSend();
+    buffer.abortWaitRecv();
+  }
+
+private:
+  gloo_communicator& comm_;
+  std::unique_ptr<gloo::transport::UnboundBuffer> buffer_;
+};
 
 gloo_communicator::gloo_communicator(backend_context ctx) : ctx_(std::move(ctx)) {
 }
@@ -93,6 +134,9 @@ void gloo_communicator::abort() {
   }
   if (context)
     fail_pairs(*context);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto* buffer : waiting_)
+    waiting::wake(*buffer);
 }
 
 void gloo_communicator::allreduce(const allreduce_options& opts) {
@@ -157,19 +201,59 @@ void gloo_communicator::alltoall(const alltoall_options& opts) {
 
 void gloo_communicator::sendrecv(const void* send, size_t send_bytes, void* recv,
                             size_t recv_bytes, int peer) {
-  // Our own slot prefix, clear of Gloo's collectives (0x01-0x08). Exchanges
-  // are serialised on the backend thread, so one slot is enough.
-  constexpr uint8_t pairwise_prefix = 0x54;
+  // Exchanges are serialised on the backend thread, so one slot is enough.
   guarded("sendrecv", [&] {
     const auto slot = gloo::Slot::build(pairwise_prefix, 0);
     char nothing = 0;
-    auto out = gloo_->createUnboundBuffer(send_bytes ? const_cast<void*>(send) : &nothing,
-                                          send_bytes);
-    auto in = gloo_->createUnboundBuffer(recv_bytes ? recv : &nothing, recv_bytes);
+    waiting out{*this, send_bytes ? const_cast<void*>(send) : &nothing, send_bytes};
+    waiting in{*this, recv_bytes ? recv : &nothing, recv_bytes};
     out->send(peer, slot);
     in->recv(peer, slot);
     if (!in->waitRecv(gloo_->getTimeout()) || !out->waitSend(gloo_->getTimeout()))
       throw backend_error("gloo sendrecv with rank " + std::to_string(peer) + " was aborted");
+  });
+}
+
+void gloo_communicator::ring_allreduce(const allreduce_options& opts) {
+  const int n = ctx_.size;
+  if (opts.count == 0 || n == 1)
+    return;
+  guarded("allreduce", [&] {
+    const size_t esize = element_size(opts.dtype);
+    const auto reduce = reduction_of(opts.dtype, opts.op);
+    const int right = (ctx_.rank + 1) % n;
+    const int left = (ctx_.rank + n - 1) % n;
+    // Chunk c: elements [first(c), first(c + 1)).
+    const auto first = [&](int c) { return opts.count * static_cast<size_t>(c) / n; };
+    const auto chunk = [&](int c) { return ((c % n) + n) % n; };
+    std::vector<char> received((first(1) + 1) * esize);
+    auto* data = static_cast<char*>(opts.data);
+    waiting out{*this, data, opts.count * esize};
+    waiting in{*this, received.data(), received.size()};
+    const auto timeout = gloo_->getTimeout();
+    // One exchange: chunk `give` to the right, chunk `take` from the left
+    // into `into` (at `offset` bytes), each step under its own slot. Calls
+    // are serialised on the backend thread and wait for every message, so
+    // the slots can repeat from call to call.
+    const auto exchange = [&](int step, int give, int take, waiting& into, size_t offset) {
+      const auto slot = gloo::Slot::build(ring_prefix, static_cast<uint32_t>(step));
+      const size_t take_bytes = (first(take + 1) - first(take)) * esize;
+      out->send(right, slot, first(give) * esize, (first(give + 1) - first(give)) * esize);
+      into->recv(left, slot, offset, take_bytes);
+      if (!into->waitRecv(timeout) || !out->waitSend(timeout))
+        throw backend_error("gloo allreduce was aborted: a peer of the process set was lost");
+    };
+    // Reduce-scatter: after it, this rank holds chunk rank + 1 whole.
+    for (int s = 0; s < n - 1; ++s) {
+      const int take = chunk(ctx_.rank - s - 1);
+      exchange(s, chunk(ctx_.rank - s), take, in, 0);
+      char* mine = data + first(take) * esize;
+      reduce(mine, mine, received.data(), first(take + 1) - first(take));
+    }
+    // Allgather of the reduced chunks, received in place.
+    for (int s = 0; s < n - 1; ++s)
+      exchange(n - 1 + s, chunk(ctx_.rank - s + 1), chunk(ctx_.rank - s), out,
+               first(chunk(ctx_.rank - s)) * esize);
   });
 }
 

@@ -2,11 +2,15 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "backends/communicator.hpp"
 
 namespace gloo {
 class Context;
+namespace transport {
+class UnboundBuffer;
+}
 }
 
 namespace troupe::backends {
@@ -29,21 +33,36 @@ public:
   void barrier() override;
   void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                 int peer) override;
+  /// An allreduce in a ring (reduce-scatter, then allgather) of this
+  /// class's own, whose every wait abort() wakes. Gloo's algorithms wait on
+  /// buffers out of our reach, and a send already queued on a pair is not
+  /// woken when the pair fails (its peer died mid-transfer): it waits out
+  /// the Gloo timeout. Each chunk is reduced on one rank and copied to the
+  /// others, so every rank holds the same bits. For the shared-memory
+  /// path's cross-host step.
+  void ring_allreduce(const allreduce_options& opts);
   /// Fails every pair of the context (Gloo's own path for its timeout):
   /// their pending sends and receives throw, and Gloo's thread no longer
-  /// touches their buffers. (Closing a pair alone wakes no waiter.)
+  /// touches their buffers (closing a pair alone wakes no waiter); then
+  /// wakes the waits of sendrecv() and ring_allreduce().
   void abort() override;
 
 private:
+  class waiting;
+
+
   // Runs a Gloo call; when it throws, first fails every pair, so that no
   // other pair may still write the caller's buffer once the error is seen.
   template <class F>
   void guarded(const char* what, F&& f);
 
   backend_context ctx_;
-  std::mutex mutex_;  // guards gloo_ (written by connect()) and aborted_ for abort()
+  // Guards gloo_ (written by connect()), aborted_ and waiting_ for abort().
+  std::mutex mutex_;
   std::shared_ptr<gloo::Context> gloo_;
   bool aborted_ = false;
+  // The buffers of sendrecv() and ring_allreduce() while they are in use.
+  std::vector<gloo::transport::UnboundBuffer*> waiting_;
 };
 
 } // namespace troupe::backends

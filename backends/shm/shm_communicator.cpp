@@ -111,7 +111,7 @@ void shm_communicator::allreduce(const allreduce_options& opts) {
       auto part = opts;
       part.data = data;
       part.count = count;
-      cross_->allreduce(part);
+      cross_->ring_allreduce(part);
       cross_bytes_ += count * element_bytes;
     };
   group_->allreduce(opts.data, opts.count, element_bytes, reduction_of(opts.dtype, opts.op),
