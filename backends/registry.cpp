@@ -52,6 +52,22 @@ int nccl_version() {
 #endif
 }
 
+bool mpi_started() {
+#if TROUPE_HAVE_MPI
+  return mpi_initialized();
+#else
+  return false;
+#endif
+}
+
+bool mpi_thread_multiple() {
+#if TROUPE_HAVE_MPI
+  return mpi_initialized() && mpi_concurrent_threads();
+#else
+  return false;
+#endif
+}
+
 std::string missing_backend(device_kind kind) {
   switch (kind) {
     case device_kind::cpu: return {};

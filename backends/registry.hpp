@@ -22,6 +22,15 @@ bool nccl_built();
 /// 22809, as Horovod's nccl_built()); 0 without it.
 int nccl_version();
 
+/// Whether MPI has been initialised in this process (by Troupe under
+/// mpirun, or by the program, e.g. mpi4py); false in a build without MPI.
+bool mpi_started();
+
+/// Whether MPI is initialised in this process with MPI_THREAD_MULTIPLE
+/// (Horovod's mpi_threads_supported()); false without MPI, before it is
+/// initialised, or with TROUPE_MPI_THREADS_DISABLE's MPI_THREAD_SERIALIZED.
+bool mpi_thread_multiple();
+
 /// Why a tensor on `kind` cannot run here ("this build has no GPU backend
 /// (NCCL: TROUPE_WITH_NCCL)", "no CUDA device is visible to this process
 /// ..."), or "" when it can.

@@ -67,6 +67,13 @@ void ensure_mpi_initialized(bool serialized) {
                     "MPI_THREAD_SERIALIZED and runs only the global process set on MPI"));
 }
 
+bool mpi_initialized() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
 bool mpi_concurrent_threads() {
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);

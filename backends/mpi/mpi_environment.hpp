@@ -17,6 +17,9 @@ bool launched_by_mpirun();
 /// also when MPI gives less than the level asked for.
 void ensure_mpi_initialized(bool serialized = false);
 
+/// Whether MPI_Init has run in this process (and MPI_Finalize not yet).
+bool mpi_initialized();
+
 /// Whether MPI may be called from several threads at once
 /// (MPI_THREAD_MULTIPLE); MPI must be initialised.
 bool mpi_concurrent_threads();

@@ -67,7 +67,8 @@ std::optional<std::vector<std::string>> shell_words(const std::string& text, std
 // troupe-run's options that take no value.
 bool is_flag(const std::string& arg) {
   if (arg == "-h" || arg == "--help" || arg == "--gloo" || arg == "--mpi" ||
-      arg == "--check-build" || arg == "--verbose" || arg == "--version" || arg == "--tcp" ||
+      arg == "--check-build" || arg == "--verbose" || arg == "-v" || arg == "--version" ||
+      arg == "--tcp" || arg == "--torus-allreduce" || arg == "--no-torus-allreduce" ||
       arg == "--disable-cache" || arg == "--prefix-output-with-timestamp")
     return true;
   const auto& table = workers::knobs();
@@ -95,8 +96,12 @@ std::vector<std::string> normalize(int argc, char** argv) {
       break;
     if (arg == "-np")
       args[i] = "--num-proc";
-    else if (arg == "-prefix-timestamp") // horovodrun's short name
+    else if (arg == "-prefix-timestamp") // horovodrun's short names
       args[i] = "--prefix-output-with-timestamp";
+    else if (arg == "-cb")
+      args[i] = "--check-build";
+    else if (arg == "-hostfile")
+      args[i] = "--hostfile";
     else if (arg == "--network-interfaces") // horovodrun's name
       args[i] = "--network-interface";
     else if (arg.rfind("--network-interfaces=", 0) == 0)
@@ -150,7 +155,7 @@ parse_result parse_options(int argc, char** argv) {
     },
     "print which frameworks, controllers and tensor operations this build has, and exit "
     "(as horovodrun --check-build)");
-  app.set_version_flag("--version", std::string("Troupe v") + TROUPE_VERSION);
+  app.set_version_flag("-v,--version", std::string("Troupe v") + TROUPE_VERSION);
   app.add_flag("--verbose", opts.verbose,
                "say which ranks start where, with which command and knobs (as horovodrun's)");
   app.add_option("--output-filename", opts.output_dir,
@@ -174,6 +179,13 @@ parse_result parse_options(int argc, char** argv) {
   app.add_flag("--prefix-output-with-timestamp", opts.prefix_timestamp,
                "start each output line with the local time, as horovodrun's "
                "(also -prefix-timestamp; with --mpi, mpirun's --timestamp-output)");
+  // horovodrun's 2-D NCCL allreduce, which Horovod too turns off where it
+  // cannot run it (no NCCL, one host).
+  bool torus = false;
+  app.add_flag("--torus-allreduce", torus,
+               "horovodrun's: Troupe has no torus allreduce, so it is ignored (with a warning)");
+  app.add_flag("--no-torus-allreduce",
+               "horovodrun's: no torus allreduce, which Troupe never runs; changes nothing");
   bool tcp = false;
   app.add_flag("--tcp", tcp,
                "TCP only: NCCL does not use InfiniBand (NCCL_IB_DISABLE=1), as horovodrun's");
@@ -207,10 +219,10 @@ parse_result parse_options(int argc, char** argv) {
   app.add_option("--spawn-command", el.spawn_command,
                  "elastic: shell prefix that starts a worker on host $TROUPE_SPAWN_HOST "
                  "(default: start it here; the host must be this machine)");
-  app.add_option("--ssh-port", opts.ssh.port,
+  app.add_option("-p,--ssh-port", opts.ssh.port,
                  "ssh port of the other hosts, which workers are started on over ssh")
     ->check(CLI::Range(1, 65535));
-  app.add_option("--ssh-identity-file", opts.ssh.identity_file,
+  app.add_option("-i,--ssh-identity-file", opts.ssh.identity_file,
                  "ssh identity (private key) for the other hosts");
   const auto& table = workers::knobs();
   std::vector<std::string> knob_values(table.size());
@@ -352,6 +364,9 @@ parse_result parse_options(int argc, char** argv) {
     return fail(*why);
   if (tcp)
     opts.knobs.emplace_back("NCCL_IB_DISABLE", "1");
+  if (torus)
+    std::cerr << "troupe-run: warning: --torus-allreduce is ignored: Troupe has no torus "
+                 "allreduce (NCCL allreduces are flat, or --hierarchical-allreduce)\n";
   if (opts.is_elastic()) {
     if (opts.use_mpirun)
       return fail("elastic mode (--min-np, --host-discovery-script) runs on Gloo, not --mpi");

@@ -18,6 +18,14 @@ expect 0 --help
 grep -q -- '--log-level' "$dir/out" || fail "help lacks the knob flags"
 expect 0 --version
 grep -q '^Troupe v[0-9]' "$dir/out" || fail "version: $(cat "$dir/out")"
+# horovodrun's short names.
+expect 0 -v
+grep -q '^Troupe v[0-9]' "$dir/out" || fail "-v: $(cat "$dir/out")"
+expect 0 -cb
+grep -q 'Available Tensor Operations' "$dir/out" || fail "-cb: $(cat "$dir/out")"
+printf 'localhost slots=1\n' > "$dir/one-host"
+expect 0 -np 1 -hostfile "$dir/one-host" -p 2222 -i /dev/null sh -c 'echo $TROUPE_RANK'
+[ "$(cat "$dir/out")" = '[0]<stdout>:0' ] || fail "-hostfile/-p/-i: $(cat "$dir/out")"
 # --verbose (horovodrun's) says what starts where before it starts.
 expect 0 --verbose -np 2 --cache-capacity 7 sh -c 'echo started'
 grep -q '^troupe-run: TROUPE_CACHE_CAPACITY=7$' "$dir/err" || fail "verbose knobs: $(cat "$dir/err")"
@@ -168,6 +176,9 @@ expect 0 -np 1 --tcp --mpi-threads-disable --num-nccl-streams 1 \
 [ "$(cat "$dir/out")" = '[0]<stdout>:1 1 1' ] || fail "library flags: $(cat "$dir/out")"
 expect 2 -np 1 --num-nccl-streams 2 true
 grep -q 'one stream per device' "$dir/err" || fail "nccl streams: $(cat "$dir/err")"
+expect 0 -np 1 --no-torus-allreduce --torus-allreduce true
+grep -q -- '--torus-allreduce is ignored: Troupe has no torus allreduce' "$dir/err" \
+  || fail "torus: $(cat "$dir/err")"
 expect 2 -np 1 --binding-args="--bind-to core" true
 grep -q -- '--binding-args are mpirun' "$dir/err" || fail "binding-args: $(cat "$dir/err")"
 

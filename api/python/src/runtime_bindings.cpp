@@ -82,6 +82,9 @@ void bind_runtime(py::module_& m) {
   m.def("cuda_built", &backends::cuda_built, "Whether this build takes CUDA tensors.");
   m.def("nccl_version", &backends::nccl_version,
         "NCCL_VERSION_CODE of the NCCL backend's headers; 0 without one.");
+  m.def("mpi_started", &backends::mpi_started, "Whether MPI is initialised in this process.");
+  m.def("mpi_thread_multiple", &backends::mpi_thread_multiple,
+        "Whether MPI is initialised here with MPI_THREAD_MULTIPLE.");
 }
 
 } // namespace troupe::python

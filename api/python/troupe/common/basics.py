@@ -174,12 +174,18 @@ def gloo_enabled():
 
 
 def mpi_threads_supported():
-    """True where MPI is enabled: Troupe initialises MPI with
-    MPI_THREAD_MULTIPLE whenever it uses it (a single process does not use
-    it; mpi4py, imported there, asks for MPI_THREAD_MULTIPLE by default)."""
+    """Whether MPI runs with MPI_THREAD_MULTIPLE, as Horovod asks MPI: what
+    Troupe asks for whenever it uses MPI, unless TROUPE_MPI_THREADS_DISABLE=1
+    (HOROVOD_MPI_THREADS_DISABLE) asked for MPI_THREAD_SERIALIZED. A process
+    started alone does not start MPI; it gets what Troupe would ask for."""
     if not mpi_enabled():
         raise ValueError("Horovod MPI is not enabled; Please make sure it's installed and enabled.")
-    return True
+    if _core.mpi_started():
+        return _core.mpi_thread_multiple()
+    # Alone: what Troupe would ask MPI for.
+    disabled = os.environ.get('TROUPE_MPI_THREADS_DISABLE') or \
+        os.environ.get('HOROVOD_MPI_THREADS_DISABLE')
+    return disabled != '1'
 
 
 def nccl_built():
