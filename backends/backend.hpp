@@ -41,6 +41,8 @@ struct backend_context {
   std::chrono::milliseconds timeout{30000};  // per operation
   /// CPU: see backends/cpu run_context; -1 = the backend's default.
   int64_t fusion_chunk_bytes = -1;
+  /// MPI: bytes one MPI_Sendrecv of an exchange (Adasum's) moves at most.
+  int64_t mpi_sendrecv_chunk_bytes = int64_t{1} << 30;
   /// NCCL: allreduces / allgathers in two levels, on each host and across
   /// hosts, where the set's hosts allow it (backends/host_layout.hpp).
   bool hierarchical_allreduce = false;

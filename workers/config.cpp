@@ -236,6 +236,14 @@ const std::vector<knob>& knobs() {
          s == "0" ? 0 : static_cast<int64_t>(parse_positive("TROUPE_FUSION_THRESHOLD", s));
      },
      [](const config& c) { return std::to_string(c.fusion_threshold); }},
+    {"TROUPE_ADASUM_MPI_CHUNK_SIZE", "HOROVOD_ADASUM_MPI_CHUNK_SIZE", "adasum-mpi-chunk-size",
+     "bytes an MPI exchange of Adasum (MPI_Sendrecv) sends and receives at a time (default "
+     "1 GiB, as Horovod's; an MPI count is an int)",
+     [](config& c, const std::string& s) {
+       const int count = parse_count("TROUPE_ADASUM_MPI_CHUNK_SIZE", s);
+       c.adasum_mpi_chunk_size = count;
+     },
+     [](const config& c) { return std::to_string(c.adasum_mpi_chunk_size); }},
     {"TROUPE_DISABLE_GROUP_FUSION", "HOROVOD_DISABLE_GROUP_FUSION", "disable-group-fusion",
      "1 fuses the tensors of each grouped call only among themselves, never with other "
      "calls' (and two plain calls never together)",

@@ -76,6 +76,8 @@ struct config {
   bool timeline_mark_cycles = false;
   /// Fusion buffer bytes per process set (Horovod: 128 MiB); 0 = no fusion.
   int64_t fusion_threshold = 128 << 20;
+  /// Bytes an MPI exchange of Adasum sends and receives at a time.
+  int64_t adasum_mpi_chunk_size = int64_t{1} << 30;
   /// Each grouped call fuses only within itself, and plain calls not at all
   /// (Horovod's HOROVOD_DISABLE_GROUP_FUSION).
   bool disable_group_fusion = false;

@@ -111,6 +111,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   ctx.timeout =
     std::chrono::milliseconds(static_cast<int64_t>(cfg.gloo_timeout_seconds * 1000));
   ctx.fusion_chunk_bytes = cfg.fusion_chunk_bytes;
+  ctx.mpi_sendrecv_chunk_bytes = cfg.adasum_mpi_chunk_size;
   ctx.hierarchical_allreduce = cfg.hierarchical_allreduce;
   ctx.hierarchical_allgather = cfg.hierarchical_allgather;
   auto made = backends::make_set_backends(ctx, {cfg.cpu_operations, cfg.gpu_operations});

@@ -1,5 +1,6 @@
 #include "backends/mpi/mpi_communicator.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -114,8 +115,10 @@ std::vector<int> offsets_of(const std::vector<int>& counts, const char* what) {
 
 } // namespace
 
-mpi_communicator::mpi_communicator(std::vector<int> world_ranks, int tag)
-  : comm_(std::make_unique<comm_handle>()), world_ranks_(std::move(world_ranks)), tag_(tag) {
+mpi_communicator::mpi_communicator(std::vector<int> world_ranks, int tag,
+                                   int64_t sendrecv_chunk_bytes)
+  : comm_(std::make_unique<comm_handle>()), world_ranks_(std::move(world_ranks)), tag_(tag),
+    sendrecv_chunk_bytes_(sendrecv_chunk_bytes) {
 }
 
 mpi_communicator::~mpi_communicator() {
@@ -235,12 +238,26 @@ void mpi_communicator::alltoall(const alltoall_options& opts) {
 void mpi_communicator::sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                            int peer) {
   constexpr int tag = 0x54;
-  const int send_count = as_int(static_cast<int64_t>(send_bytes), "sendrecv");
-  const int recv_count = as_int(static_cast<int64_t>(recv_bytes), "sendrecv");
-  blocking("sendrecv", [&] {
-    return MPI_Sendrecv(send, send_count, MPI_BYTE, peer, tag, recv, recv_count, MPI_BYTE, peer,
-                        tag, comm_->comm, MPI_STATUS_IGNORE);
-  });
+  // Piece k of what this rank sends is piece k of what the peer receives:
+  // both sides make the same number of calls.
+  const auto piece = static_cast<size_t>(sendrecv_chunk_bytes_);
+  const auto pieces = [&](size_t bytes) { return (bytes + piece - 1) / piece; };
+  const size_t calls = std::max<size_t>({1, pieces(send_bytes), pieces(recv_bytes)});
+  const auto* out = static_cast<const char*>(send);
+  auto* in = static_cast<char*>(recv);
+  for (size_t k = 0; k < calls; ++k) {
+    // Past its end, a side sends or receives nothing.
+    const size_t send_at = std::min(send_bytes, k * piece);
+    const size_t recv_at = std::min(recv_bytes, k * piece);
+    const int send_count =
+      as_int(static_cast<int64_t>(std::min(piece, send_bytes - send_at)), "sendrecv");
+    const int recv_count =
+      as_int(static_cast<int64_t>(std::min(piece, recv_bytes - recv_at)), "sendrecv");
+    blocking("sendrecv", [&] {
+      return MPI_Sendrecv(out + send_at, send_count, MPI_BYTE, peer, tag, in + recv_at,
+                          recv_count, MPI_BYTE, peer, tag, comm_->comm, MPI_STATUS_IGNORE);
+    });
+  }
 }
 
 void mpi_communicator::barrier() {

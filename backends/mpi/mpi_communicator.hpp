@@ -16,8 +16,11 @@ namespace troupe::backends {
 class mpi_communicator : public communicator {
 public:
   /// The communicator of `world_ranks` (empty = MPI_COMM_WORLD), created
-  /// at connect() with `tag` (unique among sets created concurrently).
-  mpi_communicator(std::vector<int> world_ranks, int tag);
+  /// at connect() with `tag` (unique among sets created concurrently);
+  /// sendrecv() moves at most `sendrecv_chunk_bytes` per MPI call (as
+  /// Horovod's HOROVOD_ADASUM_MPI_CHUNK_SIZE), so an exchange may exceed
+  /// MPI's int counts.
+  mpi_communicator(std::vector<int> world_ranks, int tag, int64_t sendrecv_chunk_bytes);
   ~mpi_communicator() override;
 
   const char* name() const override {
@@ -56,6 +59,7 @@ private:
   std::unique_ptr<comm_handle> comm_;
   std::vector<int> world_ranks_;
   int tag_;
+  int64_t sendrecv_chunk_bytes_;
   std::atomic<uint64_t> calls_{0};  // odd while inside a blocking call
   std::atomic<const char*> in_call_{""};
   std::atomic<bool> aborted_{false};
