@@ -69,6 +69,33 @@ std::string timeline_path(const std::string& path, int64_t n) {
   return path + "." + std::to_string(n);
 }
 
+// Under a plain mpirun, a rank whose configuration does not parse: the
+// others wait for it in MPI's collectives, which have no deadline, so it
+// takes part in them as a rank that failed to start does (MPI's own
+// start, the secret, the endpoints with `!start-failed: <why>`), and they
+// fail naming it instead of waiting for ever.
+void fail_mpi_start(const env_lookup& env, const status& why) {
+  if (env("TROUPE_STORE_ADDR"))  // troupe-run's store: every wait has a deadline
+    return;
+  try {
+    const auto launch = backends::detect_external_launch(false);
+    if (!launch || launch->layout.size < 2)
+      return;
+    identity id;
+    adopt(id, *launch);
+    // The peers' job_secret(): the key they were given (its text, as this
+    // rank cannot tell it parsed there), else rank 0's draw.
+    config peers;
+    peers.secret_key =
+      env("TROUPE_SECRET_KEY").value_or(env("HOROVOD_SECRET_KEY").value_or(""));
+    job_secret(env, peers, id, launch);
+    launch->allgather(start_failed_mark + why.message());
+  } catch (const std::exception& e) {
+    spdlog::error("troupe: could not tell the other ranks that this one failed to start: {}",
+                  e.what());
+  }
+}
+
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names)
@@ -214,6 +241,7 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
       id.job_id += "/restart" + std::to_string(generation);
   } catch (const config_error& e) {
     result = {status_code::invalid_argument, e.what()};
+    fail_mpi_start(env, result);
     return nullptr;
   }
   // Diagnostics go to stderr, never into the program's stdout.
