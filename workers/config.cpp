@@ -240,8 +240,7 @@ const std::vector<knob>& knobs() {
      "bytes an MPI exchange of Adasum (MPI_Sendrecv) sends and receives at a time (default "
      "1 GiB, as Horovod's; an MPI count is an int)",
      [](config& c, const std::string& s) {
-       const int count = parse_count("TROUPE_ADASUM_MPI_CHUNK_SIZE", s);
-       c.adasum_mpi_chunk_size = count;
+       c.adasum_mpi_chunk_size = parse_count("TROUPE_ADASUM_MPI_CHUNK_SIZE", s);
      },
      [](const config& c) { return std::to_string(c.adasum_mpi_chunk_size); }},
     {"TROUPE_DISABLE_GROUP_FUSION", "HOROVOD_DISABLE_GROUP_FUSION", "disable-group-fusion",

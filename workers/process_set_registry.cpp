@@ -172,8 +172,9 @@ status add(registry_self self, const std::vector<int>& ranks, int32_t& id) {
     return s;
   id = next->table.add(ranks);
   const auto members = *next->table.ranks(id);
+  const bool member = std::binary_search(members.begin(), members.end(), st.id.rank);
   status started;
-  if (std::binary_search(members.begin(), members.end(), st.id.rank))
+  if (member)
     started = start_set(self, id, members, st.serial, *next);
   // Published before the barrier: once any rank returns, every member
   // accepts collectives on the set.
@@ -189,7 +190,6 @@ status add(registry_self self, const std::vector<int>& ranks, int32_t& id) {
   for (size_t r = 0; r < outcomes.size(); ++r)
     if (outcomes[r].front() == 0)
       failed.push_back(static_cast<int>(r));
-  const bool member = std::binary_search(members.begin(), members.end(), st.id.rank);
   if (member && (!started.ok() || !failed.empty())) {
     // The group (backend, coordinator), whole or half started, goes away
     // here; the id stays registered, as on every other rank.

@@ -69,16 +69,27 @@ std::string timeline_path(const std::string& path, int64_t n) {
   return path + "." + std::to_string(n);
 }
 
-// Under a plain mpirun, a rank whose configuration does not parse: the
-// others wait for it in MPI's collectives, which have no deadline, so it
-// takes part in them as a rank that failed to start does (MPI's own
-// start, the secret, the endpoints with `!start-failed: <why>`), and they
+// Under mpirun, `why` in the endpoint allgather in place of this rank's
+// endpoint: the peers waiting there (MPI's collectives have no deadline)
 // fail naming it instead of waiting for ever.
+void tell_start_failed(const backends::external_launch& launch, const status& why) {
+  try {
+    launch.allgather(start_failed_mark + why.message());
+  } catch (const std::exception& e) {
+    spdlog::error("troupe rank {}: could not tell the other ranks that it failed to start: {}",
+                  launch.layout.rank, e.what());
+  }
+}
+
+// Under a plain mpirun, a rank whose configuration does not parse takes
+// part in what comes before the endpoint allgather as its peers do (MPI's
+// own start, the secret), then tells them why it failed.
 void fail_mpi_start(const env_lookup& env, const status& why) {
   if (env("TROUPE_STORE_ADDR"))  // troupe-run's store: every wait has a deadline
     return;
+  std::optional<backends::external_launch> launch;
   try {
-    const auto launch = backends::detect_external_launch(false);
+    launch = backends::detect_external_launch(false);
     if (!launch || launch->layout.size < 2)
       return;
     identity id;
@@ -89,11 +100,12 @@ void fail_mpi_start(const env_lookup& env, const status& why) {
     peers.secret_key =
       env("TROUPE_SECRET_KEY").value_or(env("HOROVOD_SECRET_KEY").value_or(""));
     job_secret(env, peers, id, launch);
-    launch->allgather(start_failed_mark + why.message());
   } catch (const std::exception& e) {
-    spdlog::error("troupe: could not tell the other ranks that this one failed to start: {}",
+    spdlog::error("troupe: could not take part in MPI's start to say that this rank failed: {}",
                   e.what());
+    return;
   }
+  tell_start_failed(*launch, why);
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -273,18 +285,10 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   }
   // From here on, under mpirun, the peers wait for this rank in the
   // endpoint allgather (connect_peers): a rank that fails before it still
-  // takes part, saying why, so that they fail naming it instead of
-  // waiting for ever.
+  // takes part, saying why.
   const auto fail_start = [&](status why) {
-    if (launch && !id.has_store() && id.size > 1) {
-      try {
-        launch->allgather(start_failed_mark + why.message());
-      } catch (const std::exception& e) {
-        spdlog::error("troupe rank {}: could not tell the other ranks that it failed to start: "
-                      "{}",
-                      id.rank, e.what());
-      }
-    }
+    if (launch && !id.has_store() && id.size > 1)
+      tell_start_failed(*launch, why);
     result = std::move(why);
     return nullptr;
   };

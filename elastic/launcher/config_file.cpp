@@ -1,5 +1,7 @@
 #include "elastic/launcher/config_file.hpp"
 
+#include "elastic/launcher/options.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -89,11 +91,10 @@ std::string value_of(const YAML::Node& node, value_kind kind, const std::string&
     return boolean_of(node, where) ? "0" : "1";
   case value_kind::mebibytes: {
     const auto text = scalar_of(node, where);
-    const bool whole = !text.empty() && text.size() <= 9 &&
-                       text.find_first_not_of("0123456789") == std::string::npos;
-    if (!whole)
+    const auto mib = whole_number(text);
+    if (!mib)
       throw config_file_error(where + ": '" + text + "' is not a whole number of MiB");
-    return std::to_string(std::stoll(text) << 20);
+    return std::to_string(*mib << 20);
   }
   }
   return {};

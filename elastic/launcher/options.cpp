@@ -118,6 +118,12 @@ std::vector<std::string> normalize(int argc, char** argv) {
 
 } // namespace
 
+std::optional<int64_t> whole_number(const std::string& text) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoll(text);
+}
+
 parse_result parse_options(int argc, char** argv) {
   CLI::App app{"Starts N ranks of a Troupe (or Horovod / torch.distributed) "
                "job on this machine, with a rendezvous store, and forwards "
@@ -308,11 +314,10 @@ parse_result parse_options(int argc, char** argv) {
     const auto flag = std::string("--") + h.flag;
     std::string value = h.fixed ? h.fixed : horovodrun_values[i];
     if (h.scale > 1) {
-      const bool whole = !value.empty() && value.size() <= 9 &&
-                         value.find_first_not_of("0123456789") == std::string::npos;
-      if (!whole)
+      const auto n = whole_number(value);
+      if (!n)
         return fail(flag + ": '" + value + "' is not a whole number");
-      value = std::to_string(std::stoll(value) * h.scale);
+      value = std::to_string(*n * h.scale);
     }
     const auto knob = std::find_if(table.begin(), table.end(),
                                    [&](const workers::knob& k) { return k.env == std::string(h.env); });

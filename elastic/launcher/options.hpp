@@ -2,6 +2,7 @@
 
 #include "elastic/launcher/ssh_command.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -65,5 +66,9 @@ struct parse_result {
 };
 
 parse_result parse_options(int argc, char** argv);
+
+/// `text` as a whole number of at most 9 digits (horovodrun's *_mb values);
+/// none when it is not one.
+std::optional<int64_t> whole_number(const std::string& text);
 
 } // namespace troupe::elastic::launcher
