@@ -122,7 +122,7 @@ void flush_soon(negotiator_self self) {
 
 // Accepts the whole batch or none of it: a group with one member refused
 // would otherwise wait forever for that member at the coordinator.
-void on_submit(negotiator_self self, const entry_batch& batch) {
+void accept(negotiator_self self, const entry_batch& batch) {
   auto& st = self->state;
   auto fail_batch = [&](const status& s) {
     for (const auto& e : batch)
@@ -147,7 +147,13 @@ void on_submit(negotiator_self self, const entry_batch& batch) {
     e->request.set_request_rank(st.set_rank);
     st.outbox.push_back(e);
   }
-  observe_depths(st, self);
+}
+
+// Batches submitted together go up in one flush.
+void on_submit(negotiator_self self, const std::vector<entry_batch>& batches) {
+  for (const auto& batch : batches)
+    accept(self, batch);
+  observe_depths(self->state, self);
   flush_soon(self);
 }
 
@@ -645,9 +651,16 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
   st.tracing = st.timeline && args.tracing;
   st.mark_cycles = args.mark_cycles;
   st.metrics = std::move(args.metrics);
+  st.inbox = std::move(args.inbox);
+  if (st.inbox)
+    self->attach_functor([inbox = st.inbox] { inbox->close(); });
   return {
     [=](submit_atom, const submitted_batch_ptr& in) {
-      on_submit(self, std::exchange(in->entries, {}));
+      on_submit(self, {std::exchange(in->entries, {})});
+    },
+    [=](submit_atom) {
+      if (self->state.inbox)
+        on_submit(self, self->state.inbox->take());
     },
     [=](flush_atom) {
       auto& st = self->state;

@@ -15,6 +15,8 @@ class set_metrics;
 
 namespace troupe::actors {
 
+class submission_inbox;
+
 /// Where a negotiator sits in its process set.
 struct negotiator_args {
   uint32_t process_set_id = 0;
@@ -42,11 +44,15 @@ struct negotiator_args {
   int32_t set_size = 1;
   /// A CYCLE_START marker per list while tracing from the start.
   bool mark_cycles = false;
+  /// Where the API's submissions wait for (submit) (see
+  /// submission_inbox); closed when the negotiator stops. Null: it takes
+  /// only (submit, batch) messages.
+  std::shared_ptr<submission_inbox> inbox = nullptr;
 };
 
 /// Spawns the negotiator of one process set on this rank. It owns the set's
-/// tensor table: (submit, entry) registers a collective and asks the
-/// coordinator; (response, epoch, set id, bytes) runs or fails what the
+/// tensor table: (submit, batch) registers collectives, as does (submit)
+/// for those waiting in its inbox, and asks the coordinator; (response, epoch, set id, bytes) runs or fails what the
 /// coordinator decided, in its order, each work on the backend of its
 /// response's device kind (failing it when `backends` has none); (abort,
 /// status) fails everything pending and is passed on to every backend.

@@ -17,6 +17,7 @@
 
 #include "actors/backend_actors.hpp"
 #include "actors/cache_view.hpp"
+#include "actors/submission_inbox.hpp"
 #include "actors/tensor_entry.hpp"
 #include "control/hit_aggregator.hpp"
 #include "control/shm_channel.hpp"
@@ -68,6 +69,9 @@ struct negotiator_state {
   bool tracing = false;   // a timeline file is open: send it events
   bool mark_cycles = false;
   std::shared_ptr<metrics::set_metrics> metrics;
+  // What the API submits; (submit) says it holds something (null: only
+  // (submit, batch) messages).
+  std::shared_ptr<submission_inbox> inbox;
   // Every entry from submission until completion, by tensor name.
   std::unordered_map<std::string, tensor_entry_ptr> table;
   std::unordered_map<uint64_t, collective_work_ptr> in_flight;

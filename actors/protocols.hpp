@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actors/atoms.hpp"
+#include "actors/submission_inbox.hpp"
 
 namespace troupe::actors {
 
@@ -69,12 +70,26 @@ using coordinator_actor = caf::typed_actor<
 using negotiator_actor = member_actor::extend<
   caf::reacts_to<coordinator_atom, coordinator_actor, std::string>,
   caf::reacts_to<submit_atom, submitted_batch_ptr>,
+  caf::reacts_to<submit_atom>,
   caf::reacts_to<flush_atom>,
   caf::reacts_to<executed_atom, uint64_t, status, list_stats>,
   caf::reacts_to<tune_atom, std::string>,
   caf::reacts_to<tracing_atom, bool, bool>,
   caf::reacts_to<abort_atom, status>,
   caf::reacts_to<shutdown_atom>>;
+
+/// Where this rank's collectives on one process set go in: its negotiator,
+/// and the inbox the negotiator takes the API's submissions from.
+struct set_entrance {
+  negotiator_actor negotiator;
+  std::shared_ptr<submission_inbox> inbox;
+};
+
+} // namespace troupe::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::set_entrance)
+
+namespace troupe::actors {
 
 /// A rank's process-set registry (workers/process_set_registry.hpp): both
 /// calls answer (status, set id).
@@ -102,21 +117,25 @@ using peer_actor = caf::typed_actor<
 using supervisor_actor = peer_actor::extend<
   caf::reacts_to<hello_atom, int32_t, peer_actor, std::string>,
   caf::replies_to<peers_atom, std::vector<int32_t>>::with<bool>,
-  caf::replies_to<start_atom, uint32_t, std::vector<int>, uint64_t>::with<status,
-                                                                          negotiator_actor>,
+  caf::replies_to<start_atom, uint32_t, std::vector<int>, uint64_t>::with<status, set_entrance>,
   caf::replies_to<stop_atom, uint32_t>::with<bool>,
   caf::replies_to<tl_start_atom, std::string, bool>::with<status>,
   caf::replies_to<tl_stop_atom>::with<status>,
   caf::replies_to<shutdown_atom>::with<bool>,
   caf::replies_to<reset_atom, int64_t>::with<std::vector<int>>>;
 
-/// Hands `batch` to a negotiator (see submitted_batch).
+/// Hands `batch` to a negotiator in a message of its own (see
+/// submitted_batch).
 inline void submit_batch(const negotiator_actor& negotiator, entry_batch batch) {
   caf::anon_send(negotiator, submit_atom::value,
-                 std::make_shared<submitted_batch>(
-                   std::move(batch), status{status_code::shut_down,
-                                            "The process set stopped before this collective "
-                                            "was accepted (shutdown, reset or removal)."}));
+                 std::make_shared<submitted_batch>(std::move(batch), not_accepted()));
+}
+
+/// Hands `batch` to a set through its negotiator's inbox: a message only
+/// when the negotiator is not already due to look.
+inline void submit_batch(const set_entrance& to, entry_batch batch) {
+  if (to.inbox->put(std::move(batch)) == submission_inbox::put_result::signal)
+    caf::anon_send(to.negotiator, submit_atom::value);
 }
 
 /// Whether `receiver` (of process set `set`, serving membership epoch

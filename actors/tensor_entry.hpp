@@ -40,6 +40,12 @@ using tensor_entry_ptr = std::shared_ptr<tensor_entry>;
 /// rejected as a whole.
 using entry_batch = std::vector<tensor_entry_ptr>;
 
+/// What fails a collective whose negotiator stopped before it took it.
+inline status not_accepted() {
+  return {status_code::shut_down, "The process set stopped before this collective was "
+                                  "accepted (shutdown, reset or removal)."};
+}
+
 /// A batch on its way to a negotiator, which takes the entries. If the
 /// message is dropped instead (the negotiator stopped first: shutdown, a
 /// reset, a removed set), the last owner fails the entries' handles with

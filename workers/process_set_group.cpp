@@ -174,6 +174,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   args.await_place = set_rank != 0 && control::tree_possible(set_size, cfg.control_fanout);
   args.set_size = set_size;
   args.mark_cycles = cfg.timeline_mark_cycles;
+  g.inbox = args.inbox = std::make_shared<actors::submission_inbox>();
   g.negotiator = actors::spawn_negotiator(sys, std::move(args), g.coordinator, g.backends,
                                           spec.timeline);
   return g;

@@ -21,6 +21,7 @@ namespace troupe::workers {
 /// The actors that run one process set on this rank.
 struct process_set_group {
   actors::negotiator_actor negotiator;
+  std::shared_ptr<actors::submission_inbox> inbox;  // the negotiator's
   actors::coordinator_actor coordinator;  // only on the set's lowest rank
   /// The coordinator's shared-memory control channel ("" = none): told to
   /// the members with its handle.

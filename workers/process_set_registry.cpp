@@ -123,10 +123,10 @@ status start_set(registry_self self, int32_t id, const std::vector<int>& members
     ->request(st.supervisor, deadline(st), start_atom::value, static_cast<uint32_t>(id), members,
               serial)
     .receive(
-      [&](status& s, negotiator_actor& negotiator) {
+      [&](status& s, set_entrance& entrance) {
         started = std::move(s);
         if (started.ok())
-          next.negotiators[id] = std::move(negotiator);
+          next.entrances[id] = std::move(entrance);
       },
       [&](caf::error& err) {
         started = {status_code::timeout, "process set " + std::to_string(id) +
@@ -227,7 +227,7 @@ status remove(registry_self self, int32_t id) {
   if (!next->table.remove(id))
     return {status_code::invalid_argument,
             "Process set does not exist or has not been registered."};
-  const bool member = next->negotiators.erase(id) > 0;
+  const bool member = next->entrances.erase(id) > 0;
   if (!st.published->replace(base, std::move(next)))
     return superseded;
   if (member)

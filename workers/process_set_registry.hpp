@@ -27,12 +27,17 @@ struct process_set_snapshot {
   process_set_snapshot(int world_size, int my_rank) : table(world_size), rank(my_rank) {
   }
   process_set_table table;
-  /// The negotiator of every set this rank is a member of.
-  std::map<int32_t, actors::negotiator_actor> negotiators;
+  /// Where collectives go in, for every set this rank is a member of.
+  std::map<int32_t, actors::set_entrance> entrances;
+  /// That of set `id`; null when this rank has none.
+  const actors::set_entrance* entrance(int32_t id) const {
+    auto it = entrances.find(id);
+    return it == entrances.end() ? nullptr : &it->second;
+  }
   /// The negotiator of set `id`; a null handle when this rank has none.
   actors::negotiator_actor negotiator(int32_t id) const {
-    auto it = negotiators.find(id);
-    return it == negotiators.end() ? actors::negotiator_actor{} : it->second;
+    const auto* e = entrance(id);
+    return e ? e->negotiator : actors::negotiator_actor{};
   }
   /// The membership epoch the snapshot belongs to, and this process's
   /// global rank in it.

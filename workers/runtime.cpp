@@ -370,15 +370,15 @@ const config& runtime::cfg() const {
 
 void runtime::submit(actors::entry_batch batch, const set_lookup& where) {
   const auto id = static_cast<int32_t>(batch.front()->process_set_id);
-  const auto negotiator = where.snapshot ? where.snapshot->negotiator(id) : negotiator_actor{};
-  if (!negotiator) {
+  const auto* entrance = where.snapshot ? where.snapshot->entrance(id) : nullptr;
+  if (!entrance) {
     // A member whose part of the set did not start.
     for (auto& e : batch)
       e->handle->complete({status_code::invalid_argument,
                            "Process set does not exist or has not been registered."});
     return;
   }
-  submit_batch(negotiator, std::move(batch));
+  submit_batch(*entrance, std::move(batch));
 }
 
 runtime::set_lookup runtime::lookup(int32_t id, int global_root) const {

@@ -124,7 +124,7 @@ status runtime::impl::connect_peers(epoch_run& next, const identity& id, clock::
 }
 
 status runtime::impl::start_group(const epoch_run& next, const identity& id, clock::time_point deadline,
-                   negotiator_actor& negotiator) {
+                   set_entrance& entrance) {
   status result;
   caf::scoped_actor self{system};
   std::vector<int> everyone(static_cast<size_t>(id.size));
@@ -133,9 +133,9 @@ status runtime::impl::start_group(const epoch_run& next, const identity& id, clo
     ->request(next.supervisor, deadline - clock::now(), start_atom::value, uint32_t{0},
               everyone, uint64_t{0})
     .receive(
-      [&](status& s, negotiator_actor& neg) {
+      [&](status& s, set_entrance& started) {
         result = std::move(s);
-        negotiator = std::move(neg);
+        entrance = std::move(started);
       },
       [&](caf::error& err) {
         result = {status_code::timeout,
@@ -155,13 +155,13 @@ status runtime::impl::bootstrap(int64_t epoch, const identity& id, clock::time_p
   status result;
   try {
     result = connect_peers(next, id, deadline);
-    negotiator_actor global_negotiator;
+    set_entrance global_set;
     if (result.ok())
-      result = start_group(next, id, deadline, global_negotiator);
+      result = start_group(next, id, deadline, global_set);
     if (result.ok()) {
       auto first = std::make_shared<process_set_snapshot>(id.size, id.rank);
       first->epoch = epoch;
-      first->negotiators.emplace(0, std::move(global_negotiator));
+      first->entrances.emplace(0, std::move(global_set));
       sets->store(std::move(first));
       next.registry =
         spawn_process_set_registry(system, next.supervisor, id, cfg, sets, next.dialer);

@@ -148,9 +148,9 @@ struct runtime::impl {
   // fanout its rank was given, so every rank plans the same links.
   status connect_peers(epoch_run& next, const identity& id, clock::time_point deadline);
 
-  // Starts the global set; `negotiator` receives its negotiator.
+  // Starts the global set; `entrance` receives where its collectives go in.
   status start_group(const epoch_run& next, const identity& id, clock::time_point deadline,
-                     actors::negotiator_actor& negotiator);
+                     actors::set_entrance& entrance);
 
   // Brings up epoch `epoch` as `id`: supervisor, peers, the global set,
   // the process-set registry. What started is kept even on failure, so

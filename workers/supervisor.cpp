@@ -53,7 +53,7 @@ struct supervisor_state {
   std::map<uint32_t, process_set_group> groups;  // by set id; this rank's sets
   // Starts waiting for their backend's rendezvous, answered when this
   // supervisor leaves first (the registry would wait out its deadline).
-  std::map<uint32_t, caf::typed_response_promise<status, negotiator_actor>> starting;
+  std::map<uint32_t, caf::typed_response_promise<status, set_entrance>> starting;
   std::optional<status> broken;
   static constexpr const char* name = "troupe.supervisor";
 };
@@ -377,13 +377,13 @@ void on_coordinator(supervisor_self self, int64_t epoch, uint32_t set, uint64_t 
 // and answers once its backend has connected to the other members. The
 // rendezvous blocks, so it runs in the detached backend actor while this
 // actor keeps serving messages.
-caf::result<status, negotiator_actor> start_group(supervisor_self self, uint32_t set_id,
-                                            std::vector<int> members, uint64_t serial) {
+caf::result<status, set_entrance> start_group(supervisor_self self, uint32_t set_id,
+                                             std::vector<int> members, uint64_t serial) {
   auto& st = self->state;
   if (st.groups.count(set_id))
     return {status{status_code::invalid_argument,
                    fmt::format("process set {} is already running here", set_id)},
-            negotiator_actor{}};
+            set_entrance{}};
   group_spec spec;
   spec.set_id = set_id;
   spec.members = std::move(members);
@@ -398,32 +398,32 @@ caf::result<status, negotiator_actor> start_group(supervisor_self self, uint32_t
   try {
     g = spawn_group(self->system(), spec);
   } catch (const std::exception& e) {
-    return {status{status_code::backend, e.what()}, negotiator_actor{}};
+    return {status{status_code::backend, e.what()}, set_entrance{}};
   }
   for (const auto& child : g.children())
     self->monitor(child);
   if (st.broken)
     self->send(g.negotiator, abort_atom::value, *st.broken);
   st.groups.emplace(set_id, g);
-  auto rp = self->make_response_promise<status, negotiator_actor>();
+  auto rp = self->make_response_promise<status, set_entrance>();
   st.starting.insert_or_assign(set_id, rp);
   // Answers the start unless leave() already did.
-  auto answer = [=](status s, negotiator_actor negotiator) {
+  auto answer = [=](status s, set_entrance entrance) {
     auto pending = self->state.starting.extract(set_id);
     if (!pending.empty())
-      pending.mapped().deliver(std::move(s), std::move(negotiator));
+      pending.mapped().deliver(std::move(s), std::move(entrance));
   };
   self->request(g.backends.at(device_kind::cpu).actor, deadline(st), connect_atom::value)
     .then(
       [=](status& connected) {
         if (connected.ok() && g.coordinator)
           announce_coordinator(self, g, set_id);
-        answer(std::move(connected), g.negotiator);
+        answer(std::move(connected), set_entrance{g.negotiator, g.inbox});
       },
       [=](caf::error& err) {
         answer(status{status_code::timeout,
                       "backend rendezvous did not complete: " + self->system().render(err)},
-               negotiator_actor{});
+               set_entrance{});
       });
   return rp;
 }
@@ -508,7 +508,7 @@ void leave(supervisor_self self, const status& why, std::function<void()> done) 
   for (auto& [id, rp] : std::exchange(st.starting, {}))
     rp.deliver(status{why.code(), "process set " + std::to_string(id) +
                                     " did not start: " + why.message()},
-               negotiator_actor{});
+               set_entrance{});
   std::vector<uint32_t> ids;
   for (const auto& [id, g] : st.groups)
     ids.push_back(id);

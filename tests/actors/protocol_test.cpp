@@ -381,6 +381,79 @@ TEST_F(actor_protocol, negotiator_abort_fails_pending_handles) {
   EXPECT_EQ(e->handle->result().code(), status_code::peer_lost);
 }
 
+// The API's path: callers append to the negotiator's inbox and only the
+// first append of a burst sends (submit); the burst goes up as one list,
+// in submission order.
+TEST_F(actor_protocol, a_burst_through_the_inbox_goes_up_in_one_list) {
+  inbox endpoint, backend_box;
+  auto a = args();
+  a.inbox = std::make_shared<submission_inbox>();
+  auto neg = spawn_negotiator(sys_, a, {}, {{device_kind::cpu, backend(backend_box)}},
+                              caf::actor{});
+  spawned_.push_back(caf::actor_cast<caf::actor>(neg));
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(endpoint), std::string());
+  sched_.run();
+  const set_entrance entrance{neg, a.inbox};
+  std::vector<float> x(4, 1.0f);
+  std::vector<tensor_entry_ptr> burst;
+  for (const auto* name : {"a", "b", "c"}) {
+    burst.push_back(entry(name, x));
+    submit_batch(entrance, entry_batch{burst.back()});
+  }
+  auto* actor = dynamic_cast<caf::scheduled_actor*>(caf::actor_cast<caf::abstract_actor*>(neg));
+  ASSERT_NE(actor, nullptr);
+  EXPECT_EQ(actor->mailbox().size(), 1u);  // one message for the three
+  sched_.run();
+  ASSERT_EQ(endpoint.requests.size(), 1u);
+  v1::RequestList sent;
+  ASSERT_TRUE(sent.ParseFromString(endpoint.requests[0]));
+  ASSERT_EQ(sent.requests_size(), 3);
+  EXPECT_EQ(sent.requests(0).tensor_name(), "a");
+  EXPECT_EQ(sent.requests(1).tensor_name(), "b");
+  EXPECT_EQ(sent.requests(2).tensor_name(), "c");
+  // Taken: the next submission tells the negotiator again. A name still
+  // pending is refused as before.
+  auto d = entry("d", x);
+  auto again = entry("a", x);
+  submit_batch(entrance, entry_batch{d});
+  submit_batch(entrance, entry_batch{again});
+  sched_.run();
+  ASSERT_EQ(endpoint.requests.size(), 2u);
+  ASSERT_TRUE(sent.ParseFromString(endpoint.requests[1]));
+  ASSERT_EQ(sent.requests_size(), 1);
+  EXPECT_EQ(sent.requests(0).tensor_name(), "d");
+  ASSERT_TRUE(again->handle->done());
+  EXPECT_EQ(again->handle->result().code(), status_code::invalid_argument);
+  for (const auto& e : burst)
+    EXPECT_FALSE(e->handle->done());
+}
+
+// What is still in the inbox when the negotiator stops, and what comes
+// after, fails with the shutdown status instead of waiting forever.
+TEST_F(actor_protocol, the_inbox_fails_what_a_stopped_negotiator_never_took) {
+  inbox endpoint, backend_box;
+  auto a = args();
+  a.inbox = std::make_shared<submission_inbox>();
+  auto neg = spawn_negotiator(sys_, a, {}, {{device_kind::cpu, backend(backend_box)}},
+                              caf::actor{});
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(endpoint), std::string());
+  sched_.run();
+  const set_entrance entrance{neg, a.inbox};
+  std::vector<float> x(1);
+  caf::anon_send(neg, shutdown_atom::value);
+  auto queued = entry("queued", x);
+  submit_batch(entrance, entry_batch{queued});  // behind the shutdown
+  EXPECT_FALSE(queued->handle->done());
+  sched_.run();
+  ASSERT_TRUE(queued->handle->done());
+  EXPECT_EQ(queued->handle->result().code(), status_code::shut_down);
+  EXPECT_TRUE(endpoint.requests.empty());
+  auto late = entry("late", x);
+  EXPECT_EQ(a.inbox->put(entry_batch{late}), submission_inbox::put_result::closed);
+  ASSERT_TRUE(late->handle->done());
+  EXPECT_EQ(late->handle->result().code(), status_code::shut_down);
+}
+
 TEST_F(actor_protocol, a_running_work_completes_before_the_negotiator_stops) {
   inbox endpoint, backend_box;
   auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(backend_box, 0, false));
