@@ -106,6 +106,15 @@ const std::vector<knob>& knobs() {
        c.scheduler_threads = parse_count("TROUPE_SCHEDULER_THREADS", s);
      },
      [](const config& c) { return std::to_string(c.scheduler_threads); }},
+    {"TROUPE_WAIT_SPIN_US", nullptr, "wait-spin-us",
+     "microseconds a thread waiting for a collective yields before it sleeps; auto = 100 "
+     "where this host has two CPUs per rank, else 0",
+     [](config& c, const std::string& s) {
+       c.wait_spin_us = s == "auto" ? -1 : s == "0" ? 0 : parse_count("TROUPE_WAIT_SPIN_US", s);
+     },
+     [](const config& c) {
+       return c.wait_spin_us < 0 ? std::string("auto") : std::to_string(c.wait_spin_us);
+     }},
     {"TROUPE_THREAD_AFFINITY", "HOROVOD_THREAD_AFFINITY", "thread-affinity",
      "comma-separated CPU cores, one per rank of a machine: each rank pins the threads that "
      "run its collectives (its backends) to its core",

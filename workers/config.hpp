@@ -29,6 +29,10 @@ struct config {
   double start_timeout_seconds = 30.0;
   /// Threads of the CAF scheduler (actors only; backends run on their own).
   int scheduler_threads = 2;
+  /// How long a thread waiting for a collective yields before it sleeps,
+  /// in microseconds; -1 = decided from this host's CPUs and ranks (see
+  /// workers/wait_spin.hpp).
+  int wait_spin_us = -1;
   /// CPU cores, one per rank of this machine (by its index there): each
   /// rank pins its backend threads, which run the collectives, to its core
   /// (Horovod pins its background thread so). Empty = not pinned.

@@ -1,5 +1,6 @@
 #include "workers/config.hpp"
 #include "workers/identity.hpp"
+#include "workers/wait_spin.hpp"
 
 #include <map>
 
@@ -44,6 +45,26 @@ TEST(config, bad_value_names_the_variable) {
   EXPECT_THROW(config_from_env(fake_env({{"TROUPE_SCHEDULER_THREADS", "1.5"}})),
                config_error);
   EXPECT_THROW(config_from_env(fake_env({{"TROUPE_LOG_LEVEL", "loud"}})), config_error);
+}
+
+TEST(config, wait_spin_is_auto_unless_set) {
+  EXPECT_EQ(config_from_env(fake_env({})).wait_spin_us, -1);
+  EXPECT_EQ(config_from_env(fake_env({{"TROUPE_WAIT_SPIN_US", "auto"}})).wait_spin_us, -1);
+  EXPECT_EQ(config_from_env(fake_env({{"TROUPE_WAIT_SPIN_US", "0"}})).wait_spin_us, 0);
+  EXPECT_EQ(config_from_env(fake_env({{"TROUPE_WAIT_SPIN_US", "250"}})).wait_spin_us, 250);
+  EXPECT_THROW(config_from_env(fake_env({{"TROUPE_WAIT_SPIN_US", "-5"}})), config_error);
+  EXPECT_THROW(config_from_env(fake_env({{"TROUPE_WAIT_SPIN_US", "fast"}})), config_error);
+}
+
+TEST(wait_spin, a_set_value_wins_and_auto_yields_only_with_two_cpus_per_rank) {
+  using us = std::chrono::microseconds;
+  EXPECT_EQ(wait_spin(0, 1), us(0));
+  EXPECT_EQ(wait_spin(250, 64), us(250));
+  const int cpus = usable_cpus();
+  ASSERT_GE(cpus, 1);
+  EXPECT_EQ(wait_spin(-1, 1), cpus >= 2 ? us(100) : us(0));
+  EXPECT_EQ(wait_spin(-1, cpus), us(0));  // one CPU per rank
+  EXPECT_EQ(wait_spin(-1, (cpus + 1) / 2), cpus % 2 == 0 ? us(100) : us(0));
 }
 
 TEST(config, gpu_operations_take_horovods_name_and_refuse_other_libraries) {

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -61,14 +63,27 @@ public:
     return result_;
   }
 
-private:
-  static constexpr std::chrono::microseconds spin_before_blocking{100};
+  /// How long wait() and wait_for() yield before they sleep (the runtime
+  /// sets it per membership epoch; see workers/wait_spin.hpp).
+  static void set_spin(std::chrono::microseconds spin) {
+    spin_us_.store(spin.count(), std::memory_order_relaxed);
+  }
+  static std::chrono::microseconds spin_time() {
+    return std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
+  }
 
-  // A small collective often completes sooner than a sleeping thread can
-  // be woken on a loaded machine: yield for a moment before blocking.
-  // Long waits still sleep (no busy polling while the ranks compute).
+private:
+  inline static std::atomic<int64_t> spin_us_{0};
+
+  // With a core to spare, a small collective often completes sooner than
+  // a sleeping thread can be woken: yield for a moment before blocking.
+  // Without one the yielding caller takes the core its own collective
+  // needs. Long waits still sleep (no busy polling while the ranks compute).
   void spin() const {
-    const auto spin_until = std::chrono::steady_clock::now() + spin_before_blocking;
+    const auto spin = spin_time();
+    if (spin.count() == 0)
+      return;
+    const auto spin_until = std::chrono::steady_clock::now() + spin;
     while (!done() && std::chrono::steady_clock::now() < spin_until)
       std::this_thread::yield();
   }
