@@ -40,6 +40,14 @@ enum failure_kind : uint32_t {
 // arrives right behind it without a futex round trip, and costs little
 // when it does not.
 constexpr auto spin_time = std::chrono::microseconds(20);
+// Longer for a round of at most `tiny_round_bytes` (a scalar: a loss, a
+// counter), which is all latency: the other member is usually a wake-up
+// behind (it learns of the agreement from its channel reader), and
+// sleeping adds a second wake-up. A 4-byte allreduce, 2 ranks on 2 cores:
+// 127-152 -> 54-110 us in 6 of 7 alternating runs; 200 x 4 KiB, whose
+// rounds are larger, unchanged (docs/benchmarks.md).
+constexpr auto tiny_round_spin_time = std::chrono::microseconds(100);
+constexpr size_t tiny_round_bytes = 1024;
 // How often a sleeping member checks that the others' processes still
 // exist.
 constexpr auto liveness_period = std::chrono::milliseconds(50);
@@ -134,7 +142,7 @@ shm_group::shm_group(shm_segment segment, int member, int members,
                         std::to_string(members) + " members (as member " +
                         std::to_string(member) + ")");
   header_->pids[member_].store(static_cast<int32_t>(::getpid()));
-  barrier();
+  barrier(spin_time);
   segment_.unlink();
 }
 
@@ -188,7 +196,7 @@ bool shm_group::all_arrived(uint64_t target) const {
   return true;
 }
 
-void shm_group::barrier() {
+void shm_group::barrier(std::chrono::microseconds spin) {
   // A failed group takes no new arrivals; a barrier every member reached
   // before the failure still completes (below), as a collective that a
   // member finished before it closed its side.
@@ -199,11 +207,11 @@ void shm_group::barrier() {
   header_->wake_seq.fetch_add(1);
   if (header_->sleepers.load() > 0)
     futex_wake_all(&header_->wake_seq);
-  wait_for(target);
+  wait_for(target, spin);
 }
 
-void shm_group::wait_for(uint64_t target) {
-  const auto spin_end = clock::now() + spin_time;
+void shm_group::wait_for(uint64_t target, std::chrono::microseconds spin) {
+  const auto spin_end = clock::now() + spin;
   for (unsigned i = 1;; ++i) {
     if (all_arrived(target))
       return;
@@ -274,7 +282,7 @@ void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
     const int p = parity_;
     parity_ ^= 1;
     std::memcpy(slot(p, member_), mine, n * element_bytes);
-    barrier();
+    barrier(n * element_bytes <= tiny_round_bytes ? tiny_round_spin_time : spin_time);
     if (!cross && (members_ == 2 || n * element_bytes <= whole_round_bytes)) {
       // Same order on every member: bitwise the same result everywhere.
       reduce(mine, slot(p, 0), slot(p, 1), n);
@@ -301,7 +309,7 @@ void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
         throw;
       }
     }
-    barrier();
+    barrier(spin_time);
     std::memcpy(mine, result(p), n * element_bytes);
   }
 }

@@ -62,14 +62,16 @@ public:
   }
 
 private:
-  void barrier();
+  // Arrives and waits for every member, spinning `spin` before sleeping.
+  void barrier(std::chrono::microseconds spin);
   // Marks the group failed for every member (the first cause wins) and
   // wakes them.
   void fail(uint32_t kind, int member);
   [[noreturn]] void throw_failure() const;
   bool all_arrived(uint64_t target) const;
-  // Waits (deadline: timeout_) until every member reached `target`.
-  void wait_for(uint64_t target);
+  // Waits (deadline: timeout_) until every member reached `target`,
+  // spinning `spin` before it sleeps.
+  void wait_for(uint64_t target, std::chrono::microseconds spin);
   // Fails the group when a member's process exited (its pid is gone or a
   // zombie).
   void check_members_alive();
