@@ -145,6 +145,18 @@ protected:
     return n;
   }
 
+  // A negotiator with an inbox, the API's way in, told `coordinator`.
+  set_entrance entrance_told(const coordinator_actor& coordinator,
+                             const backend_ref& cpu_backend) {
+    auto a = args();
+    a.inbox = std::make_shared<submission_inbox>();
+    auto n = spawn_negotiator(sys_, a, {}, {{device_kind::cpu, cpu_backend}}, caf::actor{});
+    spawned_.push_back(caf::actor_cast<caf::actor>(n));
+    caf::anon_send(n, coordinator_atom::value, coordinator, std::string());
+    sched_.run();
+    return {n, a.inbox};
+  }
+
   caf::actor_system_config cfg_;
   caf::actor_system sys_;
   test_coordinator& sched_;
@@ -386,14 +398,8 @@ TEST_F(actor_protocol, negotiator_abort_fails_pending_handles) {
 // in submission order.
 TEST_F(actor_protocol, a_burst_through_the_inbox_goes_up_in_one_list) {
   inbox endpoint, backend_box;
-  auto a = args();
-  a.inbox = std::make_shared<submission_inbox>();
-  auto neg = spawn_negotiator(sys_, a, {}, {{device_kind::cpu, backend(backend_box)}},
-                              caf::actor{});
-  spawned_.push_back(caf::actor_cast<caf::actor>(neg));
-  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(endpoint), std::string());
-  sched_.run();
-  const set_entrance entrance{neg, a.inbox};
+  const auto entrance = entrance_told(fake<coordinator_actor>(endpoint), backend(backend_box));
+  const auto& neg = entrance.negotiator;
   std::vector<float> x(4, 1.0f);
   std::vector<tensor_entry_ptr> burst;
   for (const auto* name : {"a", "b", "c"}) {
@@ -432,15 +438,9 @@ TEST_F(actor_protocol, a_burst_through_the_inbox_goes_up_in_one_list) {
 // after, fails with the shutdown status instead of waiting forever.
 TEST_F(actor_protocol, the_inbox_fails_what_a_stopped_negotiator_never_took) {
   inbox endpoint, backend_box;
-  auto a = args();
-  a.inbox = std::make_shared<submission_inbox>();
-  auto neg = spawn_negotiator(sys_, a, {}, {{device_kind::cpu, backend(backend_box)}},
-                              caf::actor{});
-  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(endpoint), std::string());
-  sched_.run();
-  const set_entrance entrance{neg, a.inbox};
+  const auto entrance = entrance_told(fake<coordinator_actor>(endpoint), backend(backend_box));
   std::vector<float> x(1);
-  caf::anon_send(neg, shutdown_atom::value);
+  caf::anon_send(entrance.negotiator, shutdown_atom::value);
   auto queued = entry("queued", x);
   submit_batch(entrance, entry_batch{queued});  // behind the shutdown
   EXPECT_FALSE(queued->handle->done());
@@ -449,7 +449,7 @@ TEST_F(actor_protocol, the_inbox_fails_what_a_stopped_negotiator_never_took) {
   EXPECT_EQ(queued->handle->result().code(), status_code::shut_down);
   EXPECT_TRUE(endpoint.requests.empty());
   auto late = entry("late", x);
-  EXPECT_EQ(a.inbox->put(entry_batch{late}), submission_inbox::put_result::closed);
+  EXPECT_EQ(entrance.inbox->put(entry_batch{late}), submission_inbox::put_result::closed);
   ASSERT_TRUE(late->handle->done());
   EXPECT_EQ(late->handle->result().code(), status_code::shut_down);
 }
