@@ -167,11 +167,12 @@ status runtime::impl::bootstrap(int64_t epoch, const identity& id, clock::time_p
       next.registry =
         spawn_process_set_registry(system, next.supervisor, id, cfg, sets, next.dialer);
       metrics->position({id.rank, id.size, id.local_rank}, epoch);
-      const auto spin = wait_spin(cfg.wait_spin_us, id.local_size);
+      const int cpus = usable_cpus();
+      const auto spin = wait_spin(cfg.wait_spin_us, id.local_size, cpus);
       detail::handle_state::set_spin(spin);
       spdlog::info("troupe rank {}: a wait for a collective yields {} us before it sleeps "
                    "({} CPUs for {} rank(s) on this host; TROUPE_WAIT_SPIN_US={})",
-                   id.rank, spin.count(), usable_cpus(), id.local_size,
+                   id.rank, spin.count(), cpus, id.local_size,
                    cfg.wait_spin_us < 0 ? std::string("auto") : std::to_string(cfg.wait_spin_us));
       metrics->resets().rendezvous(std::chrono::duration<double>(clock::now() - began).count());
       mark("MEMBERSHIP_EPOCH_" + std::to_string(epoch));

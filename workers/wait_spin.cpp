@@ -20,11 +20,10 @@ int usable_cpus() {
   return static_cast<int>(std::thread::hardware_concurrency());
 }
 
-std::chrono::microseconds wait_spin(int configured, int local_size) {
+std::chrono::microseconds wait_spin(int configured, int local_size, int cpus) {
   if (configured >= 0)
     return std::chrono::microseconds(configured);
-  return usable_cpus() >= 2 * local_size ? spin_with_a_spare_core
-                                         : std::chrono::microseconds(0);
+  return cpus >= 2 * local_size ? spin_with_a_spare_core : std::chrono::microseconds(0);
 }
 
 } // namespace troupe::workers

@@ -58,13 +58,13 @@ TEST(config, wait_spin_is_auto_unless_set) {
 
 TEST(wait_spin, a_set_value_wins_and_auto_yields_only_with_two_cpus_per_rank) {
   using us = std::chrono::microseconds;
-  EXPECT_EQ(wait_spin(0, 1), us(0));
-  EXPECT_EQ(wait_spin(250, 64), us(250));
   const int cpus = usable_cpus();
   ASSERT_GE(cpus, 1);
-  EXPECT_EQ(wait_spin(-1, 1), cpus >= 2 ? us(100) : us(0));
-  EXPECT_EQ(wait_spin(-1, cpus), us(0));  // one CPU per rank
-  EXPECT_EQ(wait_spin(-1, (cpus + 1) / 2), cpus % 2 == 0 ? us(100) : us(0));
+  EXPECT_EQ(wait_spin(0, 1, cpus), us(0));
+  EXPECT_EQ(wait_spin(250, 64, cpus), us(250));
+  EXPECT_EQ(wait_spin(-1, 1, cpus), cpus >= 2 ? us(100) : us(0));
+  EXPECT_EQ(wait_spin(-1, cpus, cpus), us(0));  // one CPU per rank
+  EXPECT_EQ(wait_spin(-1, (cpus + 1) / 2, cpus), cpus % 2 == 0 ? us(100) : us(0));
 }
 
 TEST(config, gpu_operations_take_horovods_name_and_refuse_other_libraries) {

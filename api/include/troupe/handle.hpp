@@ -68,9 +68,6 @@ public:
   static void set_spin(std::chrono::microseconds spin) {
     spin_us_.store(spin.count(), std::memory_order_relaxed);
   }
-  static std::chrono::microseconds spin_time() {
-    return std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
-  }
 
 private:
   inline static std::atomic<int64_t> spin_us_{0};
@@ -80,7 +77,7 @@ private:
   // Without one the yielding caller takes the core its own collective
   // needs. Long waits still sleep (no busy polling while the ranks compute).
   void spin() const {
-    const auto spin = spin_time();
+    const std::chrono::microseconds spin{spin_us_.load(std::memory_order_relaxed)};
     if (spin.count() == 0)
       return;
     const auto spin_until = std::chrono::steady_clock::now() + spin;
