@@ -104,14 +104,28 @@ struct runner {
 };
 
 TEST(fused_allreduce, small_tensors_share_chunks_and_large_ones_reduce_where_they_are) {
-  // 16-byte chunks (4 floats): 1 + 2 packed; 6 is large (in place, 4 + 2);
-  // 3 + 1 fill a chunk; the next 1 goes alone, as the 4 after it is large.
-  fused_case c({1, 2, 6, 3, 1, 1, 4});
+  // 512-byte chunks (128 floats): a tensor of 1/32 of that (16 bytes, 4
+  // floats) or more is reduced where it is, as it comes: 6, 4, then 200 in
+  // two calls (128 + 72). The smaller ones (1, 2, 3, 1, 1, 3) gather in one
+  // chunk, whatever lies between them, and go last.
+  fused_case c({1, 2, 6, 3, 1, 1, 4, 200, 3});
   runner r;
-  EXPECT_EQ(r.run(c, 16), (std::vector<size_t>{3, 4, 2, 4, 1, 4}));
+  EXPECT_EQ(r.run(c, 512), (std::vector<size_t>{6, 4, 128, 72, 11}));
   c.expect_doubled();
   // The large tensors never went through the fusion buffer.
-  EXPECT_LE(r.scratch.fusion.size(), 16u);
+  EXPECT_LE(r.scratch.fusion.size(), 11 * sizeof(float));
+}
+
+TEST(fused_allreduce, small_tensors_fill_chunks_in_list_order) {
+  // 50 tensors of 3 floats around one of 200, 512-byte chunks: 42 small
+  // ones fill a chunk (126 floats; a 43rd would overflow it), the other 8
+  // the next one.
+  std::vector<size_t> sizes(50, 3);
+  sizes.insert(sizes.begin() + 20, 200);
+  fused_case c(sizes);
+  runner r;
+  EXPECT_EQ(r.run(c, 512), (std::vector<size_t>{128, 72, 126, 24}));
+  c.expect_doubled();
 }
 
 TEST(fused_allreduce, a_chunk_is_whole_elements) {

@@ -65,10 +65,11 @@ struct run_context {
 /// the input there when they differ); Adasum at once.
 void run_allreduce(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
 /// Several allreduces fused by the coordinator, reduced a chunk at a time
-/// (run_context::fusion_chunk_bytes): small tensors packed into the
-/// persistent fusion buffer and unpacked, a tensor of a chunk or more
-/// reduced in place in its output. Adasum reduces the fused tensors as one
-/// vector.
+/// (run_context::fusion_chunk_bytes): a tensor of at least 1/32 of a chunk
+/// reduced in place in its output, the smaller ones packed in list order
+/// into the persistent fusion buffer, a chunk at a time, and unpacked.
+/// Without a chunk, or with Adasum, everything goes through the buffer as
+/// one vector.
 void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
                          const std::vector<actors::tensor_entry_ptr>& entries);
 /// Several allgathers of one dtype fused by the coordinator: each rank's
