@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "api/submission.hpp"
+#include "backends/registry.hpp"
 #include "workers/runtime.hpp"
 
 namespace troupe {
@@ -331,6 +332,38 @@ int local_rank() {
 int local_size() {
   return identity_field([](const workers::identity& id) { return id.local_size; });
 }
+namespace {
+
+// The CPU library of this runtime's collectives, where built; empty before
+// init().
+std::string cpu_library_now() {
+  auto rt = runtime_now();
+  if (!rt)
+    return {};
+  auto chosen = backends::chosen_cpu_backend(rt->cfg().cpu_operations, rt->id()->has_store());
+  const auto built = backends::built_cpu_backends();
+  return std::find(built.begin(), built.end(), chosen) != built.end() ? chosen : std::string();
+}
+
+} // namespace
+
+bool mpi_enabled() {
+  return cpu_library_now() == "mpi";
+}
+
+bool gloo_enabled() {
+  return cpu_library_now() == "gloo";
+}
+
+int mpi_threads_supported() {
+  auto rt = runtime_now();
+  if (!rt || !mpi_enabled())
+    return -1;
+  if (backends::mpi_started())
+    return backends::mpi_thread_multiple() ? 1 : 0;
+  return rt->cfg().mpi_threads_disable ? 0 : 1;
+}
+
 int cross_rank() {
   return identity_field([](const workers::identity& id) { return id.cross_rank; });
 }

@@ -85,13 +85,19 @@ std::string missing_backend(device_kind kind) {
   return "device kind " + std::to_string(static_cast<int>(kind)) + " is unknown to this build";
 }
 
+std::string chosen_cpu_backend(const std::string& requested, bool have_store) {
+  if (!requested.empty())
+    return requested;
+  return have_store ? "gloo" : "mpi";
+}
+
 namespace {
 
 std::unique_ptr<communicator> make_cpu_communicator(const backend_context& ctx,
                                                     const std::string& name) {
   if (ctx.size == 1)
     return std::make_unique<local_communicator>();
-  const auto chosen = !name.empty() ? name : ctx.store ? "gloo" : "mpi";
+  const auto chosen = chosen_cpu_backend(name, ctx.store != nullptr);
 #if TROUPE_HAVE_GLOO
   if (chosen == "gloo") {
     if (!ctx.store)

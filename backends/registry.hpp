@@ -14,6 +14,12 @@ namespace troupe::backends {
 /// Names of the CPU backends this build has.
 std::vector<std::string> built_cpu_backends();
 
+/// The CPU backend a process set of several ranks runs on: `requested`
+/// (TROUPE_CPU_OPERATIONS) when set, else Gloo where troupe-run's store is
+/// and MPI where it is not (mpirun, or a process started alone, as Horovod
+/// built with MPI). Built or not: make_set_backends() says when it is not.
+std::string chosen_cpu_backend(const std::string& requested, bool have_store);
+
 /// Whether this build takes CUDA tensors (TROUPE_WITH_CUDA) and has the
 /// NCCL backend (TROUPE_WITH_NCCL).
 bool cuda_built();

@@ -83,6 +83,10 @@ def test_shutdown_and_init_again_and_again():
         assert not hvd.is_initialized()
         with pytest.raises(ValueError, match='has not been initialized'):
             hvd.rank()
+        # As Horovod: no library is enabled without a runtime.
+        assert not hvd.mpi_enabled() and not hvd.gloo_enabled()
+        with pytest.raises(ValueError, match='MPI is not enabled'):
+            hvd.mpi_threads_supported()
         # Horovod's class and words for a collective without a runtime.
         for collective in (lambda: hvd.allreduce(torch.ones(1)),
                            lambda: hvd.allgather_async(torch.ones(1)),

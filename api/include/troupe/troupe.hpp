@@ -88,6 +88,21 @@ int local_size();
 int cross_rank();
 int cross_size();
 
+/// Whether this job's CPU collectives run on MPI / on Gloo (Horovod's
+/// mpi_enabled() / gloo_enabled()): the library TROUPE_CPU_OPERATIONS asks
+/// for, else Gloo under troupe-run and MPI under mpirun or in a process
+/// started alone. False when the runtime is not initialized or the library
+/// is not built.
+bool mpi_enabled();
+bool gloo_enabled();
+
+/// Horovod's mpi_threads_supported(): 1 when MPI runs with
+/// MPI_THREAD_MULTIPLE, 0 with MPI_THREAD_SERIALIZED
+/// (TROUPE_MPI_THREADS_DISABLE=1); a process started alone, which does not
+/// start MPI, gets what Troupe would ask MPI for. -1 when MPI is not
+/// enabled.
+int mpi_threads_supported();
+
 /// Reduces `input` across ranks into `output`, which may be the same memory.
 /// Both must have the same dtype and shape on every rank. The input is
 /// multiplied by `prescale_factor` before and the result by

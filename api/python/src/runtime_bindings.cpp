@@ -77,14 +77,15 @@ void bind_runtime(py::module_& m) {
   m.def(
     "stop_timeline", [] { return code_and_message(troupe::stop_timeline()); },
     "Returns (status code, message).");
+  m.def("mpi_enabled", &troupe::mpi_enabled, "Whether this job's CPU collectives run on MPI.");
+  m.def("gloo_enabled", &troupe::gloo_enabled, "Whether this job's CPU collectives run on Gloo.");
+  m.def("mpi_threads_supported", &troupe::mpi_threads_supported,
+        "1: MPI_THREAD_MULTIPLE, 0: MPI_THREAD_SERIALIZED, -1: MPI not enabled.");
   m.def("built_cpu_backends", &backends::built_cpu_backends,
         "Names of the CPU backends compiled into this build.");
   m.def("cuda_built", &backends::cuda_built, "Whether this build takes CUDA tensors.");
   m.def("nccl_version", &backends::nccl_version,
         "NCCL_VERSION_CODE of the NCCL backend's headers; 0 without one.");
-  m.def("mpi_started", &backends::mpi_started, "Whether MPI is initialised in this process.");
-  m.def("mpi_thread_multiple", &backends::mpi_thread_multiple,
-        "Whether MPI is initialised here with MPI_THREAD_MULTIPLE.");
 }
 
 } // namespace troupe::python

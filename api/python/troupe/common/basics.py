@@ -143,15 +143,6 @@ def is_homogeneous():
     return local_size() * cross_size() == size()
 
 
-def _cpu_backend():
-    """The CPU backend the runtime picks (backends/registry.cpp): the
-    requested one, else Gloo under troupe-run and MPI under mpirun."""
-    chosen = os.environ.get('TROUPE_CPU_OPERATIONS') or os.environ.get('HOROVOD_CPU_OPERATIONS')
-    if chosen:
-        return chosen.lower()
-    return 'gloo' if os.environ.get('TROUPE_STORE_ADDR') else 'mpi'
-
-
 def mpi_built():
     return 'mpi' in _core.built_cpu_backends()
 
@@ -163,14 +154,15 @@ def gloo_built():
 def mpi_enabled():
     """True when this job's collectives run on MPI (troupe-run --mpi,
     mpirun), and, as Horovod built with MPI reports it, in a single process
-    started alone, which needs no backend and does not initialise MPI."""
-    return mpi_built() and is_initialized() and _cpu_backend() == 'mpi'
+    started alone, which needs no backend and does not initialise MPI. The
+    runtime's answer: the backend registry decides (backends/registry.cpp)."""
+    return _core.mpi_enabled()
 
 
 def gloo_enabled():
     """True when this job's collectives run on Gloo (troupe-run without
     --mpi, or TROUPE_CPU_OPERATIONS=gloo; a single rank needs none)."""
-    return gloo_built() and is_initialized() and _cpu_backend() == 'gloo'
+    return _core.gloo_enabled()
 
 
 def mpi_threads_supported():
@@ -178,14 +170,10 @@ def mpi_threads_supported():
     Troupe asks for whenever it uses MPI, unless TROUPE_MPI_THREADS_DISABLE=1
     (HOROVOD_MPI_THREADS_DISABLE) asked for MPI_THREAD_SERIALIZED. A process
     started alone does not start MPI; it gets what Troupe would ask for."""
-    if not mpi_enabled():
+    supported = _core.mpi_threads_supported()
+    if supported < 0:
         raise ValueError("Horovod MPI is not enabled; Please make sure it's installed and enabled.")
-    if _core.mpi_started():
-        return _core.mpi_thread_multiple()
-    # Alone: what Troupe would ask MPI for.
-    disabled = os.environ.get('TROUPE_MPI_THREADS_DISABLE') or \
-        os.environ.get('HOROVOD_MPI_THREADS_DISABLE')
-    return disabled != '1'
+    return bool(supported)
 
 
 def nccl_built():
