@@ -1,6 +1,7 @@
 #include "autotune/finalist_rescoring.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -70,14 +71,30 @@ void finalist_rescoring::score() {
       relative[i].push_back(typical > 0 ? round[i] / typical : 0.0);
   }
   const double typical = median(std::move(all));
-  for (size_t i = 0; i < finalists_.size(); ++i)
-    scored_.push_back({finalists_[i], median(std::move(relative[i])) * typical});
+  std::vector<double> deviations;
+  for (size_t i = 0; i < finalists_.size(); ++i) {
+    const double mid = median(relative[i]);
+    for (double r : relative[i])
+      deviations.push_back(std::abs(r - mid));
+    scored_.push_back({finalists_[i], mid * typical});
+  }
+  // Normal noise: sigma = 1.4826 MAD; the standard error of a median of k
+  // samples 1.2533 sigma / sqrt(k); of a difference of two, sqrt(2) times
+  // that. A single round has no scatter to measure.
+  if (rounds_ > 1)
+    margin_ = 2 * std::sqrt(2.0) * 1.2533 * 1.4826 * median(std::move(deviations)) /
+              std::sqrt(static_cast<double>(rounds_));
 }
 
 const scored_setting& finalist_rescoring::winner() const {
+  const scored_setting& incumbent = scored_.back();
+  const scored_setting* best = &incumbent;
   // Of equal scores, the one given first.
-  return *std::max_element(scored_.begin(), scored_.end(),
-                           [](const auto& a, const auto& b) { return a.score < b.score; });
+  for (const auto& s : scored_)
+    if (s.score > incumbent.score * (1 + margin_) &&
+        (best == &incumbent || s.score > best->score))
+      best = &s;
+  return *best;
 }
 
 } // namespace troupe::autotune

@@ -24,6 +24,15 @@ std::vector<settings> choose_finalists(const std::vector<scored_setting>& histor
 /// every finalist alike and cancels. A finalist's score is the median of
 /// its relative samples times the median of all samples: bytes per second
 /// at the rounds' typical load.
+///
+/// The last finalist is the incumbent (choose_finalists() puts the
+/// configured setting there). Another finalist replaces it only when its
+/// score is higher by more than the rescoring can tell from noise: twice
+/// the standard error of a difference of two medians of `rounds` samples,
+/// estimated from the rounds' own scatter (the median absolute deviation
+/// of the relative samples). On a shared host the finalists of a ResNet-50
+/// search often differ by less than the noise, and a lucky measurement
+/// froze the response cache off, 9 % slower in fact (docs/benchmarks.md).
 class finalist_rescoring {
 public:
   /// Throws std::invalid_argument for no finalists or fewer than 1 round.
@@ -42,8 +51,15 @@ public:
   const std::vector<scored_setting>& scored() const {
     return scored_;
   }
-  /// The finalist with the highest score (requires finished()).
+  /// The finalist with the highest score of those that beat the incumbent
+  /// by more than margin(); the incumbent when none does (requires
+  /// finished()).
   const scored_setting& winner() const;
+  /// The relative gain over the incumbent's score that a finalist needs to
+  /// replace it (once finished(); 0 with a single round).
+  double margin() const {
+    return margin_;
+  }
 
 private:
   // Scores every finalist from the samples of all rounds.
@@ -54,6 +70,7 @@ private:
   std::vector<std::vector<double>> samples_;  // [round][finalist]
   size_t taken_ = 0;                          // samples recorded
   std::vector<scored_setting> scored_;
+  double margin_ = 0;
 };
 
 } // namespace troupe::autotune

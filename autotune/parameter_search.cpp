@@ -155,6 +155,7 @@ void parameter_search::record_finalist(double score, step& out) {
     return;
   }
   out.rescored = rescoring_->scored();
+  out.margin = rescoring_->margin();
   best_ = rescoring_->winner().setting;
   best_score_ = rescoring_->winner().score;
   advance(stage::done);

@@ -74,8 +74,11 @@ public:
     std::optional<settings> scored;
     double score = 0;
     /// The search ended: every finalist with its score in the re-scoring
-    /// (finalist_rescoring), the frozen one the highest.
+    /// (finalist_rescoring), the configured one last; the frozen one is
+    /// the highest of those that beat it by more than `margin` (relative),
+    /// else the configured one.
     std::vector<scored_setting> rescored;
+    double margin = 0;
     /// current() changed: apply it.
     bool changed = false;
     /// The search ended with this sample; current() is the best setting.

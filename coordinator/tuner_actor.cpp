@@ -80,6 +80,10 @@ void finish_sample(tuner_self self, double score) {
       st.log->row(*step.scored, step.score);
     st.options.metrics->scored(step.score, st.search->best_score());
   }
+  if (!step.rescored.empty())
+    spdlog::info("Autotuner of set {}: a finalist replaces the configured setting only when "
+                 "faster by more than {:.1f} % (twice the rescoring's standard error)",
+                 set, step.margin * 100);
   for (const auto& f : step.rescored) {
     spdlog::info("Autotuner of set {}: finalist {} {:.0f} B/s", set, describe(f.setting),
                  f.score);

@@ -42,6 +42,7 @@ TEST(FinalistRescoring, LoadThatLastsARoundCancels) {
   EXPECT_EQ(r.scored()[1].setting, b);
   EXPECT_EQ(r.winner().setting, a);
   EXPECT_NEAR(r.scored()[0].score / r.scored()[1].score, 100.0 / 95, 1e-9);
+  EXPECT_NEAR(r.margin(), 0, 1e-12);  // no scatter left: any gain counts
   // The median of all 8 samples (50 and 66.5) times a's share of a round.
   EXPECT_NEAR(r.scored()[0].score, 58.25 * 100 / 97.5, 1e-9);
   EXPECT_FALSE(r.record(1000));  // finished: nothing changes
@@ -56,7 +57,40 @@ TEST(FinalistRescoring, EachRoundStartsOneFinalistLater) {
     r.record(1);
   }
   EXPECT_EQ(ran, (std::vector<settings>{a, b, c, b, c, a, c, a, b}));
-  EXPECT_EQ(r.winner().setting, a);  // equal scores: the first given
+  EXPECT_EQ(r.winner().setting, c);  // equal scores: the incumbent (last) stays
+}
+
+// Rescoring `challenger` (truly `gain` times as fast) against `initial`
+// over 5 rounds whose samples scatter by +-5-6 %, in opposite directions
+// for the two.
+finalist_rescoring rescore_with_noise(double gain) {
+  finalist_rescoring r({a, initial}, 5);
+  const double noise[] = {1.05, 0.95, 1.0, 1.06, 0.94};
+  for (int k = 0; k < 10; ++k) {
+    const int round = k / 2;
+    const bool challenger = r.current() == a;
+    const double jitter = challenger ? noise[round] : 2 - noise[round];
+    r.record((challenger ? 100 * gain : 100) * jitter);
+  }
+  return r;
+}
+
+TEST(FinalistRescoring, AGainWithinTheNoiseKeepsTheIncumbent) {
+  // 3 % faster, but with this scatter the medians of 5 rounds cannot tell:
+  // the margin is twice their difference's standard error.
+  auto r = rescore_with_noise(1.03);
+  ASSERT_TRUE(r.finished());
+  EXPECT_GT(r.scored()[0].score, r.scored()[1].score);
+  EXPECT_GT(r.margin(), 0.05);
+  EXPECT_LT(r.margin(), 0.2);
+  EXPECT_EQ(r.winner().setting, initial);
+}
+
+TEST(FinalistRescoring, AGainBeyondTheNoiseReplacesTheIncumbent) {
+  auto r = rescore_with_noise(1.3);
+  ASSERT_TRUE(r.finished());
+  EXPECT_GT(r.scored()[0].score, r.scored()[1].score * (1 + r.margin()));
+  EXPECT_EQ(r.winner().setting, a);
 }
 
 TEST(FinalistRescoring, RefusesNoFinalistsOrNoRounds) {
