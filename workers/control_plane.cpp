@@ -6,6 +6,7 @@
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
 
+#include "workers/secret_agreement.hpp"
 #include "workers/tls_middleman.hpp"
 
 #include "elastic/job_secret.hpp"
@@ -17,13 +18,15 @@ std::string job_secret(const env_lookup& env, const config& cfg, const identity&
   if (auto from_launcher = elastic::read_secret_descriptor(
         env(elastic::secret_fd_variable).value_or("")))
     return *from_launcher;
+  if (launch && id.size > 1)
+    // Every rank takes part, key or not (secret_agreement.hpp). Rank 0's
+    // draw goes in the clear over MPI's own transport, which the ranks
+    // trust already; jobs whose MPI crosses an untrusted network set
+    // TROUPE_SECRET_KEY (mpirun -x) instead.
+    return secret_from_offers(launch->allgather(secret_offer(cfg.secret_key, id.rank)),
+                              cfg.secret_key);
   if (!cfg.secret_key.empty())
     return cfg.secret_key;
-  if (launch && id.size > 1)
-    // Sent in the clear over MPI's own transport, which the ranks trust
-    // already; jobs whose MPI crosses an untrusted network set
-    // TROUPE_SECRET_KEY (mpirun -x) instead.
-    return launch->allgather(id.rank == 0 ? elastic::random_secret() : std::string()).at(0);
   if (id.has_store())
     return {};
   return elastic::random_secret();

@@ -23,10 +23,13 @@
 namespace troupe::workers {
 
 /// The job's secret as this rank finds it: troupe-run's (inherited
-/// descriptor), else TROUPE_SECRET_KEY, else under a plain mpirun one that
-/// rank 0 draws and shares over MPI, else (a job of one) a fresh one.
-/// Empty when a store client has none to use: the caller reports that.
-/// Throws std::runtime_error when the descriptor cannot be read.
+/// descriptor), else under a plain mpirun what the ranks agree on over MPI
+/// (TROUPE_SECRET_KEY, the same on every rank, or one that rank 0 draws;
+/// secret_agreement.hpp), else TROUPE_SECRET_KEY, else (a job of one) a
+/// fresh one. Empty when a store client has none to use: the caller
+/// reports that. Throws std::runtime_error when the descriptor cannot be
+/// read, config_error when the ranks of an mpirun were given different
+/// keys or a key on some ranks only.
 std::string job_secret(const env_lookup& env, const config& cfg, const identity& id,
                        const std::optional<backends::external_launch>& launch);
 

@@ -279,7 +279,7 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   try {
     // First: under mpirun every rank takes part in sharing the secret.
     secret = job_secret(env, cfg, id, launch);
-  } catch (const std::exception& e) {  // unreadable descriptor
+  } catch (const std::exception& e) {  // unreadable descriptor, keys that differ (mpirun)
     result = {status_code::invalid_argument, e.what()};
     return nullptr;
   }
