@@ -51,12 +51,15 @@ using self_pointer = actors::backend_actor::stateful_pointer<backend_state>;
 // negotiator's to word (it may name a lost peer). While a timeline is
 // written the negotiator completes them too, after it closed the spans: a
 // caller that stops the timeline once its handles completed finds them
-// closed.
+// closed. Last first: a caller that waits on its handles in submission
+// order (Horovod's synchronize loop) then wakes once, when the first one
+// completes, and finds the others done; in list order it chased the loop,
+// woken and asleep again on the next handle.
 list_stats finished_work(self_pointer self, const collective_work& work, const status& result,
                          clock::time_point started) {
   if (result.ok() && !work.trace)
-    for (const auto& e : work.entries)
-      e->handle->complete({});
+    for (auto e = work.entries.rbegin(); e != work.entries.rend(); ++e)
+      (*e)->handle->complete({});
   const double seconds = std::chrono::duration<double>(clock::now() - started).count();
   const uint64_t bytes = payload_bytes(work);
   self->state.metrics->executed(work, result, bytes, seconds, self->mailbox().size());
