@@ -613,12 +613,14 @@ void on_executed(negotiator_self self, uint64_t id, status& result, const list_s
   const auto& outcome = result.ok() || !st.broken ? result : *st.broken;
   // Only a span this work began is ended: its caller may have seen the
   // backend complete it and started the timeline since.
-  const bool traced = static_cast<bool>(node.mapped()->trace);
-  for (auto& e : node.mapped()->entries) {
-    if (traced)
+  const auto& entries = node.mapped()->entries;
+  if (node.mapped()->trace)
+    for (const auto& e : entries)
       trace(self, *e, "E", node.mapped()->response.op(), false);
-    complete(st, e, outcome);
-  }
+  // Last first, as the backend completes a success (backend_actor.cpp): a
+  // caller waiting in submission order wakes once.
+  for (auto e = entries.rbegin(); e != entries.rend(); ++e)
+    complete(st, *e, outcome);
   complete_join_when_due(st);
   write_agreed(self);
   if (!st.lists_running.empty()) {
