@@ -332,6 +332,7 @@ int local_rank() {
 int local_size() {
   return identity_field([](const workers::identity& id) { return id.local_size; });
 }
+
 namespace {
 
 // The CPU library of this runtime's collectives, where built; empty before
@@ -340,7 +341,7 @@ std::string cpu_library_now() {
   auto rt = runtime_now();
   if (!rt)
     return {};
-  auto chosen = backends::chosen_cpu_backend(rt->cfg().cpu_operations, rt->id()->has_store());
+  const auto chosen = backends::chosen_cpu_backend(rt->cfg().cpu_operations, rt->id()->has_store());
   const auto built = backends::built_cpu_backends();
   return std::find(built.begin(), built.end(), chosen) != built.end() ? chosen : std::string();
 }
