@@ -335,13 +335,9 @@ int local_size() {
 
 namespace {
 
-// The CPU library of this runtime's collectives, where built; empty before
-// init().
-std::string cpu_library_now() {
-  auto rt = runtime_now();
-  if (!rt)
-    return {};
-  const auto chosen = backends::chosen_cpu_backend(rt->cfg().cpu_operations, rt->id()->has_store());
+// The CPU library of `rt`'s collectives, where built (empty otherwise).
+std::string cpu_library(const workers::runtime& rt) {
+  const auto chosen = backends::chosen_cpu_backend(rt.cfg().cpu_operations, rt.id()->has_store());
   const auto built = backends::built_cpu_backends();
   return std::find(built.begin(), built.end(), chosen) != built.end() ? chosen : std::string();
 }
@@ -349,16 +345,18 @@ std::string cpu_library_now() {
 } // namespace
 
 bool mpi_enabled() {
-  return cpu_library_now() == "mpi";
+  auto rt = runtime_now();
+  return rt && cpu_library(*rt) == "mpi";
 }
 
 bool gloo_enabled() {
-  return cpu_library_now() == "gloo";
+  auto rt = runtime_now();
+  return rt && cpu_library(*rt) == "gloo";
 }
 
 int mpi_threads_supported() {
   auto rt = runtime_now();
-  if (!rt || !mpi_enabled())
+  if (!rt || cpu_library(*rt) != "mpi")
     return -1;
   if (backends::mpi_started())
     return backends::mpi_thread_multiple() ? 1 : 0;

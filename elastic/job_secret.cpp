@@ -29,13 +29,19 @@ std::string random_secret() {
   unsigned char raw[32];
   if (RAND_bytes(raw, sizeof raw) != 1)
     throw std::runtime_error("cannot draw a random job secret");
+  auto hex = to_hex({reinterpret_cast<const char*>(raw), sizeof raw});
+  OPENSSL_cleanse(raw, sizeof raw);
+  return hex;
+}
+
+std::string to_hex(std::string_view bytes) {
   static const char* digits = "0123456789abcdef";
   std::string hex;
-  for (unsigned char b : raw) {
+  hex.reserve(2 * bytes.size());
+  for (unsigned char b : bytes) {
     hex += digits[b >> 4];
     hex += digits[b & 15];
   }
-  OPENSSL_cleanse(raw, sizeof raw);
   return hex;
 }
 

@@ -18,6 +18,8 @@ constexpr const char* secret_fd_variable = "TROUPE_SECRET_FD";
 
 /// 32 random bytes from the kernel as 64 hex digits; throws on failure.
 std::string random_secret();
+/// `bytes` as lower-case hex digits, two per byte.
+std::string to_hex(std::string_view bytes);
 
 /// HMAC-SHA256 of `message` under `key`: 32 raw bytes.
 std::string hmac_sha256(std::string_view key, std::string_view message);

@@ -10,16 +10,6 @@ namespace troupe::workers {
 
 namespace {
 
-std::string hex(const std::string& bytes) {
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
-
 std::string rank_list(const std::vector<int>& ranks) {
   std::string out = ranks.size() == 1 ? "rank " : "ranks ";
   for (size_t i = 0; i < ranks.size(); ++i)
@@ -31,7 +21,7 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 std::string secret_offer(const std::string& key, int rank) {
   if (!key.empty())
-    return "K" + hex(elastic::derive_key(key, "key fingerprint"));
+    return "K" + elastic::to_hex(elastic::derive_key(key, "key fingerprint"));
   return rank == 0 ? "-" + elastic::random_secret() : "-";
 }
 

@@ -103,13 +103,13 @@ void reduce_packed(const run_context& ctx, const v1::Response& resp, const std::
 
 void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
                          const std::vector<actors::tensor_entry_ptr>& entries) {
-  size_t largest = 0;
-  for (const auto& e : entries)
-    largest = std::max(largest, e->input.size_bytes());
   const size_t chunk = chunk_of(ctx, resp, entries.front()->input.dtype);
   const std::string activity = ctx.trace ? backend_activity(ctx, resp.op()) : std::string();
   const size_t in_place = chunk / in_place_fraction;
-  if (chunk == 0 || largest < in_place) {
+  const auto large = [&](const actors::tensor_entry_ptr& e) {
+    return e->input.size_bytes() >= in_place;
+  };
+  if (chunk == 0 || std::none_of(entries.begin(), entries.end(), large)) {
     reduce_packed(ctx, resp, activity, entries.begin(), entries.end(), chunk);
     return;
   }
@@ -119,7 +119,7 @@ void run_fused_allreduce(const run_context& ctx, const v1::Response& resp,
   // Every rank cuts alike: the response fixes the tensors and their sizes.
   std::vector<actors::tensor_entry_ptr> small;
   for (const auto& e : entries) {
-    if (e->input.size_bytes() < in_place) {
+    if (!large(e)) {
       small.push_back(e);
       continue;
     }
