@@ -68,6 +68,14 @@ bool mpi_thread_multiple() {
 #endif
 }
 
+bool mpi_yielding() {
+#if TROUPE_HAVE_MPI
+  return mpi_yields_when_idle();
+#else
+  return false;
+#endif
+}
+
 std::string missing_backend(device_kind kind) {
   switch (kind) {
     case device_kind::cpu: return {};

@@ -78,4 +78,8 @@ struct external_launch {
 /// fails.
 std::optional<external_launch> detect_external_launch(bool mpi_threads_disable);
 
+/// Whether MPI runs in this process and yields its core while it waits
+/// (Open MPI's mpi_yield_when_idle); false without MPI.
+bool mpi_yielding();
+
 } // namespace troupe::backends

@@ -5,8 +5,10 @@
 //   troupe-run --gloo -np 2 allreduce_bench --json F   troupe-gloo, raw-gloo
 // bench/run.sh runs both and torch_bench.py; bench/report.py makes the tables.
 // Options: --rounds N (3), --idle-seconds S (3), --quick (smoke test sizes);
-// for profiling one case: --only WORKLOAD[:BYTES] (e.g. allreduce:4,
-// small_tensors), --troupe-only, --iterations N.
+// --troupe-only / --raw-only (one contender, e.g. to compare Troupe with
+// OMPI_MCA_mpi_yield_when_idle=1 against raw MPI without it: the setting
+// holds for a whole process); for profiling one case: --only
+// WORKLOAD[:BYTES] (e.g. allreduce:4, small_tensors), --iterations N.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +40,7 @@ struct options {
   bool quick = false;
   std::string only;
   bool troupe_only = false;
+  bool raw_only = false;
   int iterations = 0;  // 0: the workload's own count
 };
 
@@ -67,6 +70,8 @@ options parse_options(int argc, char** argv) {
       o.only = value();
     else if (arg == "--troupe-only")
       o.troupe_only = true;
+    else if (arg == "--raw-only")
+      o.raw_only = true;
     else if (arg == "--iterations")
       o.iterations = std::stoi(value());
     else
@@ -76,6 +81,8 @@ options parse_options(int argc, char** argv) {
     throw std::invalid_argument("--json PATH is required");
   if (o.idle_seconds < 1 || o.rounds < 1)
     throw std::invalid_argument("--idle-seconds and --rounds must be at least 1");
+  if (o.troupe_only && o.raw_only)
+    throw std::invalid_argument("--troupe-only and --raw-only exclude each other");
   return o;
 }
 
@@ -179,12 +186,14 @@ int run(const options& opts) {
   const std::string backend =
     backend_env ? backend_env : std::getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : "gloo";
   std::vector<std::unique_ptr<contender>> contenders;
-  contenders.push_back(make_troupe_contender(backend));
+  if (!opts.raw_only)
+    contenders.push_back(make_troupe_contender(backend));
   if (!opts.troupe_only)
     contenders.push_back(make_raw_peer(rank, troupe::size()));
 
   job_result job;
-  job.troupe_label = contenders.front()->label();
+  if (!opts.raw_only)
+    job.troupe_label = contenders.front()->label();
   job.ranks = troupe::size();
   job.rounds = opts.rounds;
   for (auto& w : make_workloads(opts.quick, TROUPE_BENCH_DATA_DIR "/resnet50_gradients.txt")) {
@@ -197,8 +206,10 @@ int run(const options& opts) {
     if (rank == 0)
       std::fprintf(stderr, "allreduce_bench: %s %zu B done\n", w.name.c_str(), w.bytes());
   }
-  job.idle_seconds = opts.idle_seconds;
-  job.idle_cpu_share = idle_cpu_shares(opts.idle_seconds);
+  if (!opts.raw_only) {
+    job.idle_seconds = opts.idle_seconds;
+    job.idle_cpu_share = idle_cpu_shares(opts.idle_seconds);
+  }
   if (rank == 0)
     write_json(job, opts.json_path);
   contenders.clear();
@@ -208,13 +219,20 @@ int run(const options& opts) {
 } // namespace
 
 int main(int argc, char** argv) {
+  options opts;
+  try {
+    opts = parse_options(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "allreduce_bench: %s\n", e.what());
+    return 2;
+  }
   if (auto s = troupe::init(); !s.ok()) {
     std::fprintf(stderr, "init failed: %s\n", s.message().c_str());
     return 1;
   }
   int rc = 1;
   try {
-    rc = run(parse_options(argc, argv));
+    rc = run(opts);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "allreduce_bench: %s\n", e.what());
   }

@@ -22,11 +22,14 @@ void write_json(const job_result& job, const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f)
     throw std::runtime_error("cannot write " + path);
-  std::fprintf(f, "{\"ranks\": %d, \"rounds\": %d,\n \"idle\": {\"impl\": \"%s\", \"seconds\": %g, "
-                  "\"cpu_share_per_rank\": ",
-               job.ranks, job.rounds, job.troupe_label.c_str(), job.idle_seconds);
-  write_doubles(f, job.idle_cpu_share);
-  std::fprintf(f, "},\n \"series\": [");
+  std::fprintf(f, "{\"ranks\": %d, \"rounds\": %d,", job.ranks, job.rounds);
+  if (!job.troupe_label.empty()) {  // a raw peer's job has no Troupe to sit idle
+    std::fprintf(f, "\n \"idle\": {\"impl\": \"%s\", \"seconds\": %g, \"cpu_share_per_rank\": ",
+                 job.troupe_label.c_str(), job.idle_seconds);
+    write_doubles(f, job.idle_cpu_share);
+    std::fputs("},", f);
+  }
+  std::fprintf(f, "\n \"series\": [");
   for (size_t i = 0; i < job.results.size(); ++i) {
     const auto& s = job.results[i];
     std::fprintf(f, "%s\n  {\"impl\": \"%s\", \"workload\": \"%s\", \"bytes\": %zu, "

@@ -32,6 +32,12 @@ caf::actor_system_config make_caf_config(const config& cfg, const control_plane&
   // CAF's default idle loop sleeps 50 us between polls, adding ~100 us to
   // every hop from a foreign thread or the network (see caf-0.17 notes).
   c.set("work-stealing.moderate-sleep-duration", caf::timespan{0});
+  // Where MPI yields its core while it waits (the user's
+  // OMPI_MCA_mpi_yield_when_idle=1, or mpirun oversubscribing), the
+  // scheduler's threads must not take it by polling on: after their 100
+  // fast polls they sleep until woken (docs/benchmarks.md run (14)).
+  if (backends::mpi_yielding())
+    c.set("work-stealing.moderate-poll-attempts", size_t{0});
   // Heartbeats make a frozen peer (SIGSTOP, hung host) look like a lost one.
   const auto timeout = std::chrono::duration_cast<caf::timespan>(
     std::chrono::duration<double>(cfg.heartbeat_timeout_seconds));
@@ -268,8 +274,12 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   const auto deadline = start_deadline(cfg);
   std::optional<backends::external_launch> launch;
   try {
-    if (!id.has_store() && (launch = backends::detect_external_launch(cfg.mpi_threads_disable)))
+    if (!id.has_store() && (launch = backends::detect_external_launch(cfg.mpi_threads_disable))) {
       adopt(id, *launch);
+      spdlog::info("troupe rank {}: MPI {} its core while it waits for a peer (Open MPI's "
+                   "mpi_yield_when_idle)",
+                   id.rank, backends::mpi_yielding() ? "yields" : "keeps");
+    }
   } catch (const std::exception& e) {
     result = {status_code::backend, std::string("MPI bootstrap failed: ") + e.what()};
     return nullptr;

@@ -67,6 +67,32 @@ void ensure_mpi_initialized(bool serialized) {
                     "MPI_THREAD_SERIALIZED and runs only the global process set on MPI"));
 }
 
+bool mpi_yields_when_idle() {
+  if (!mpi_initialized())
+    return false;
+  // Asked of Open MPI itself (MPI_T): the user's variable, a parameter
+  // file or mpirun (when it oversubscribes) may have set it.
+  // Open MPI's MPI_T_init_thread overwrites the level MPI_Query_thread
+  // reports afterwards: ask for the one MPI runs with.
+  int level = MPI_THREAD_SINGLE, provided = 0;
+  MPI_Query_thread(&level);
+  if (MPI_T_init_thread(level, &provided) != MPI_SUCCESS)
+    return false;
+  int yields = 0;
+  int index = 0;
+  if (MPI_T_cvar_get_index("mpi_yield_when_idle", &index) == MPI_SUCCESS) {
+    MPI_T_cvar_handle handle;
+    int count = 0;
+    if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+      if (count == 1)
+        MPI_T_cvar_read(handle, &yields);
+      MPI_T_cvar_handle_free(&handle);
+    }
+  }
+  MPI_T_finalize();
+  return yields != 0;
+}
+
 bool mpi_initialized() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

@@ -17,6 +17,10 @@ bool launched_by_mpirun();
 /// also when MPI gives less than the level asked for.
 void ensure_mpi_initialized(bool serialized = false);
 
+/// Whether MPI runs yielding when idle (Open MPI's mpi_yield_when_idle, read
+/// through MPI_T); false before MPI starts or in an MPI without it.
+bool mpi_yields_when_idle();
+
 /// Whether MPI_Init has run in this process (and MPI_Finalize not yet).
 bool mpi_initialized();
 
