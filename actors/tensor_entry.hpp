@@ -83,7 +83,8 @@ struct collective_work {
   v1::Response response;
   std::vector<tensor_entry_ptr> entries;
   /// Bytes a CPU allreduce reduces at a time, as tuned at run time (none:
-  /// the backend's own); the same on every member, set from the list.
+  /// the backend's own); the same on every member, set from the list. A
+  /// CPU backend sets it to the chunk it used when it starts the work.
   std::optional<size_t> fusion_chunk_bytes;
   /// Both empty unless a timeline is being written.
   activity_trace trace;
@@ -98,10 +99,16 @@ struct list_stats {
   uint64_t lists = 0;
   uint64_t bytes = 0;    // payload bytes on this rank (payload_bytes)
   double seconds = 0;    // backend time
+  /// Bytes a CPU allreduce among them was reduced at a time (0: at once),
+  /// as the backend resolved it; -1 when none ran. A tuner learns so what
+  /// the configured chunk comes to.
+  int64_t chunk_bytes = -1;
 
   list_stats& operator+=(const list_stats& o) {
     lists += o.lists;
     bytes += o.bytes;
+    if (o.chunk_bytes >= 0)
+      chunk_bytes = o.chunk_bytes;
     seconds += o.seconds;
     return *this;
   }

@@ -88,10 +88,13 @@ void parameter_search::advance(stage next) {
     next = stage::chunk;
   if (next == stage::chunk) {
     chunks_left_.clear();
-    if (options_.tune_chunk && best_)
+    if (options_.tune_chunk && best_) {
+      const auto tried =
+        best_->fusion_chunk_bytes < 0 ? configured_chunk_ : best_->fusion_chunk_bytes;
       for (auto c : options_.chunk_candidates)
-        if (c != best_->fusion_chunk_bytes)
+        if (c != best_->fusion_chunk_bytes && c != tried)
           chunks_left_.push_back(c);
+    }
     if (!next_chunk())
       next = stage::rescore;
   }

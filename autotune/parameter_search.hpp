@@ -90,6 +90,13 @@ public:
   step record(double score);
 
   /// The settings to run.
+  /// What the configured chunk (-1) comes to on the set's backend
+  /// (list_stats::chunk_bytes), once a list ran: the chunk stage does not
+  /// try that chunk again under its own number.
+  void configured_chunk_is(int64_t bytes) {
+    configured_chunk_ = bytes;
+  }
+
   const settings& current() const {
     return current_;
   }
@@ -124,6 +131,7 @@ private:
   bool next_chunk();
 
   search_options options_;
+  int64_t configured_chunk_ = -1;  // unknown until configured_chunk_is()
   std::vector<int> dims_;  // 0 = fusion, 1 = cycle time, in point order
   std::unique_ptr<bayesian_optimizer> optimizer_;
   stage stage_ = stage::warmup;

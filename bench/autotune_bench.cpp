@@ -240,10 +240,12 @@ void write_json(const std::vector<measurement>& rows, const std::vector<tuned_wo
 
 int run(int steps, int rounds, const std::string& log_dir, const std::string& only) {
   const auto workloads = make_workloads(false, TROUPE_BENCH_DATA_DIR "/resnet50_gradients.txt");
-  // Bayesian settings, the cache flipped, 4 finalists scored again (the 3
-  // best and the configured one), the frozen one again.
+  // Bayesian settings, the cache flipped, the chunk that the configured
+  // one (1 MiB under MPI) is not, then 4 finalists scored again (the 3 best
+  // and the configured one) and the frozen one again, these 5 written
+  // together when the tuner freezes.
   const char* max_samples = std::getenv("TROUPE_AUTOTUNE_BAYES_OPT_MAX_SAMPLES");
-  const size_t rows = static_cast<size_t>(max_samples ? std::atoi(max_samples) : 20) + 6;
+  const size_t rows = static_cast<size_t>(max_samples ? std::atoi(max_samples) : 20) + 7;
   std::vector<tuned_workload> tuned;
   for (const auto& w : workloads)
     if ((w.name == "resnet50" || w.name == "small_tensors") && (only.empty() || w.name == only))

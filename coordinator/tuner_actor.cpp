@@ -109,6 +109,8 @@ void finish_sample(tuner_self self, double score) {
 
 void on_executed(tuner_self self, uint64_t generation, bool begins_step,
                  const list_stats& stats) {
+  if (stats.chunk_bytes >= 0 && self->state.applied.fusion_chunk_bytes < 0)
+    self->state.search->configured_chunk_is(stats.chunk_bytes);
   if (auto score =
         self->state.sampler->add({clock::now(), generation, stats.bytes, begins_step}))
     finish_sample(self, *score);

@@ -1,5 +1,6 @@
 #include "autotune/parameter_search.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -242,6 +243,28 @@ TEST(ParameterSearch, ChunkStageTriesEveryOtherChunkOnTheBestSettingAfterTheCach
   };
   EXPECT_TRUE(same_but_chunk(ran[5], ran[6]));
   EXPECT_EQ(search.current().fusion_chunk_bytes, 1 << 20);  // the fastest
+}
+
+TEST(ParameterSearch, ChunkStageSkipsTheChunkTheConfiguredOneComesTo) {
+  // The configured chunk (-1) is 1 MiB on this set's backend: the chunk
+  // stage tries whole buffers only, not 1 MiB a second time.
+  auto o = defaults();
+  o.tune_chunk = true;
+  o.initial.fusion_chunk_bytes = -1;
+  o.warmup_samples = 0;
+  o.samples_per_setting = 1;
+  o.max_samples = 4;
+  o.finalists = 0;
+  parameter_search search(o);
+  search.configured_chunk_is(1 << 20);
+  int scored = 0;
+  auto ran = run_to_end(search, &scored);
+  EXPECT_EQ(scored, o.max_samples + 1 + 1);  // Bayesian, the cache, then whole only
+  std::vector<int64_t> chunks;
+  for (const auto& s : ran)
+    chunks.push_back(s.fusion_chunk_bytes);
+  EXPECT_EQ(std::count(chunks.begin(), chunks.end(), int64_t{1} << 20), 0);
+  EXPECT_EQ(std::count(chunks.begin(), chunks.end(), int64_t{0}), 1);
 }
 
 TEST(ParameterSearch, ChunkStageSkipsTheConfiguredChunkAndRunsWithoutTheOthers) {

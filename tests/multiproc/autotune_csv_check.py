@@ -1,12 +1,14 @@
 """Checks an autotune CSV (Horovod's format) written by one process set's tuner.
 
 autotune_csv_check.py FILE --rows N --finalists F [--varies COL,...] [--fixed COL=VALUE,...]
+                      [--explicit-chunks K]
 
 N scored settings (the configured one first), F finalists scored again (the
 configured one last), then the frozen one again as the last row (the best
 finalist, or the configured one when none beat it by the tuner's margin); the columns
 named by --varies take more than one value among the N, those named by --fixed
-only the one given.
+only the one given; with --explicit-chunks, K of the N name a chunk other
+than the configured one (-1).
 """
 import argparse
 import csv
@@ -35,6 +37,7 @@ def main():
     ap.add_argument("--finalists", type=int, required=True)
     ap.add_argument("--varies", default="")
     ap.add_argument("--fixed", default="")
+    ap.add_argument("--explicit-chunks", type=int)
     args = ap.parse_args()
     with open(args.path, newline="") as f:
         rows = list(csv.reader(f))
@@ -73,6 +76,11 @@ def main():
         values = {r[HEADER.index(col)] for r in rows[1:]}
         if values != {value}:
             fail(args.path, f"{col} took {values}, want only {value}")
+    if args.explicit_chunks is not None:
+        explicit = [r for r in scored if r[-1] != "-1"]
+        if len(explicit) != args.explicit_chunks:
+            fail(args.path, f"{len(explicit)} scored rows name a chunk, want "
+                            f"{args.explicit_chunks}: {explicit}")
     print(f"PASS {args.path}: {len(scored)} settings scored, {len(finalists)} again, best {best}")
 
 
