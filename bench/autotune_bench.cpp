@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <numeric>
@@ -239,6 +240,9 @@ void write_json(const std::vector<measurement>& rows, const std::vector<tuned_wo
 }
 
 int run(int steps, int rounds, const std::string& log_dir, const std::string& only) {
+  // The tuner's CSV is how this program sees it converge: without the
+  // folder it would run steps until its limit.
+  std::filesystem::create_directories(log_dir);
   const auto workloads = make_workloads(false, TROUPE_BENCH_DATA_DIR "/resnet50_gradients.txt");
   // Bayesian settings, the cache flipped, the chunk that the configured
   // one (1 MiB under MPI) is not, then 4 finalists scored again (the 3 best
