@@ -127,10 +127,19 @@ std::vector<handle> submit(std::vector<api::prepared> items, const set_view& set
   return handles;
 }
 
+// One collective, without the group path's vectors: a training step
+// submits hundreds of these, and each allocation is on the caller's
+// thread, before negotiation can finish.
 handle submit_one(api::prepared item, const set_view& set) {
-  std::vector<api::prepared> items;
-  items.push_back(std::move(item));
-  return submit(std::move(items), set).front();
+  if (!item.sub)
+    return failed(item.error);
+  auto e = make_entry(std::move(*item.sub));
+  e->process_set_id = static_cast<uint32_t>(set.id);
+  handle h{e->handle};
+  actors::entry_batch batch;
+  batch.push_back(std::move(e));
+  set.rt->submit(std::move(batch), set.found);
+  return h;
 }
 
 // Reads what a collective needs of its set, copying nothing per call: its
