@@ -91,10 +91,13 @@ public:
 
   /// The settings to run.
   /// What the configured chunk (-1) comes to on the set's backend
-  /// (list_stats::chunk_bytes), once a list ran: the chunk stage does not
-  /// try that chunk again under its own number.
+  /// (list_stats::chunk_bytes), once a list ran under it: the chunk stage
+  /// does not try that chunk again under its own number. The first answer
+  /// stands (the same on every list of a set; a list that ran under an
+  /// explicit chunk and reports late cannot change it).
   void configured_chunk_is(int64_t bytes) {
-    configured_chunk_ = bytes;
+    if (configured_chunk_ < 0)
+      configured_chunk_ = bytes;
   }
 
   const settings& current() const {

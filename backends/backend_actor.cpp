@@ -63,7 +63,8 @@ list_stats finished_work(self_pointer self, const collective_work& work, const s
   const double seconds = std::chrono::duration<double>(clock::now() - started).count();
   const uint64_t bytes = payload_bytes(work);
   self->state.metrics->executed(work, result, bytes, seconds, self->mailbox().size());
-  const int64_t chunk = work.fusion_chunk_bytes ? static_cast<int64_t>(*work.fusion_chunk_bytes) : -1;
+  const int64_t chunk =
+    work.fusion_chunk_bytes ? static_cast<int64_t>(*work.fusion_chunk_bytes) : -1;
   return {0, result.ok() ? bytes : 0, seconds, chunk};
 }
 

@@ -257,6 +257,7 @@ TEST(ParameterSearch, ChunkStageSkipsTheChunkTheConfiguredOneComesTo) {
   o.finalists = 0;
   parameter_search search(o);
   search.configured_chunk_is(1 << 20);
+  search.configured_chunk_is(0);  // a late list that ran whole: the first answer stands
   int scored = 0;
   auto ran = run_to_end(search, &scored);
   EXPECT_EQ(scored, o.max_samples + 1 + 1);  // Bayesian, the cache, then whole only
