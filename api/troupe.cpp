@@ -79,8 +79,9 @@ handle failed(const status& s) {
   return handle{std::move(state)};
 }
 
-actors::tensor_entry_ptr make_entry(api::submission sub) {
+actors::tensor_entry_ptr make_entry(api::submission sub, int32_t set_id) {
   auto e = std::make_shared<actors::tensor_entry>();
+  e->process_set_id = static_cast<uint32_t>(set_id);
   e->request = std::move(sub.request);
   e->input = std::move(sub.input);
   e->output = std::move(sub.output);
@@ -114,8 +115,7 @@ std::vector<handle> submit(std::vector<api::prepared> items, const set_view& set
     }
   actors::entry_batch batch;
   for (auto& item : items) {
-    auto e = make_entry(std::move(*item.sub));
-    e->process_set_id = static_cast<uint32_t>(set.id);
+    auto e = make_entry(std::move(*item.sub), set.id);
     if (!group.empty()) {
       e->request.set_group_name(group);
       e->request.set_group_size(static_cast<int32_t>(items.size()));
@@ -133,8 +133,7 @@ std::vector<handle> submit(std::vector<api::prepared> items, const set_view& set
 handle submit_one(api::prepared item, const set_view& set) {
   if (!item.sub)
     return failed(item.error);
-  auto e = make_entry(std::move(*item.sub));
-  e->process_set_id = static_cast<uint32_t>(set.id);
+  auto e = make_entry(std::move(*item.sub), set.id);
   handle h{e->handle};
   actors::entry_batch batch;
   batch.push_back(std::move(e));

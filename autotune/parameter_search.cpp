@@ -89,10 +89,11 @@ void parameter_search::advance(stage next) {
   if (next == stage::chunk) {
     chunks_left_.clear();
     if (options_.tune_chunk && best_) {
+      // The chunk the best setting runs with (-1 while unknown).
       const auto tried =
         best_->fusion_chunk_bytes < 0 ? configured_chunk_ : best_->fusion_chunk_bytes;
       for (auto c : options_.chunk_candidates)
-        if (c != best_->fusion_chunk_bytes && c != tried)
+        if (c != tried)
           chunks_left_.push_back(c);
     }
     if (!next_chunk())

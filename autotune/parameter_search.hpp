@@ -89,7 +89,6 @@ public:
   /// is not a finite number counts as 0.
   step record(double score);
 
-  /// The settings to run.
   /// What the configured chunk (-1) comes to on the set's backend
   /// (list_stats::chunk_bytes), once a list ran under it: the chunk stage
   /// does not try that chunk again under its own number. The first answer
@@ -100,6 +99,7 @@ public:
       configured_chunk_ = bytes;
   }
 
+  /// The settings to run.
   const settings& current() const {
     return current_;
   }

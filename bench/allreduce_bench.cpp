@@ -186,14 +186,13 @@ int run(const options& opts) {
   const std::string backend =
     backend_env ? backend_env : std::getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : "gloo";
   std::vector<std::unique_ptr<contender>> contenders;
-  if (!opts.raw_only)
+  job_result job;  // troupe_label stays empty without Troupe: no idle share either
+  if (!opts.raw_only) {
     contenders.push_back(make_troupe_contender(backend));
+    job.troupe_label = contenders.front()->label();
+  }
   if (!opts.troupe_only)
     contenders.push_back(make_raw_peer(rank, troupe::size()));
-
-  job_result job;
-  if (!opts.raw_only)
-    job.troupe_label = contenders.front()->label();
   job.ranks = troupe::size();
   job.rounds = opts.rounds;
   for (auto& w : make_workloads(opts.quick, TROUPE_BENCH_DATA_DIR "/resnet50_gradients.txt")) {
@@ -206,7 +205,7 @@ int run(const options& opts) {
     if (rank == 0)
       std::fprintf(stderr, "allreduce_bench: %s %zu B done\n", w.name.c_str(), w.bytes());
   }
-  if (!opts.raw_only) {
+  if (!job.troupe_label.empty()) {
     job.idle_seconds = opts.idle_seconds;
     job.idle_cpu_share = idle_cpu_shares(opts.idle_seconds);
   }

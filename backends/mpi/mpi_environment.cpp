@@ -67,11 +67,11 @@ void ensure_mpi_initialized(bool serialized) {
                     "MPI_THREAD_SERIALIZED and runs only the global process set on MPI"));
 }
 
-bool mpi_yields_when_idle() {
-  if (!mpi_initialized())
-    return false;
-  // Asked of Open MPI itself (MPI_T): the user's variable, a parameter
-  // file or mpirun (when it oversubscribes) may have set it.
+namespace {
+
+// Asked of Open MPI itself (MPI_T): the user's variable, a parameter file
+// or mpirun (when it oversubscribes) may have set it. MPI must be running.
+bool read_yield_when_idle() {
   // Open MPI's MPI_T_init_thread overwrites the level MPI_Query_thread
   // reports afterwards: ask for the one MPI runs with.
   int level = MPI_THREAD_SINGLE, provided = 0;
@@ -91,6 +91,15 @@ bool mpi_yields_when_idle() {
   }
   MPI_T_finalize();
   return yields != 0;
+}
+
+} // namespace
+
+bool mpi_yields_when_idle() {
+  if (!mpi_initialized())
+    return false;
+  static const bool yields = read_yield_when_idle();  // fixed once MPI runs
+  return yields;
 }
 
 bool mpi_initialized() {
