@@ -125,8 +125,7 @@ std::unique_ptr<communicator> make_cpu_communicator(const backend_context& ctx,
       throw backend_error("MPI runs without MPI_THREAD_MULTIPLE here "
                           "(TROUPE_MPI_THREADS_DISABLE=1), so only the global process set may "
                           "use it: its backend thread and this set's would call MPI at once");
-    return std::make_unique<mpi_communicator>(ctx.world_ranks, ctx.communicator_tag,
-                                              ctx.mpi_sendrecv_chunk_bytes);
+    return std::make_unique<mpi_communicator>(ctx);
   }
 #endif
   std::string have;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 
 namespace troupe::backends {
 
@@ -103,14 +104,17 @@ void reduce_halves(void* out, const void* a, const void* b, size_t count) {
     z[i] = to_half(BF16, Op{}(from_half(BF16, x[i]), from_half(BF16, y[i])));
 }
 
+// std::min and std::max (NaN handling included), as Gloo's reductions.
 struct min_of {
-  float operator()(float a, float b) const {
+  template <class T>
+  T operator()(T a, T b) const {
     return b < a ? b : a;
   }
 };
 
 struct max_of {
-  float operator()(float a, float b) const {
+  template <class T>
+  T operator()(T a, T b) const {
     return a < b ? b : a;
   }
 };
@@ -126,6 +130,28 @@ half_reduction half_reduction_for(reduce_op op) {
     case reduce_op::adasum: break;
   }
   throw backend_error(std::string("no 16-bit reduction for '") + to_string(op) + "'");
+}
+
+template <class T, class Op>
+void reduce_elements(void* out, const void* a, const void* b, size_t count) {
+  const auto* x = static_cast<const T*>(a);
+  const auto* y = static_cast<const T*>(b);
+  auto* z = static_cast<T*>(out);
+  for (size_t i = 0; i < count; ++i)
+    z[i] = static_cast<T>(Op{}(x[i], y[i]));
+}
+
+template <class T>
+element_reduction reduction_for(reduce_op op) {
+  switch (op) {
+    case reduce_op::sum:
+    case reduce_op::average: return &reduce_elements<T, std::plus<T>>;
+    case reduce_op::product: return &reduce_elements<T, std::multiplies<T>>;
+    case reduce_op::min: return &reduce_elements<T, min_of>;
+    case reduce_op::max: return &reduce_elements<T, max_of>;
+    case reduce_op::adasum: break;
+  }
+  throw backend_error(std::string("no element-wise reduction for '") + to_string(op) + "'");
 }
 
 template <class T>
@@ -175,6 +201,19 @@ half_reduction half_reduction_of(data_type dtype, reduce_op op) {
   if (auto simd = simd_f16_reduction(op))
     return simd;
   return half_reduction_for<false>(op);
+}
+
+element_reduction reduction_of(data_type dtype, reduce_op op) {
+  if (is_half(dtype))
+    return half_reduction_of(dtype, op);
+  element_reduction fn = nullptr;
+  with_element_type(dtype, [&](auto* type_tag) {
+    using T = std::remove_pointer_t<decltype(type_tag)>;
+    // bool is uint8 here; its sum is a logical or, as in torch.
+    fn = reduction_for<T>(dtype == data_type::boolean && op == reduce_op::sum ? reduce_op::max
+                                                                               : op);
+  });
+  return fn;
 }
 
 void scale(void* data, size_t count, data_type dtype, double factor) {

@@ -18,9 +18,20 @@ bool is_half(data_type dtype);
 void half_to_float(data_type dtype, const void* in, float* out, size_t count);
 void float_to_half(data_type dtype, const float* in, void* out, size_t count);
 
-/// out[i] = a[i] op b[i] for 16-bit floats, computed in float32 and rounded
-/// to 16 bits (out may alias a or b): Gloo's reduce-function signature.
-using half_reduction = void (*)(void* out, const void* a, const void* b, size_t count);
+/// out[i] = a[i] op b[i] over `count` elements (out may alias a or b):
+/// Gloo's reduce-function signature.
+using element_reduction = void (*)(void* out, const void* a, const void* b, size_t count);
+
+/// The reduction of `op` on `dtype` that Gloo-mode allreduces and the
+/// shared-memory group use: sum for average (the caller divides), max for a
+/// bool sum (a logical or, as in torch), the 16-bit ones below for 16-bit
+/// floats; min and max as std::min and std::max. Throws backend_error for
+/// Adasum.
+element_reduction reduction_of(data_type dtype, reduce_op op);
+
+/// An element_reduction of 16-bit floats: computed in float32 and rounded
+/// to 16 bits.
+using half_reduction = element_reduction;
 
 /// The reduction of `op` (sum for average: the caller divides) on 16-bit
 /// `dtype`; throws backend_error for Adasum.

@@ -14,7 +14,6 @@
 #include <gloo/types.h>
 
 #include "backends/cpu/arith.hpp"
-#include "backends/gloo/gloo_reduction.hpp"
 #include "backends/gloo/mesh_context.hpp"
 
 namespace troupe::backends {

@@ -1,8 +1,10 @@
 #include "backends/mpi/mpi_communicator.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -13,11 +15,16 @@
 
 #include "backends/cpu/arith.hpp"
 #include "backends/mpi/mpi_environment.hpp"
+#include "backends/shm/shm_group.hpp"
+#include "ipc/shm_segment.hpp"
 
 namespace troupe::backends {
 
 struct mpi_communicator::comm_handle {
   MPI_Comm comm = MPI_COMM_NULL;
+  // The same local rank of every host, for the shared segment's cross-host
+  // step; none on a single host.
+  MPI_Comm across_hosts = MPI_COMM_NULL;
 };
 
 namespace {
@@ -115,16 +122,25 @@ std::vector<int> offsets_of(const std::vector<int>& counts, const char* what) {
 
 } // namespace
 
-mpi_communicator::mpi_communicator(std::vector<int> world_ranks, int tag,
-                                   int64_t sendrecv_chunk_bytes)
-  : comm_(std::make_unique<comm_handle>()), world_ranks_(std::move(world_ranks)), tag_(tag),
-    sendrecv_chunk_bytes_(sendrecv_chunk_bytes) {
+mpi_communicator::mpi_communicator(const backend_context& ctx)
+  : comm_(std::make_unique<comm_handle>()), world_ranks_(ctx.world_ranks),
+    tag_(ctx.communicator_tag), sendrecv_chunk_bytes_(ctx.mpi_sendrecv_chunk_bytes),
+    shared_memory_(ctx.shared_memory), timeout_(ctx.timeout), rank_(ctx.rank),
+    size_(ctx.size) {
 }
 
 mpi_communicator::~mpi_communicator() {
+  if (group_)
+    spdlog::info("troupe set rank {}/{}: shared-memory allreduce: {} allreduces, {} bytes through "
+                 "segment {}",
+                 rank_, size_, group_allreduces_, group_bytes_, segment_name_);
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (comm_->comm != MPI_COMM_NULL && !finalized)
+  if (finalized)
+    return;
+  if (comm_->across_hosts != MPI_COMM_NULL)
+    MPI_Comm_free(&comm_->across_hosts);
+  if (comm_->comm != MPI_COMM_NULL)
     MPI_Comm_free(&comm_->comm);
 }
 
@@ -150,6 +166,111 @@ void mpi_communicator::connect() {
     MPI_Group_free(&world);
   }
   MPI_Comm_set_errhandler(comm_->comm, MPI_ERRORS_RETURN);
+  if (shared_memory_)
+    join_host_group();
+}
+
+namespace {
+
+// MPI's own blocking calls poll until the peer comes, unless Open MPI
+// yields (mpi_yields_when_idle). Spinning that long in the segment keeps
+// what MPI gave: a peer a wake-up behind (it learns of the agreement a
+// little later) costs no futex round trip. With shm_group's 20 us, 2 ranks
+// on 2 cores, a 4-byte allreduce took 133 us against 58 us through MPI, 64
+// KiB 146 against 87 us; spinning 1-5 ms: 70-73 and 78-83 us
+// (docs/benchmarks.md).
+shm_group::spin_times segment_spin() {
+  if (mpi_yields_when_idle())
+    return {};
+  constexpr auto as_mpi = std::chrono::milliseconds(2);
+  return {as_mpi, as_mpi};
+}
+
+} // namespace
+
+void mpi_communicator::join_host_group() {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm_->comm, &rank);
+  MPI_Comm_size(comm_->comm, &size);
+  if (size < 2)
+    return;
+  MPI_Comm host = MPI_COMM_NULL;
+  blocking("MPI_Comm_split_type", [&] {
+    return MPI_Comm_split_type(comm_->comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+  });
+  struct host_comm {
+    MPI_Comm& comm;
+    ~host_comm() {
+      MPI_Comm_free(&comm);
+    }
+  } freed{host};
+  int member = 0, members = 1;
+  MPI_Comm_rank(host, &member);
+  MPI_Comm_size(host, &members);
+  // The largest and smallest number of ranks on a host, over the set: every
+  // rank decides alike, as the cross-host step needs.
+  int extremes[2] = {members, -members};
+  blocking("allreduce", [&] {
+    return MPI_Allreduce(MPI_IN_PLACE, extremes, 2, MPI_INT, MPI_MAX, comm_->comm);
+  });
+  if (extremes[0] < 2 || extremes[0] != -extremes[1]) {
+    spdlog::info("troupe set rank {}/{}: shared-memory allreduce off, MPI for everything: {}",
+                 rank_, size_,
+                 extremes[0] < 2 ? "one rank per host"
+                                 : "hosts of the set have different numbers of ranks");
+    return;
+  }
+
+  // The host's first rank creates the segment and names it to the others;
+  // any rank that cannot map it turns the segment off for the whole set.
+  const size_t bytes = shm_group::segment_bytes(members, shm_group::round_bytes);
+  std::optional<shm_segment> segment;
+  std::string problem;
+  std::array<char, 256> name{};
+  try {
+    if (member == 0) {
+      segment.emplace(shm_group::create_segment(ipc::fresh_segment_name("data-"), members,
+                                                shm_group::round_bytes));
+      segment->name().copy(name.data(), name.size() - 1);
+    }
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  blocking("MPI_Bcast",
+           [&] { return MPI_Bcast(name.data(), static_cast<int>(name.size()), MPI_CHAR, 0, host); });
+  try {
+    if (member > 0 && name[0] != 0)
+      segment.emplace(shm_segment::open(name.data(), bytes));
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  int mapped = segment ? 1 : 0;
+  blocking("allreduce", [&] {
+    return MPI_Allreduce(MPI_IN_PLACE, &mapped, 1, MPI_INT, MPI_MIN, comm_->comm);
+  });
+  if (!mapped) {
+    spdlog::warn("troupe set rank {}/{}: shared-memory allreduce off, MPI for everything: {}",
+                 rank_, size_,
+                 problem.empty() ? "another rank of the set could not map its host's segment"
+                                 : problem);
+    return;
+  }
+  segment_name_ = segment->name();
+  auto group = std::make_unique<shm_group>(std::move(*segment), member, members, timeout_,
+                                           segment_spin());
+  const int hosts = size / members;
+  if (hosts > 1)
+    blocking("MPI_Comm_split", [&] {
+      return MPI_Comm_split(comm_->comm, member, rank, &comm_->across_hosts);
+    });
+  spdlog::info("troupe set rank {}/{}: shared-memory allreduce: local rank {} of {}, segment {}, "
+               "{}",
+               rank_, size_, member, members, segment_name_,
+               hosts > 1 ? "cross-host step over MPI" : "no cross-host step");
+  std::lock_guard<std::mutex> lock(mutex_);
+  group_ = std::move(group);
+  if (aborted_.load())
+    group_->abort();
 }
 
 template <class Call>
@@ -170,6 +291,12 @@ void mpi_communicator::blocking(const char* what, Call&& call) {
 void mpi_communicator::abort() {
   // No call starts after this; one running may still complete.
   aborted_.store(true);
+  end_with_mpi_abort_at_exit();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (group_)
+      group_->abort();
+  }
   if (watching_.exchange(true))
     return;  // another abort already watches
   const auto deadline = std::chrono::steady_clock::now() + abort_grace;
@@ -193,9 +320,27 @@ void mpi_communicator::abort() {
 void mpi_communicator::allreduce(const allreduce_options& opts) {
   if (opts.count == 0)
     return;
-  const int count = as_int(static_cast<int64_t>(opts.count), "allreduce");
   const auto type = mpi_type(opts.dtype);
   const auto op = mpi_op(opts.dtype, opts.op);
+  if (group_) {
+    if (aborted_.load())
+      throw backend_error("mpi: allreduce after the set was aborted (a peer was lost)");
+    shm_group::cross_step cross;
+    if (comm_->across_hosts != MPI_COMM_NULL)
+      cross = [&](void* data, size_t count) {
+        const int n = as_int(static_cast<int64_t>(count), "allreduce across hosts");
+        blocking("allreduce across hosts", [&] {
+          return MPI_Allreduce(MPI_IN_PLACE, data, n, type, op, comm_->across_hosts);
+        });
+      };
+    const size_t element_bytes = element_size(opts.dtype);
+    group_->allreduce(opts.data, opts.count, element_bytes, reduction_of(opts.dtype, opts.op),
+                      cross);
+    ++group_allreduces_;
+    group_bytes_ += opts.count * element_bytes;
+    return;
+  }
+  const int count = as_int(static_cast<int64_t>(opts.count), "allreduce");
   blocking("allreduce",
            [&] { return MPI_Allreduce(MPI_IN_PLACE, opts.data, count, type, op, comm_->comm); });
 }

@@ -3,29 +3,44 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
+#include "backends/backend.hpp"
 #include "backends/communicator.hpp"
 
 namespace troupe::backends {
 
+class shm_group;
+
 /// CPU collectives over MPI (Open MPI), on a duplicate of MPI_COMM_WORLD or
 /// a communicator of a process set's ranks.
 /// Reductions run in place (MPI_IN_PLACE) on the caller's or the fusion
-/// buffer: no scratch buffer per call.
+/// buffer: no scratch buffer per call. Where every host of the set has the
+/// same number (two or more) of its ranks and `shared_memory` is on, an
+/// allreduce is reduced among each host's ranks in a shared segment
+/// (shm_group, faster than Open MPI's shared-memory transport here), each
+/// rank's share with the same local rank of the other hosts over MPI.
 class mpi_communicator : public communicator {
 public:
-  /// The communicator of `world_ranks` (empty = MPI_COMM_WORLD), created
-  /// at connect() with `tag` (unique among sets created concurrently);
-  /// sendrecv() moves at most `sendrecv_chunk_bytes` per MPI call (as
-  /// Horovod's HOROVOD_ADASUM_MPI_CHUNK_SIZE), so an exchange may exceed
-  /// MPI's int counts.
-  mpi_communicator(std::vector<int> world_ranks, int tag, int64_t sendrecv_chunk_bytes);
+  /// The communicator of `ctx.world_ranks` (empty = MPI_COMM_WORLD),
+  /// created at connect() with `ctx.communicator_tag` (unique among sets
+  /// created concurrently); sendrecv() moves at most
+  /// `ctx.mpi_sendrecv_chunk_bytes` per MPI call (as Horovod's
+  /// HOROVOD_ADASUM_MPI_CHUNK_SIZE), so an exchange may exceed MPI's int
+  /// counts. Waits in the shared segment end after `ctx.timeout`.
+  explicit mpi_communicator(const backend_context& ctx);
+  /// Logs (info) what went through the segment.
   ~mpi_communicator() override;
 
   const char* name() const override {
     return "mpi";
   }
+  /// The set's communicator, then the shared segment of this host's ranks
+  /// (created by the first, named to the others over MPI) and the
+  /// communicator across hosts. Logs (info) the layout, or why allreduces
+  /// stay on MPI.
   void connect() override;
   /// Cache-sized: larger calls also take Open MPI's slower large-message
   /// path here.
@@ -40,7 +55,7 @@ public:
   void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                 int peer) override;
   /// Called when a peer is lost: no MPI call starts from then on (each
-  /// fails). MPI offers no way to interrupt a blocked call short of
+  /// fails), and the waits of this host's ranks in the segment fail. MPI offers no way to interrupt a blocked call short of
   /// MPI_Abort, and a call waiting for a frozen peer never returns: one
   /// still running `abort_grace` later ends the job with MPI_Abort, saying
   /// why, instead of hanging it for ever. Returns as soon as no call runs
@@ -53,6 +68,9 @@ private:
   // one still runs; refused once aborted.
   template <class Call>
   void blocking(const char* what, Call&& call);
+  // The shared segment of this host's ranks and the communicator across
+  // hosts, where the set's layout allows it.
+  void join_host_group();
 
   // Holds the MPI_Comm, so mpi.h stays out of this header.
   struct comm_handle;
@@ -60,6 +78,16 @@ private:
   std::vector<int> world_ranks_;
   int tag_;
   int64_t sendrecv_chunk_bytes_;
+  bool shared_memory_;
+  std::chrono::milliseconds timeout_;
+  int rank_ = 0;  // in the set, for the log lines
+  int size_ = 1;
+  std::mutex mutex_;  // guards group_ (set by connect()) for abort()
+  std::unique_ptr<shm_group> group_;
+  std::string segment_name_;  // for the log lines
+  // Allreduces through the segment and their bytes. The backend's thread only.
+  uint64_t group_allreduces_ = 0;
+  uint64_t group_bytes_ = 0;
   std::atomic<uint64_t> calls_{0};  // odd while inside a blocking call
   std::atomic<const char*> in_call_{""};
   std::atomic<bool> aborted_{false};

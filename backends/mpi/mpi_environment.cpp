@@ -1,9 +1,11 @@
 #include "backends/mpi/mpi_environment.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <numeric>
 
 #include <mpi.h>
+#include <spdlog/spdlog.h>
 
 #include "backends/communicator.hpp"
 
@@ -21,11 +23,23 @@ const char* thread_level_name(int level) {
   return "an unknown thread level";
 }
 
+std::atomic<bool> peer_lost{false};
+
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized)
-    MPI_Finalize();
+  if (finalized)
+    return;
+  if (peer_lost.load()) {
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    spdlog::critical("mpi: rank {} lost a peer; MPI cannot finalize without it, so this rank "
+                     "ends the job with MPI_Abort instead of waiting for ever",
+                     rank);
+    spdlog::default_logger()->flush();
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
 }
 
 } // namespace
@@ -94,6 +108,10 @@ bool read_yield_when_idle() {
 }
 
 } // namespace
+
+void end_with_mpi_abort_at_exit() {
+  peer_lost.store(true);
+}
 
 bool mpi_yields_when_idle() {
   if (!mpi_initialized())

@@ -17,6 +17,12 @@ bool launched_by_mpirun();
 /// also when MPI gives less than the level asked for.
 void ensure_mpi_initialized(bool serialized = false);
 
+/// Called when a peer of this process is lost. Open MPI's MPI_Finalize
+/// waits for every process, so a frozen peer would hang this process's
+/// exit: at exit this process ends the job with MPI_Abort instead, saying
+/// why. Any thread.
+void end_with_mpi_abort_at_exit();
+
 /// Whether MPI runs yielding when idle (Open MPI's mpi_yield_when_idle, read
 /// through MPI_T); false before MPI starts or in an MPI without it.
 bool mpi_yields_when_idle();

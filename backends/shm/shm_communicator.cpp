@@ -5,21 +5,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "backends/gloo/gloo_reduction.hpp"
+#include "backends/cpu/arith.hpp"
 #include "backends/host_layout.hpp"
 #include "backends/set_hosts.hpp"
 #include "backends/shm/shm_group.hpp"
 #include "elastic/store.hpp"
 
 namespace troupe::backends {
-
-namespace {
-
-// Bytes of one member's slot, the size of a round: the round's slots and
-// result (L + 1 of them on L ranks) stay in the caches of a few cores.
-constexpr size_t slot_bytes = size_t{256} << 10;
-
-} // namespace
 
 shm_communicator::shm_communicator(backend_context ctx)
     : gloo_communicator(ctx), ctx_(std::move(ctx)) {
@@ -46,11 +38,11 @@ void shm_communicator::connect() {
 
   const auto name_key = ctx_.store_prefix + "shm/segment/" + std::to_string(layout.host);
   auto segment = [&] {
-    const auto bytes = shm_group::segment_bytes(layout.members, slot_bytes);
+    const auto bytes = shm_group::segment_bytes(layout.members, shm_group::round_bytes);
     if (layout.member > 0)
       return shm_segment::open(store.wait_get(name_key, ctx_.timeout), bytes);
-    auto created =
-      shm_group::create_segment(ipc::fresh_segment_name("data-"), layout.members, slot_bytes);
+    auto created = shm_group::create_segment(ipc::fresh_segment_name("data-"), layout.members,
+                                             shm_group::round_bytes);
     store.set(name_key, created.name());
     return created;
   }();

@@ -36,17 +36,7 @@ enum failure_kind : uint32_t {
   cross_failed,  // a member's allreduce with the other hosts failed
 };
 
-// A member that spins this long before sleeping catches a peer that
-// arrives right behind it without a futex round trip, and costs little
-// when it does not.
-constexpr auto spin_time = std::chrono::microseconds(20);
-// Longer for a round of at most `tiny_round_bytes` (a scalar: a loss, a
-// counter), which is all latency: the other member is usually a wake-up
-// behind (it learns of the agreement from its channel reader), and
-// sleeping adds a second wake-up. A 4-byte allreduce, 2 ranks on 2 cores:
-// 127-152 -> 54-110 us in 6 of 7 alternating runs; 200 x 4 KiB, whose
-// rounds are larger, unchanged (docs/benchmarks.md).
-constexpr auto tiny_round_spin_time = std::chrono::microseconds(100);
+// A round of at most this many bytes is all latency (spin_times).
 constexpr size_t tiny_round_bytes = 1024;
 // How often a sleeping member checks that the others' processes still
 // exist.
@@ -124,13 +114,14 @@ shm_segment shm_group::create_segment(const std::string& name, int members, size
 }
 
 shm_group::shm_group(shm_segment segment, int member, int members,
-                     std::chrono::milliseconds timeout)
+                     std::chrono::milliseconds timeout, spin_times spin)
     : segment_(std::move(segment)),
       header_(static_cast<shm_header*>(segment_.data())),
       member_(member),
       members_(members),
       slot_bytes_(header_->slot_bytes),  // read once: what is checked is what is used
-      timeout_(timeout) {
+      timeout_(timeout),
+      spin_(spin) {
   // Any process of the job's user can write the header: a slot size that
   // is 0 (no progress), or so large that the layout's product wraps, would
   // take this process's copies anywhere.
@@ -142,7 +133,7 @@ shm_group::shm_group(shm_segment segment, int member, int members,
                         std::to_string(members) + " members (as member " +
                         std::to_string(member) + ")");
   header_->pids[member_].store(static_cast<int32_t>(::getpid()));
-  barrier(spin_time);
+  barrier(spin_.round);
   segment_.unlink();
 }
 
@@ -270,8 +261,9 @@ char* shm_group::result(int parity) const {
 
 void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
                           element_reduction reduce, const cross_step& cross) {
-  // Below this, or with two members, every member reduces a whole round
-  // itself: one wait per round instead of two, for the same bytes read.
+  // Up to this, every member reduces a whole round itself: one wait per
+  // round instead of two. Above it, reading the others' shares once beats
+  // the second wait (two members, 1 MiB: 206 -> 152 us, docs/benchmarks.md).
   constexpr size_t whole_round_bytes = size_t{16} << 10;
   const size_t per_round = slot_bytes_ / element_bytes;
   auto* bytes = static_cast<char*>(data);
@@ -281,9 +273,9 @@ void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
     done += n;
     const int p = parity_;
     parity_ ^= 1;
-    std::memcpy(slot(p, member_), mine, n * element_bytes);
-    barrier(n * element_bytes <= tiny_round_bytes ? tiny_round_spin_time : spin_time);
-    if (!cross && (members_ == 2 || n * element_bytes <= whole_round_bytes)) {
+    if (!cross && n * element_bytes <= whole_round_bytes) {
+      std::memcpy(slot(p, member_), mine, n * element_bytes);
+      barrier(n * element_bytes <= tiny_round_bytes ? spin_.tiny_round : spin_.round);
       // Same order on every member: bitwise the same result everywhere.
       reduce(mine, slot(p, 0), slot(p, 1), n);
       for (int m = 2; m < members_; ++m)
@@ -291,26 +283,35 @@ void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
       continue;
     }
     // Reduce-scatter over the members, the other hosts, then every member
-    // copies the whole result.
-    const size_t lo = n * static_cast<size_t>(member_) / members_;
-    const size_t hi = n * static_cast<size_t>(member_ + 1) / members_;
-    const size_t at = lo * element_bytes;
-    char* out = result(p) + at;
+    // copies the others' shares of the result. A member's slot holds only
+    // what the others reduce: its own share it reads from its buffer.
+    const size_t lo = n * static_cast<size_t>(member_) / members_ * element_bytes;
+    const size_t hi = n * static_cast<size_t>(member_ + 1) / members_ * element_bytes;
+    const size_t end = n * element_bytes;
+    const auto others = [&](char* to, const char* from) {
+      std::memcpy(to, from, lo);
+      std::memcpy(to + hi, from + hi, end - hi);
+    };
+    others(slot(p, member_), mine);
+    barrier(spin_.round);
+    const auto input = [&](int m) { return m == member_ ? mine + lo : slot(p, m) + lo; };
+    char* out = result(p) + lo;
     if (hi > lo) {
-      reduce(out, slot(p, 0) + at, slot(p, 1) + at, hi - lo);
+      reduce(out, input(0), input(1), (hi - lo) / element_bytes);
       for (int m = 2; m < members_; ++m)
-        reduce(out, out, slot(p, m) + at, hi - lo);
+        reduce(out, out, input(m), (hi - lo) / element_bytes);
     }
     if (cross) {
       try {
-        cross(out, hi - lo);
+        cross(out, (hi - lo) / element_bytes);
       } catch (...) {
         fail(cross_failed, member_);
         throw;
       }
     }
-    barrier(spin_time);
-    std::memcpy(mine, result(p), n * element_bytes);
+    std::memcpy(mine + lo, out, hi - lo);
+    barrier(spin_.round);
+    others(mine, result(p));
   }
 }
 

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "backends/gloo/gloo_reduction.hpp"
+#include "backends/cpu/arith.hpp"
 #include "ipc/shm_segment.hpp"
 
 namespace troupe::backends {
@@ -15,29 +15,54 @@ using ipc::shm_segment;
 
 struct shm_header;
 
+/// How long a member spins for the others before it sleeps on a futex.
+struct shm_spin_times {
+  /// A member that spins this long catches a peer that arrives right
+  /// behind it without a futex round trip, and costs little when it does
+  /// not.
+  std::chrono::microseconds round{20};
+  /// Longer for a round of at most 1 KiB (a scalar: a loss, a counter),
+  /// which is all latency: the other member is usually a wake-up behind
+  /// (it learns of the agreement from its channel reader), and sleeping
+  /// adds a second wake-up. A 4-byte allreduce in Gloo mode, 2 ranks on
+  /// 2 cores: 127-152 -> 54-110 us in 6 of 7 alternating runs; 200 x 4
+  /// KiB, whose rounds are larger, unchanged (docs/benchmarks.md).
+  std::chrono::microseconds tiny_round{100};
+};
+
 /// The ranks of one process set on one host, reducing through a shared
-/// segment: each member copies its input into its slot, reduces its share
-/// of the slots, and copies the result out, a round of `slot_bytes` at a
-/// time so the copies and the reduction stay in cache. Members wait for
-/// each other on counters in the segment (a short spin, then a futex);
-/// every wait ends at the timeout, at abort(), when a member's process has
-/// exited or a member closed its side, whichever comes first. Used from one
-/// thread per member (the backend's), abort() from any.
+/// segment: each member copies into its slot the parts of its input the
+/// others reduce, reduces its own share (from its buffer and their slots),
+/// and copies the others' shares of the result, a round of `slot_bytes` at
+/// a time so the copies and the reduction stay in cache (a small round:
+/// every member reduces all of it). Members wait for each other on
+/// counters in the segment (a short spin, then a futex); every wait ends at
+/// the timeout, at abort(), when a member's process has exited or a member
+/// closed its side, whichever comes first. Used from one thread per member
+/// (the backend's), abort() from any.
 class shm_group {
 public:
   /// Bytes of the segment for `members` members (at most max_members).
   static size_t segment_bytes(int members, size_t slot_bytes);
   static constexpr int max_members = 256;
+  /// The slot size both backends use, the size of a round: the round's
+  /// slots and result (L + 1 of them on L ranks) stay in the caches of a
+  /// few cores.
+  static constexpr size_t round_bytes = size_t{256} << 10;
 
   /// Creates the segment `name` for a group (one member does, the others
   /// open it by name); throws backend_error.
   static shm_segment create_segment(const std::string& name, int members, size_t slot_bytes);
 
+  using spin_times = shm_spin_times;
+
+
   /// Joins the group as `member` over `segment` and waits until every
   /// member has (then removes the segment's name). Throws backend_error
   /// when the segment is not such a group's or the others do not come in
   /// time.
-  shm_group(shm_segment segment, int member, int members, std::chrono::milliseconds timeout);
+  shm_group(shm_segment segment, int member, int members, std::chrono::milliseconds timeout,
+            spin_times spin = {});
   /// Tells the other members that this one left: their next wait fails.
   ~shm_group();
   shm_group(const shm_group&) = delete;
@@ -84,6 +109,7 @@ private:
   int members_;
   size_t slot_bytes_;
   std::chrono::milliseconds timeout_;
+  spin_times spin_;
   uint64_t barriers_ = 0;  // barriers this member has entered
   int parity_ = 0;         // which of the two slot sets the next round uses
 };

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "backends/cpu/arith.hpp"
-#include "backends/gloo/gloo_reduction.hpp"
+#include "backends/cpu/arith.hpp"
 #include "backends/shm/shm_group.hpp"
 
 namespace troupe::backends {
