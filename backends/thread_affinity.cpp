@@ -1,6 +1,7 @@
 #include "backends/thread_affinity.hpp"
 
 #include <cstring>
+#include <thread>
 
 #include <pthread.h>
 #include <sched.h>
@@ -16,6 +17,14 @@ std::string pin_current_thread(int core) {
   if (const int rc = pthread_setaffinity_np(pthread_self(), sizeof cores, &cores); rc != 0)
     return "cannot pin a thread to core " + std::to_string(core) + ": " + std::strerror(rc);
   return {};
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return CPU_COUNT(&set);
+  return static_cast<int>(std::thread::hardware_concurrency());
 }
 
 } // namespace troupe::backends

@@ -8,4 +8,7 @@ namespace troupe::backends {
 /// HOROVOD_THREAD_AFFINITY). Empty when done, else why not.
 std::string pin_current_thread(int core);
 
+/// CPUs this process may run on (its affinity mask).
+int usable_cpus();
+
 } // namespace troupe::backends

@@ -164,8 +164,8 @@ const std::vector<knob>& knobs() {
      },
      [](const config& c) { return std::string(c.mpi_threads_disable ? "1" : "0"); }, "1"},
     {"TROUPE_SHM", nullptr, "shm",
-     "Gloo: 1 reduces allreduces of a process set's ranks on one host through shared memory, "
-     "0 over loopback TCP as the rest",
+     "1 reduces allreduces of a process set's ranks on one host through shared memory (Gloo "
+     "and MPI), 0 through the backend as the rest",
      [](config& c, const std::string& s) { c.shared_memory = parse_switch("TROUPE_SHM", s); },
      [](const config& c) { return std::string(c.shared_memory ? "1" : "0"); }},
     {"TROUPE_SHM_CONTROL", nullptr, "shm-control",

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "backends/thread_affinity.hpp"
 #include "control/control_links.hpp"
 #include "elastic/membership_epoch.hpp"
 #include "elastic/store_exchange.hpp"
@@ -167,7 +168,7 @@ status runtime::impl::bootstrap(int64_t epoch, const identity& id, clock::time_p
       next.registry =
         spawn_process_set_registry(system, next.supervisor, id, cfg, sets, next.dialer);
       metrics->position({id.rank, id.size, id.local_rank}, epoch);
-      const int cpus = usable_cpus();
+      const int cpus = backends::usable_cpus();
       const auto spin = wait_spin(cfg.wait_spin_us, id.local_size, cpus);
       detail::handle_state::set_spin(spin);
       spdlog::info("troupe rank {}: a wait for a collective yields {} us before it sleeps "

@@ -170,24 +170,6 @@ void mpi_communicator::connect() {
     join_host_group();
 }
 
-namespace {
-
-// MPI's own blocking calls poll until the peer comes, unless Open MPI
-// yields (mpi_yields_when_idle). Spinning that long in the segment keeps
-// what MPI gave: a peer a wake-up behind (it learns of the agreement a
-// little later) costs no futex round trip. With shm_group's 20 us, 2 ranks
-// on 2 cores, a 4-byte allreduce took 133 us against 58 us through MPI, 64
-// KiB 146 against 87 us; spinning 1-5 ms: 70-73 and 78-83 us
-// (docs/benchmarks.md).
-shm_group::spin_times segment_spin() {
-  if (mpi_yields_when_idle())
-    return {};
-  constexpr auto as_mpi = std::chrono::milliseconds(2);
-  return {as_mpi, as_mpi};
-}
-
-} // namespace
-
 void mpi_communicator::join_host_group() {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm_->comm, &rank);
@@ -256,8 +238,11 @@ void mpi_communicator::join_host_group() {
     return;
   }
   segment_name_ = segment->name();
-  auto group = std::make_unique<shm_group>(std::move(*segment), member, members, timeout_,
-                                           segment_spin());
+  // Open MPI yields where the host's cores are oversubscribed (or the user
+  // asks it to): the segment's waits then spin briefly too.
+  auto group = std::make_unique<shm_group>(
+    std::move(*segment), member, members, timeout_,
+    mpi_yields_when_idle() ? shm_group::spin_times{} : shm_group::spin_times::polling());
   const int hosts = size / members;
   if (hosts > 1)
     blocking("MPI_Comm_split", [&] {

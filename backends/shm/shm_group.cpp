@@ -98,6 +98,11 @@ size_t shm_group::segment_bytes(int members, size_t slot_bytes) {
   return header_bytes() + 2 * (static_cast<size_t>(members) + 1) * slot_bytes;
 }
 
+shm_spin_times shm_spin_times::polling() {
+  constexpr auto as_mpi = std::chrono::milliseconds(2);
+  return {as_mpi, as_mpi};
+}
+
 shm_segment shm_group::create_segment(const std::string& name, int members, size_t slot_bytes) {
   if (members < 2 || members > max_members)
     throw backend_error("a shared-memory group needs 2 to " + std::to_string(max_members) +

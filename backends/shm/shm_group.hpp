@@ -16,6 +16,7 @@ using ipc::shm_segment;
 struct shm_header;
 
 /// How long a member spins for the others before it sleeps on a futex.
+/// The defaults suit members that share cores; polling() those that do not.
 struct shm_spin_times {
   /// A member that spins this long catches a peer that arrives right
   /// behind it without a futex round trip, and costs little when it does
@@ -28,6 +29,15 @@ struct shm_spin_times {
   /// 2 cores: 127-152 -> 54-110 us in 6 of 7 alternating runs; 200 x 4
   /// KiB, whose rounds are larger, unchanged (docs/benchmarks.md).
   std::chrono::microseconds tiny_round{100};
+
+  /// 2 ms in every wait, as MPI's blocking calls poll: the last member is
+  /// usually a wake-up behind, and a member asleep adds a futex round trip
+  /// to each of a round's waits. Only where every member has a core of its
+  /// own: a spinning member would hold the core a late one needs. 2 ranks
+  /// on 2 cores (docs/benchmarks.md, run (16)), Gloo mode: 4 B 134 -> 68
+  /// us, 1 MiB 364 -> 250 us, 200 x 4 KiB 908 -> 718 us; MPI: 4 B 133 ->
+  /// 70 us.
+  static shm_spin_times polling();
 };
 
 /// The ranks of one process set on one host, reducing through a shared

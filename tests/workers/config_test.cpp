@@ -1,3 +1,4 @@
+#include "backends/thread_affinity.hpp"
 #include "workers/config.hpp"
 #include "workers/identity.hpp"
 #include "workers/wait_spin.hpp"
@@ -58,7 +59,7 @@ TEST(config, wait_spin_is_auto_unless_set) {
 
 TEST(wait_spin, a_set_value_wins_and_auto_yields_only_with_two_cpus_per_rank) {
   using us = std::chrono::microseconds;
-  const int cpus = usable_cpus();
+  const int cpus = backends::usable_cpus();
   ASSERT_GE(cpus, 1);
   EXPECT_EQ(wait_spin(0, 1, cpus), us(0));
   EXPECT_EQ(wait_spin(250, 64, cpus), us(250));
