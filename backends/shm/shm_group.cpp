@@ -1,5 +1,6 @@
 #include "backends/shm/shm_group.hpp"
 
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -36,6 +37,11 @@ enum failure_kind : uint32_t {
   cross_failed,  // a member's allreduce with the other hosts failed
 };
 
+// A wait spins on the CPU's pause this long, then (while its spin time
+// lasts) yields between looks, so a thread the late member needs can have
+// this core: a 2 ms spin on pause alone put 1-2 % of 4-byte allreduces at
+// 2.2 ms and more (docs/benchmarks.md, run (17)).
+constexpr auto pause_time = std::chrono::microseconds(20);
 // A round of at most this many bytes is all latency (spin_times).
 constexpr size_t tiny_round_bytes = 1024;
 // How often a sleeping member checks that the others' processes still
@@ -207,15 +213,25 @@ void shm_group::barrier(std::chrono::microseconds spin) {
 }
 
 void shm_group::wait_for(uint64_t target, std::chrono::microseconds spin) {
-  const auto spin_end = clock::now() + spin;
+  const auto start = clock::now();
+  const auto pause_end = start + std::min(spin, pause_time);
+  const auto spin_end = start + spin;
+  bool yielding = false;
   for (unsigned i = 1;; ++i) {
     if (all_arrived(target))
       return;
     if (header_->failure.load(std::memory_order_relaxed) != healthy)
       throw_failure();
-    if (i % 64 == 0 && clock::now() >= spin_end)
-      break;
-    cpu_relax();
+    if (yielding || i % 64 == 0) {
+      const auto now = clock::now();
+      if (now >= spin_end)
+        break;
+      yielding = now >= pause_end;
+    }
+    if (yielding)
+      sched_yield();
+    else
+      cpu_relax();
   }
   const auto deadline = clock::now() + timeout_;
   auto next_check = clock::now() + liveness_period;
