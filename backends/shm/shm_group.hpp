@@ -32,11 +32,12 @@ struct shm_spin_times {
 
   /// 2 ms in every wait, as MPI's blocking calls poll: the last member is
   /// usually a wake-up behind, and a member asleep adds a futex round trip
-  /// to each of a round's waits. Only where every member has a core of its
-  /// own: a spinning member would hold the core a late one needs. 2 ranks
-  /// on 2 cores (docs/benchmarks.md, run (16)), Gloo mode: 4 B 134 -> 68
-  /// us, 1 MiB 364 -> 250 us, 200 x 4 KiB 908 -> 718 us; MPI: 4 B 133 ->
-  /// 70 us.
+  /// to each of a round's waits. (Past its first 20 us a wait yields
+  /// between looks, so the late member's threads can have the core.) Only
+  /// where every member has a core of its own: a spinning member would
+  /// hold the core a late one needs. 2 ranks on 2 cores (docs/benchmarks.md,
+  /// run (17)), Gloo mode: 4 B mean 227 -> 96 us, 1 MiB 364 -> 278 us
+  /// (medians); MPI: 4 B 133 -> 76 us (medians).
   static shm_spin_times polling();
 };
 
