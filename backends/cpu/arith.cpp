@@ -95,14 +95,31 @@ float from_half(bool bf16, uint16_t h) {
   return bf16 ? bf16_to_f32(h) : f16_to_f32(h);
 }
 
-template <bool BF16, class Op>
-void reduce_halves(void* out, const void* a, const void* b, size_t count) {
-  const auto* x = static_cast<const uint16_t*>(a);
-  const auto* y = static_cast<const uint16_t*>(b);
-  auto* z = static_cast<uint16_t*>(out);
-  for (size_t i = 0; i < count; ++i)
-    z[i] = to_half(BF16, Op{}(from_half(BF16, x[i]), from_half(BF16, y[i])));
-}
+// out[i] = a[i] op b[i] for 16-bit floats, computed in float32 and rounded.
+template <bool BF16>
+struct halves {
+  template <class Op>
+  static void reduce(void* out, const void* a, const void* b, size_t count) {
+    const auto* x = static_cast<const uint16_t*>(a);
+    const auto* y = static_cast<const uint16_t*>(b);
+    auto* z = static_cast<uint16_t*>(out);
+    for (size_t i = 0; i < count; ++i)
+      z[i] = to_half(BF16, Op{}(from_half(BF16, x[i]), from_half(BF16, y[i])));
+  }
+};
+
+// out[i] = a[i] op b[i] in T's own arithmetic.
+template <class T>
+struct elements {
+  template <class Op>
+  static void reduce(void* out, const void* a, const void* b, size_t count) {
+    const auto* x = static_cast<const T*>(a);
+    const auto* y = static_cast<const T*>(b);
+    auto* z = static_cast<T*>(out);
+    for (size_t i = 0; i < count; ++i)
+      z[i] = static_cast<T>(Op{}(x[i], y[i]));
+  }
+};
 
 // std::min and std::max (NaN handling included), as Gloo's reductions.
 struct min_of {
@@ -119,36 +136,15 @@ struct max_of {
   }
 };
 
-template <bool BF16>
-half_reduction half_reduction_for(reduce_op op) {
+// Kind's reduction of `op` (sum for average: the caller divides).
+template <class Kind>
+element_reduction reduction_by_op(reduce_op op) {
   switch (op) {
     case reduce_op::sum:
-    case reduce_op::average: return &reduce_halves<BF16, std::plus<float>>;
-    case reduce_op::product: return &reduce_halves<BF16, std::multiplies<float>>;
-    case reduce_op::min: return &reduce_halves<BF16, min_of>;
-    case reduce_op::max: return &reduce_halves<BF16, max_of>;
-    case reduce_op::adasum: break;
-  }
-  throw backend_error(std::string("no 16-bit reduction for '") + to_string(op) + "'");
-}
-
-template <class T, class Op>
-void reduce_elements(void* out, const void* a, const void* b, size_t count) {
-  const auto* x = static_cast<const T*>(a);
-  const auto* y = static_cast<const T*>(b);
-  auto* z = static_cast<T*>(out);
-  for (size_t i = 0; i < count; ++i)
-    z[i] = static_cast<T>(Op{}(x[i], y[i]));
-}
-
-template <class T>
-element_reduction reduction_for(reduce_op op) {
-  switch (op) {
-    case reduce_op::sum:
-    case reduce_op::average: return &reduce_elements<T, std::plus<T>>;
-    case reduce_op::product: return &reduce_elements<T, std::multiplies<T>>;
-    case reduce_op::min: return &reduce_elements<T, min_of>;
-    case reduce_op::max: return &reduce_elements<T, max_of>;
+    case reduce_op::average: return &Kind::template reduce<std::plus<>>;
+    case reduce_op::product: return &Kind::template reduce<std::multiplies<>>;
+    case reduce_op::min: return &Kind::template reduce<min_of>;
+    case reduce_op::max: return &Kind::template reduce<max_of>;
     case reduce_op::adasum: break;
   }
   throw backend_error(std::string("no element-wise reduction for '") + to_string(op) + "'");
@@ -197,10 +193,10 @@ half_reduction half_reduction_of(data_type dtype, reduce_op op) {
   if (!is_half(dtype))
     throw backend_error(std::string("no 16-bit reduction for ") + to_string(dtype));
   if (dtype == data_type::bfloat16)
-    return half_reduction_for<true>(op);
+    return reduction_by_op<halves<true>>(op);
   if (auto simd = simd_f16_reduction(op))
     return simd;
-  return half_reduction_for<false>(op);
+  return reduction_by_op<halves<false>>(op);
 }
 
 element_reduction reduction_of(data_type dtype, reduce_op op) {
@@ -210,8 +206,8 @@ element_reduction reduction_of(data_type dtype, reduce_op op) {
   with_element_type(dtype, [&](auto* type_tag) {
     using T = std::remove_pointer_t<decltype(type_tag)>;
     // bool is uint8 here; its sum is a logical or, as in torch.
-    fn = reduction_for<T>(dtype == data_type::boolean && op == reduce_op::sum ? reduce_op::max
-                                                                               : op);
+    fn = reduction_by_op<elements<T>>(
+      dtype == data_type::boolean && op == reduce_op::sum ? reduce_op::max : op);
   });
   return fn;
 }
