@@ -4,7 +4,7 @@
 # 2026-11-25-autotune-small/run100.sh.
 cd "$(dirname "$0")/../../.."
 out=docs/bench-results/2026-11-28-autotune-small-shm
-for pass in ${PASSES:-1 2}; do
+for pass in ${PASSES:-1 2}; do  # passes 3 and 4: PASSES="3 4" at ba5e037
   mkdir -p $out/pass$pass
   build/bin/troupe-run --mpi -np 2 build/bin/autotune_bench --only small_tensors \
     --steps 40 --rounds 100 --log-dir $out/pass$pass > $out/pass$pass.txt 2>&1
