@@ -15,8 +15,9 @@ using ipc::shm_segment;
 
 struct shm_header;
 
-/// How long a member spins for the others before it sleeps on a futex.
-/// The defaults suit members that share cores; polling() those that do not.
+/// How long a member waits for the others before it sleeps on a futex
+/// (on the CPU's pause for 20 us, then yielding between looks). The
+/// defaults suit members that share cores; polling() those that do not.
 struct shm_spin_times {
   /// A member that spins this long catches a peer that arrives right
   /// behind it without a futex round trip, and costs little when it does
