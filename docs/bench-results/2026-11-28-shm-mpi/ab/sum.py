@@ -1,10 +1,10 @@
 import json,glob,statistics as st,collections,sys
-pat = sys.argv[1] if len(sys.argv)>1 else 'shm%s-*.json'
+pat = sys.argv[1] if len(sys.argv)>1 else '/tmp/ab1/shm%s-*.json'
 for tag in sys.argv[2:] or ['1','0']:
     per=collections.defaultdict(list)
     for f in sorted(glob.glob(pat%tag)):
         d=json.load(open(f))
-        for s in d['series']:
+        for s in [x for x in d['series'] if x['seconds']]:
             per[(s['workload'],s['bytes'],s['impl'])].append(st.median(s['seconds']))
     print('==', tag)
     for k,v in sorted(per.items()):
