@@ -205,14 +205,12 @@ void mpi_communicator::join_host_group() {
 
   // The host's first rank creates the segment and names it to the others;
   // any rank that cannot map it turns the segment off for the whole set.
-  const size_t bytes = shm_group::segment_bytes(members, shm_group::round_bytes);
   std::optional<shm_segment> segment;
   std::string problem;
   std::array<char, 256> name{};
   try {
     if (member == 0) {
-      segment.emplace(shm_group::create_segment(ipc::fresh_segment_name("data-"), members,
-                                                shm_group::round_bytes));
+      segment.emplace(shm_group::create_host_segment(members));
       segment->name().copy(name.data(), name.size() - 1);
     }
   } catch (const std::exception& e) {
@@ -222,7 +220,7 @@ void mpi_communicator::join_host_group() {
            [&] { return MPI_Bcast(name.data(), static_cast<int>(name.size()), MPI_CHAR, 0, host); });
   try {
     if (member > 0 && name[0] != 0)
-      segment.emplace(shm_segment::open(name.data(), bytes));
+      segment.emplace(shm_group::open_host_segment(name.data(), members));
   } catch (const std::exception& e) {
     problem = e.what();
   }
@@ -305,19 +303,19 @@ void mpi_communicator::abort() {
 void mpi_communicator::allreduce(const allreduce_options& opts) {
   if (opts.count == 0)
     return;
-  const auto type = mpi_type(opts.dtype);
-  const auto op = mpi_op(opts.dtype, opts.op);
   if (group_) {
-    if (aborted_.load())
-      throw backend_error("mpi: allreduce after the set was aborted (a peer was lost)");
+    // An abort() fails the group's waits itself.
     shm_group::cross_step cross;
-    if (comm_->across_hosts != MPI_COMM_NULL)
-      cross = [&](void* data, size_t count) {
+    if (comm_->across_hosts != MPI_COMM_NULL) {
+      const auto type = mpi_type(opts.dtype);
+      const auto op = mpi_op(opts.dtype, opts.op);
+      cross = [this, type, op](void* data, size_t count) {
         const int n = as_int(static_cast<int64_t>(count), "allreduce across hosts");
         blocking("allreduce across hosts", [&] {
           return MPI_Allreduce(MPI_IN_PLACE, data, n, type, op, comm_->across_hosts);
         });
       };
+    }
     const size_t element_bytes = element_size(opts.dtype);
     group_->allreduce(opts.data, opts.count, element_bytes, reduction_of(opts.dtype, opts.op),
                       cross);
@@ -326,6 +324,8 @@ void mpi_communicator::allreduce(const allreduce_options& opts) {
     return;
   }
   const int count = as_int(static_cast<int64_t>(opts.count), "allreduce");
+  const auto type = mpi_type(opts.dtype);
+  const auto op = mpi_op(opts.dtype, opts.op);
   blocking("allreduce",
            [&] { return MPI_Allreduce(MPI_IN_PLACE, opts.data, count, type, op, comm_->comm); });
 }

@@ -39,11 +39,9 @@ void shm_communicator::connect() {
 
   const auto name_key = ctx_.store_prefix + "shm/segment/" + std::to_string(layout.host);
   auto segment = [&] {
-    const auto bytes = shm_group::segment_bytes(layout.members, shm_group::round_bytes);
     if (layout.member > 0)
-      return shm_segment::open(store.wait_get(name_key, ctx_.timeout), bytes);
-    auto created = shm_group::create_segment(ipc::fresh_segment_name("data-"), layout.members,
-                                             shm_group::round_bytes);
+      return shm_group::open_host_segment(store.wait_get(name_key, ctx_.timeout), layout.members);
+    auto created = shm_group::create_host_segment(layout.members);
     store.set(name_key, created.name());
     return created;
   }();

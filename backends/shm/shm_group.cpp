@@ -104,6 +104,20 @@ size_t shm_group::segment_bytes(int members, size_t slot_bytes) {
   return header_bytes() + 2 * (static_cast<size_t>(members) + 1) * slot_bytes;
 }
 
+namespace {
+
+constexpr size_t host_slot_bytes = size_t{256} << 10;
+
+} // namespace
+
+shm_segment shm_group::create_host_segment(int members) {
+  return create_segment(ipc::fresh_segment_name("data-"), members, host_slot_bytes);
+}
+
+shm_segment shm_group::open_host_segment(const std::string& name, int members) {
+  return shm_segment::open(name, segment_bytes(members, host_slot_bytes));
+}
+
 shm_spin_times shm_spin_times::polling() {
   constexpr auto as_mpi = std::chrono::milliseconds(2);
   return {as_mpi, as_mpi};
@@ -309,6 +323,7 @@ void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
     const size_t lo = n * static_cast<size_t>(member_) / members_ * element_bytes;
     const size_t hi = n * static_cast<size_t>(member_ + 1) / members_ * element_bytes;
     const size_t end = n * element_bytes;
+    const size_t share = (hi - lo) / element_bytes;
     const auto others = [&](char* to, const char* from) {
       std::memcpy(to, from, lo);
       std::memcpy(to + hi, from + hi, end - hi);
@@ -318,13 +333,13 @@ void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
     const auto input = [&](int m) { return m == member_ ? mine + lo : slot(p, m) + lo; };
     char* out = result(p) + lo;
     if (hi > lo) {
-      reduce(out, input(0), input(1), (hi - lo) / element_bytes);
+      reduce(out, input(0), input(1), share);
       for (int m = 2; m < members_; ++m)
-        reduce(out, out, input(m), (hi - lo) / element_bytes);
+        reduce(out, out, input(m), share);
     }
     if (cross) {
       try {
-        cross(out, (hi - lo) / element_bytes);
+        cross(out, share);
       } catch (...) {
         fail(cross_failed, member_);
         throw;

@@ -57,17 +57,21 @@ public:
   /// Bytes of the segment for `members` members (at most max_members).
   static size_t segment_bytes(int members, size_t slot_bytes);
   static constexpr int max_members = 256;
-  /// The slot size both backends use, the size of a round: the round's
-  /// slots and result (L + 1 of them on L ranks) stay in the caches of a
-  /// few cores.
-  static constexpr size_t round_bytes = size_t{256} << 10;
 
   /// Creates the segment `name` for a group (one member does, the others
   /// open it by name); throws backend_error.
   static shm_segment create_segment(const std::string& name, int members, size_t slot_bytes);
 
-  using spin_times = shm_spin_times;
+  /// The segment both communicators use: a fresh `data-` name
+  /// (ipc::fresh_segment_name) and slots of 256 KiB, the size of a round,
+  /// so that a round's slots and result (L + 1 of them on L ranks) stay in
+  /// the caches of a few cores. The host's first member creates it, the
+  /// others open it by name (std::runtime_error when it is absent or of
+  /// another size).
+  static shm_segment create_host_segment(int members);
+  static shm_segment open_host_segment(const std::string& name, int members);
 
+  using spin_times = shm_spin_times;
 
   /// Joins the group as `member` over `segment` and waits until every
   /// member has (then removes the segment's name). Throws backend_error
