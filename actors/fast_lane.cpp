@@ -29,8 +29,10 @@ arrival post_arrival(negotiator_state& st, const v1::Request& request, cache_ref
   if (outcome == control::arrival_board::outcome::no_slot)
     return arrival::slow;
   st.posted.insert_or_assign(request.tensor_name(), ref);
-  return outcome == control::arrival_board::outcome::completed ? arrival::agreed
-                                                               : arrival::waiting;
+  if (outcome == control::arrival_board::outcome::completed)
+    return arrival::agreed;
+  st.channel->expect_reply();  // the agreed list of the member that completes it
+  return arrival::waiting;
 }
 
 namespace {

@@ -183,6 +183,8 @@ void send_up(negotiator_self self, std::optional<std::string> bytes) {
       retry_channel_unless(self, st.channel->flush());  // agreed lists
     return;
   }
+  if (bytes)
+    st.channel->expect_reply();
   retry_channel_unless(self, bytes ? st.channel->send(std::move(*bytes)) : st.channel->flush());
 }
 
@@ -388,6 +390,7 @@ void open_channel(negotiator_self self, const std::string& name) {
     st.channel.reset();
   if (!st.channel)
     return;
+  st.channel->poll_replies(st.channel_poll);
   auto weak = caf::actor_cast<caf::weak_actor_ptr>(self);
   const auto epoch = st.epoch;
   const auto set = st.set_id;
@@ -645,6 +648,7 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
   st.set_size = args.set_size;
   st.epoch = args.epoch;
   st.tree_hold = args.tree_hold;
+  st.channel_poll = args.channel_poll;
   st.placed = !args.await_place;
   st.host = args.host;
   st.local_coordinator = std::move(local_coordinator);

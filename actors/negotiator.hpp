@@ -44,6 +44,10 @@ struct negotiator_args {
   int32_t set_size = 1;
   /// A CYCLE_START marker per list while tracing from the start.
   bool mark_cycles = false;
+  /// How long the control channel's reader looks for the reply to what
+  /// this rank sent or posted before it sleeps (channel_member::poll_replies);
+  /// 0 = it sleeps at once.
+  std::chrono::microseconds channel_poll{0};
   /// Where the API's submissions wait for (submit) (see
   /// submission_inbox); closed when the negotiator stops. Null: it takes
   /// only (submit, batch) messages.

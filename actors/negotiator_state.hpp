@@ -49,6 +49,7 @@ struct negotiator_state {
   std::vector<member_actor> children;
   std::optional<control::hit_aggregator> aggregator;
   std::chrono::milliseconds tree_hold{0};
+  std::chrono::microseconds channel_poll{0};  // negotiator_args::channel_poll
   // False until the coordinator placed this rank in the control tree (or
   // the wait for it ran out): lists stay in the outbox until then (see
   // control::tree_possible), and the lists of children placed before this

@@ -34,6 +34,9 @@ struct backend_context {
   /// `shared_memory` is off.
   std::string host;
   bool shared_memory = true;
+  /// troupe-run bound each rank of this host to a CPU of its own
+  /// (identity::own_core): waits for the host's other ranks may poll.
+  bool own_core = false;
   std::shared_ptr<elastic::store_client> store;  // rendezvous, when size > 1
   std::string store_prefix;  // this set's keys; each backend adds its name ("gloo/")
   std::vector<int> world_ranks;  // the set's global ranks; empty = every rank

@@ -4,6 +4,7 @@
 
 #include "backends/config.h"
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/thread_affinity.hpp"
 #include "backends/local/local_communicator.hpp"
 #if TROUPE_HAVE_GLOO
 #include "backends/gloo/gloo_communicator.hpp"
@@ -74,6 +75,12 @@ bool mpi_yielding() {
 #else
   return false;
 #endif
+}
+
+bool ranks_have_cores(int host_ranks, bool own_core) {
+  if (mpi_started())
+    return !mpi_yielding();
+  return own_core || usable_cpus() >= host_ranks;
 }
 
 std::string missing_backend(device_kind kind) {

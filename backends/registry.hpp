@@ -82,4 +82,13 @@ std::optional<external_launch> detect_external_launch(bool mpi_threads_disable);
 /// (Open MPI's mpi_yield_when_idle); false without MPI.
 bool mpi_yielding();
 
+/// Whether each of the `host_ranks` ranks of this host has a core of its
+/// own, so that a thread waiting for the others may poll (peer_poll_time)
+/// instead of sleeping; where they share cores, a polling rank holds the
+/// core a late one needs. Under MPI: MPI's verdict (it does not yield
+/// unless started with more ranks than slots). Otherwise: this process may
+/// run on at least `host_ranks` CPUs, or `own_core` (troupe-run bound each
+/// rank of the host to a CPU of its own: identity::own_core).
+bool ranks_have_cores(int host_ranks, bool own_core);
+
 } // namespace troupe::backends

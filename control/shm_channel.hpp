@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -29,6 +30,7 @@ struct channel_sizes {
 
 class channel_segment;
 class bell_reader;
+struct reply_watch;
 
 /// Writes whole messages into the response stream, which the coordinator
 /// and (for agreed lists) every member write: under the segment's lock,
@@ -136,6 +138,17 @@ public:
   bool agree_inline(const std::string& list, const std::function<bool()>& idle);
   bool flush();
 
+  /// After expect_reply(), the reader looks for the next message for up to
+  /// `window` before it sleeps (ipc::poll_for), saving the futex wake-up
+  /// of a reader asleep: for members that each have a core of their own
+  /// (backends::ranks_have_cores). 0 (the default): it sleeps at once.
+  /// Before start().
+  void poll_replies(std::chrono::microseconds window);
+  /// This member sent a list or posted an arrival: a reply is due. The
+  /// reader polls until the next message comes or the window ends, not
+  /// while the rank computes.
+  void expect_reply();
+
   /// The arrival board (null when the segment has none, or for a set too
   /// large for its masks).
   arrival_board* board();
@@ -153,6 +166,7 @@ private:
   response_appender agreed_;
   // Held by the reader thread while it drains, and by agree_inline().
   std::shared_ptr<std::mutex> reader_mutex_ = std::make_shared<std::mutex>();
+  std::shared_ptr<reply_watch> watch_;
   std::unique_ptr<bell_reader> reader_;
 };
 

@@ -228,6 +228,17 @@ const std::vector<knob>& knobs() {
        c.nccl_host_id_per_rank = parse_switch("TROUPE_NCCL_HOSTID_PER_RANK", s);
      },
      [](const config& c) { return std::string(c.nccl_host_id_per_rank ? "1" : "0"); }, "1"},
+    {"TROUPE_CPU_BINDING", nullptr, "cpu-binding",
+     "how troupe-run binds ranks to CPUs: cpu = each rank of a host to a CPU of its own; auto "
+     "= so where a one-host job has exactly one rank per CPU, else not; none = never "
+     "(Horovod's way); mpirun arguments that bind (--binding-args, --mpi-args) win",
+     [](config& c, const std::string& s) {
+       const auto lower = lowercase(s);
+       if (lower != "auto" && lower != "cpu" && lower != "none")
+         throw config_error("TROUPE_CPU_BINDING='" + s + "' is not auto, cpu or none");
+       c.cpu_binding = lower;
+     },
+     [](const config& c) { return c.cpu_binding; }},
     {"TROUPE_TIMELINE", "HOROVOD_TIMELINE", "timeline-filename",
      "write a Chrome trace per rank (path gets the rank before .json)",
      [](config& c, const std::string& s) { c.timeline = s; },

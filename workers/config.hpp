@@ -72,6 +72,9 @@ struct config {
   /// troupe-run gives each rank NCCL_HOSTID=<job id>-<rank> (unless the user
   /// set NCCL_HOSTID), so that NCCL accepts several ranks on one GPU.
   bool nccl_host_id_per_rank = false;
+  /// How troupe-run binds the ranks it starts to CPUs
+  /// (elastic/launcher/cpu_binding.hpp): "auto", "cpu" or "none".
+  std::string cpu_binding = "auto";
   /// Chrome-trace timeline, one file per rank ("t.json" -> "t.<rank>.json");
   /// empty = none; "DYNAMIC" = only between start_timeline / stop_timeline.
   std::string timeline;

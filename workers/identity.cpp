@@ -53,6 +53,7 @@ identity identity_from_env(const env_lookup& lookup, const config& cfg) {
       id.store.host = *addr;
     id.store.port = static_cast<uint16_t>(read_int(lookup, "STORE_PORT", 0, 0));
   }
+  id.own_core = read_int(lookup, "CPU", -1, 0) >= 0;
   id.elastic = read_int(lookup, "ELASTIC", 0, 0) != 0;
   if (id.elastic) {
     id.worker_id = read_int(lookup, "WORKER_ID", -1, 0);

@@ -29,6 +29,9 @@ struct identity : backends::rank_layout {
   bool elastic = false;
   /// The driver's id for this process (TROUPE_WORKER_ID), elastic jobs only.
   int64_t worker_id = -1;
+  /// troupe-run bound this process to a CPU of its own among the ranks of
+  /// its host (TROUPE_CPU, the CPU's number; see --cpu-binding).
+  bool own_core = false;
 
   bool has_store() const {
     return store.known();

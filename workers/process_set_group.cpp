@@ -9,6 +9,7 @@
 #include "autotune/autotune_log.hpp"
 #include "backends/backend_actor.hpp"
 #include "backends/registry.hpp"
+#include "backends/thread_affinity.hpp"
 #include "control/control_tree.hpp"
 #include "control/shm_channel.hpp"
 #include "coordinator/coordinator_actor.hpp"
@@ -105,6 +106,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   ctx.advertise_host = id.listen_host;
   ctx.host = id.hostname;
   ctx.shared_memory = cfg.shared_memory;
+  ctx.own_core = id.own_core;
   ctx.store = spec.store;
   ctx.store_prefix = id.job_id + "/set" + std::to_string(spec.set_id) + "." +
                      std::to_string(spec.serial) + "/";
@@ -174,6 +176,9 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   args.await_place = set_rank != 0 && control::tree_possible(set_size, cfg.control_fanout);
   args.set_size = set_size;
   args.mark_cycles = cfg.timeline_mark_cycles;
+  // (All of the host's ranks: at least the set's members there.)
+  if (backends::ranks_have_cores(id.local_size, id.own_core))
+    args.channel_poll = backends::peer_poll_time;
   g.inbox = args.inbox = std::make_shared<actors::submission_inbox>();
   g.negotiator = actors::spawn_negotiator(sys, std::move(args), g.coordinator, g.backends,
                                           spec.timeline);

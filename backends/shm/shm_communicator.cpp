@@ -9,7 +9,7 @@
 #include "backends/host_layout.hpp"
 #include "backends/set_hosts.hpp"
 #include "backends/shm/shm_group.hpp"
-#include "backends/thread_affinity.hpp"
+#include "backends/registry.hpp"
 #include "elastic/store.hpp"
 
 namespace troupe::backends {
@@ -46,11 +46,10 @@ void shm_communicator::connect() {
     return created;
   }();
   segment_name_ = segment.name();
-  // troupe-run does not bind ranks to cores: as many CPUs as the host's
-  // members lets each have one.
   auto group = std::make_unique<shm_group>(
     std::move(segment), layout.member, layout.members, ctx_.timeout,
-    usable_cpus() >= layout.members ? shm_group::spin_times::polling() : shm_group::spin_times{});
+    ranks_have_cores(layout.members, ctx_.own_core) ? shm_group::spin_times::polling()
+                                                    : shm_group::spin_times{});
   std::unique_ptr<gloo_communicator> cross;
   if (layout.hosts > 1) {
     auto c = ctx_;

@@ -14,13 +14,13 @@
 #include <string>
 
 #include "backends/backend.hpp"
+#include "backends/thread_affinity.hpp"
 #include "ipc/futex.hpp"
 
 namespace troupe::backends {
 
 namespace {
 
-using ipc::cpu_relax;
 using ipc::futex_wait;
 using ipc::futex_wake_all;
 using clock = std::chrono::steady_clock;
@@ -37,11 +37,6 @@ enum failure_kind : uint32_t {
   cross_failed,  // a member's allreduce with the other hosts failed
 };
 
-// A wait spins on the CPU's pause this long, then (while its spin time
-// lasts) yields between looks, so a thread the late member needs can have
-// this core: a 2 ms spin on pause alone put 1-2 % of 4-byte allreduces at
-// 2.2 ms and more (docs/benchmarks.md, run (17)).
-constexpr auto pause_time = std::chrono::microseconds(20);
 // A round of at most this many bytes is all latency (spin_times).
 constexpr size_t tiny_round_bytes = 1024;
 // How often a sleeping member checks that the others' processes still
@@ -119,8 +114,7 @@ shm_segment shm_group::open_host_segment(const std::string& name, int members) {
 }
 
 shm_spin_times shm_spin_times::polling() {
-  constexpr auto as_mpi = std::chrono::milliseconds(2);
-  return {as_mpi, as_mpi};
+  return {peer_poll_time, peer_poll_time};
 }
 
 shm_segment shm_group::create_segment(const std::string& name, int members, size_t slot_bytes) {
@@ -227,25 +221,14 @@ void shm_group::barrier(std::chrono::microseconds spin) {
 }
 
 void shm_group::wait_for(uint64_t target, std::chrono::microseconds spin) {
-  const auto start = clock::now();
-  const auto pause_end = start + std::min(spin, pause_time);
-  const auto spin_end = start + spin;
-  bool yielding = false;
-  for (unsigned i = 1;; ++i) {
+  const auto settled = [&] {
+    return all_arrived(target) ||
+           header_->failure.load(std::memory_order_relaxed) != healthy;
+  };
+  if (ipc::poll_for(settled, spin)) {
     if (all_arrived(target))
       return;
-    if (header_->failure.load(std::memory_order_relaxed) != healthy)
-      throw_failure();
-    if (yielding || i % 64 == 0) {
-      const auto now = clock::now();
-      if (now >= spin_end)
-        break;
-      yielding = now >= pause_end;
-    }
-    if (yielding)
-      sched_yield();
-    else
-      cpu_relax();
+    throw_failure();
   }
   const auto deadline = clock::now() + timeout_;
   auto next_check = clock::now() + liveness_period;

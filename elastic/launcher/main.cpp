@@ -1,6 +1,7 @@
 // troupe-run: starts the ranks of one job on this machine with a rendezvous
 // store, forwards their output tagged by rank, and ends them together.
 
+#include "elastic/launcher/cpu_binding.hpp"
 #include "elastic/launcher/elastic_driver.hpp"
 #include "elastic/launcher/host_plan.hpp"
 #include "elastic/launcher/job_supervisor.hpp"
@@ -232,9 +233,18 @@ std::vector<std::string> parent_environment() {
   return env;
 }
 
+// The CPU troupe-run binds `slot`'s rank to (see machine_rank_cpus), or -1.
+int rank_cpu(const std::vector<int>& cpus, const launcher::rank_slot& slot,
+             const std::string& self) {
+  if (cpus.empty() || !launcher::is_local_host(slot.host, self))
+    return -1;
+  return cpus.at(static_cast<size_t>(slot.machine_local_rank));
+}
+
 // --verbose: what troupe-run is about to start.
 std::string launch_summary(const launcher::launch_options& opts,
-                           const std::vector<launcher::rank_slot>& ranks) {
+                           const std::vector<launcher::rank_slot>& ranks,
+                           const std::string& cpu_binding, const std::vector<int>& cpus) {
   const auto words = [](const std::vector<std::string>& v) {
     std::string out;
     for (const auto& w : v)
@@ -245,14 +255,20 @@ std::string launch_summary(const launcher::launch_options& opts,
   for (const auto& [env, value] : opts.knobs)
     out += "troupe-run: " + env + "=" + value + "\n";
   if (opts.use_mpirun)
-    return out + "troupe-run: " + words(launcher::mpirun_command(opts, ::geteuid() == 0)) + "\n";
+    return out + "troupe-run: " +
+           words(launcher::mpirun_command(opts, ::geteuid() == 0, cpu_binding)) + "\n";
   if (opts.is_elastic())
     return out + "troupe-run: elastic job of " + std::to_string(opts.np) +
            " ranks to start with: " + words(opts.command) + "\n";
-  for (const auto& slot : ranks)
+  const auto self = own_hostname();
+  for (const auto& slot : ranks) {
+    const int cpu = rank_cpu(cpus, slot, self);
     out += "troupe-run: rank " + std::to_string(slot.rank) + " on " + slot.host +
            " (local rank " + std::to_string(slot.local_rank) + " of " +
-           std::to_string(slot.local_size) + "): " + words(opts.command) + "\n";
+           std::to_string(slot.local_size) +
+           (cpu >= 0 ? ", bound to CPU " + std::to_string(cpu) : std::string()) +
+           "): " + words(opts.command) + "\n";
+  }
   return out;
 }
 
@@ -264,23 +280,29 @@ int main(int argc, char** argv) {
     return parsed.exit_code;
   const auto& opts = *parsed.options;
   std::vector<launcher::rank_slot> ranks;
+  std::vector<int> cpus;  // by machine_local_rank; empty: not bound
   troupe::workers::config cfg;
   try {
     cfg = launcher_config(opts);
     // mpirun places the ranks itself, on whichever hosts it is given; an
-    // elastic job's driver, on whichever hosts are usable.
-    if (!opts.use_mpirun && !opts.is_elastic())
+    // elastic job's driver, on whichever hosts are usable (its ranks are
+    // not bound: their number on a host changes).
+    if (!opts.use_mpirun && !opts.is_elastic()) {
       ranks = plan_static_job(opts);
-  } catch (const std::exception& e) {  // plan_error, config_error
+      cpus = launcher::machine_rank_cpus(cfg.cpu_binding, ranks, own_hostname());
+    }
+    if (opts.use_mpirun)  // throws when --cpu-binding cannot hold
+      launcher::mpirun_command(opts, false, cfg.cpu_binding);
+  } catch (const std::exception& e) {  // plan_error, config_error, invalid_argument
     std::cerr << "troupe-run: error: " << e.what() << "\n";
     return usage_error;
   }
   if (opts.verbose)
-    std::cerr << launch_summary(opts, ranks);
+    std::cerr << launch_summary(opts, ranks, cfg.cpu_binding, cpus);
   // Without an endpoint to serve, nothing needs to stay between the user
   // and mpirun.
   if (opts.use_mpirun && cfg.metrics_port == 0)
-    return launcher::exec_mpirun(opts);
+    return launcher::exec_mpirun(opts, cfg.cpu_binding);
   // Written by threads of their own: a reader that stops reading never
   // stops the supervision below. Declared first, so they go last.
   launcher::output_sink out_sink{STDOUT_FILENO};
@@ -320,7 +342,7 @@ int main(int argc, char** argv) {
         [&counts, np = opts.np](bool failed) { counts.workers_exited(failed, np); });
       try {
         supervisor.add(launcher::spawn_worker(
-          launcher::mpirun_rank, launcher::mpirun_command(opts, ::geteuid() == 0),
+          launcher::mpirun_rank, launcher::mpirun_command(opts, ::geteuid() == 0, cfg.cpu_binding),
           launcher::merge_environment(parent, opts.knobs), to_stdout, to_stderr));
       } catch (const launcher::spawn_error& e) {
         to_stderr(std::string("troupe-run: ") + e.what() + " (install openmpi-bin)\n");
@@ -349,15 +371,18 @@ int main(int argc, char** argv) {
                          files.tee(slot.rank, "stderr", to_stderr));
     for (size_t i = 0; i < ranks.size(); ++i) {
       const auto& slot = ranks[i];
-      auto env = launcher::merge_environment(
-        parent, launcher::rank_variables(slot, job));
+      auto vars = launcher::rank_variables(slot, job);
+      const int cpu = rank_cpu(cpus, slot, self);
+      if (cpu >= 0)
+        vars.emplace_back("TROUPE_CPU", std::to_string(cpu));
+      auto env = launcher::merge_environment(parent, vars);
       try {
         const auto& [out, err] = sinks[i];
         // Another host: over ssh, which gets troupe-run's environment; the
         // worker's goes on its command line, the secret through its stdin.
         const bool here = launcher::is_local_host(slot.host, self);
         auto worker =
-          here ? launcher::spawn_worker(slot.rank, opts.command, env, out, err)
+          here ? launcher::spawn_worker(slot.rank, opts.command, env, out, err, {}, cpu)
                : launcher::spawn_worker(
                    slot.rank, launcher::ssh_command(slot.host, opts.ssh, cwd, env, opts.command),
                    parent, out, err, secret);

@@ -1,5 +1,7 @@
 #include "elastic/launcher/mpirun.hpp"
 
+#include "elastic/launcher/cpu_binding.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -11,18 +13,27 @@
 
 namespace troupe::elastic::launcher {
 
-std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root) {
-  // Not bound to one core (Open MPI's default for np <= 2): a rank's actor,
-  // network and backend threads would share it (Horovod passes the same),
-  // unless the user's mpirun arguments bind otherwise.
+std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root,
+                                        const std::string& cpu_binding) {
+  // Bound as --cpu-binding says (cpu_binding.hpp; Horovod passes --bind-to
+  // none), unless the user's mpirun arguments bind otherwise.
   std::vector<std::string> cmd{"mpirun", "--tag-output", "--oversubscribe"};
-  const bool binds = std::any_of(opts.mpi_args.begin(), opts.mpi_args.end(), [](auto& a) {
-    return a == "--bind-to" || a == "-bind-to" || a.rfind("--bind-to=", 0) == 0;
-  });
-  if (!opts.binding_args.empty())
+  const auto given = [&](const char* flag) {
+    const std::string dashed = std::string("-") + flag;
+    return std::any_of(opts.mpi_args.begin(), opts.mpi_args.end(), [&](const std::string& a) {
+      return a == dashed || a == "-" + dashed || a.rfind("-" + dashed + "=", 0) == 0;
+    });
+  };
+  if (!opts.binding_args.empty()) {
     cmd.insert(cmd.end(), opts.binding_args.begin(), opts.binding_args.end());
-  else if (!binds)
-    cmd.insert(cmd.end(), {"--bind-to", "none"});
+  } else if (!given("bind-to")) {
+    const bool one_host = opts.hosts.empty() && opts.hostfile.empty();
+    const auto words = mpirun_binding(cpu_binding, opts.np, one_host,
+                                      static_cast<int>(usable_cpu_list().size()));
+    if (words.back() == "hwthread" && !given("map-by"))
+      cmd.insert(cmd.end(), {"--map-by", "hwthread"});
+    cmd.insert(cmd.end(), words.begin(), words.end());
+  }
   if (as_root)
     cmd.emplace_back("--allow-run-as-root");
   cmd.insert(cmd.end(), {"-np", std::to_string(opts.np)});
@@ -42,10 +53,10 @@ std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root
   return cmd;
 }
 
-int exec_mpirun(const launch_options& opts) {
+int exec_mpirun(const launch_options& opts, const std::string& cpu_binding) {
   for (const auto& [name, value] : opts.knobs)
     ::setenv(name.c_str(), value.c_str(), 1);
-  auto cmd = mpirun_command(opts, ::geteuid() == 0);
+  auto cmd = mpirun_command(opts, ::geteuid() == 0, cpu_binding);
   std::vector<char*> argv;
   for (auto& arg : cmd)
     argv.push_back(arg.data());

@@ -10,13 +10,16 @@ namespace troupe::elastic::launcher {
 /// The Open MPI command line that runs the job `opts` describes, as
 /// horovodrun --mpi builds it: ranks on the given hosts, output tagged,
 /// oversubscription allowed (-np is the user's choice, not the core count),
-/// --allow-run-as-root when `as_root`.
-std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root);
+/// --allow-run-as-root when `as_root`, ranks bound to CPUs as `cpu_binding`
+/// (TROUPE_CPU_BINDING) says. Throws std::invalid_argument when "cpu" asks
+/// for more ranks than this host has CPUs.
+std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root,
+                                        const std::string& cpu_binding);
 
 /// Sets the knobs in this process's environment (mpirun forwards it) and
 /// replaces this process with mpirun (when troupe-run has no endpoint of its
 /// own to serve; else it runs mpirun_command() as its child). Returns only on failure, with the
 /// exit code to use after printing why.
-int exec_mpirun(const launch_options& opts);
+int exec_mpirun(const launch_options& opts, const std::string& cpu_binding);
 
 } // namespace troupe::elastic::launcher

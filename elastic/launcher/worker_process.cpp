@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -93,7 +94,8 @@ std::string find_executable(const std::string& name) {
 // The child between fork and exec: async-signal-safe calls only (the
 // launcher has other threads). Reports a failure as its errno on `status`.
 [[noreturn]] void become_worker(pid_t launcher, int in, int out, int err, int status,
-                                const char* file, char* const* argv, char* const* envp) {
+                                const cpu_set_t* cpus, const char* file, char* const* argv,
+                                char* const* envp) {
   auto fail = [status] { child_failed(status); };
   // Own process group: a terminal's Ctrl-C reaches troupe-run alone, which
   // forwards it, and a kill of the group also reaches the worker's children.
@@ -104,6 +106,9 @@ std::string find_executable(const std::string& name) {
   // lives as long as the process. A launcher that died before this call
   // left the child to a new parent already.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != launcher)
+    fail();
+  // Before exec: every thread the command starts inherits it.
+  if (cpus && ::sched_setaffinity(0, sizeof *cpus, cpus) != 0)
     fail();
   const auto defaults = changed_signals();
   for (int sig = 1; sig < NSIG; ++sig)
@@ -138,7 +143,7 @@ void worker_process::drain() {
 }
 
 piped_child spawn_piped(const std::vector<std::string>& argv,
-                        const std::vector<std::string>& env, const std::string& input) {
+                        const std::vector<std::string>& env, const std::string& input, int cpu) {
   const auto file = find_executable(argv[0]);
   if (file.empty())
     throw spawn_error(net::error_text(ENOENT));
@@ -160,14 +165,18 @@ piped_child spawn_piped(const std::vector<std::string>& argv,
   auto status_pipe = make_pipe(true);
   auto args = c_strings(argv);
   auto envp = c_strings(env);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (cpu >= 0)
+    CPU_SET(cpu, &cpus);
   const pid_t launcher = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0)
     throw spawn_error(net::error_text(errno));
   if (pid == 0)
     become_worker(launcher, in_pipe.read ? in_pipe.read.get() : -1, out_pipe.write.get(),
-                  err_pipe.write.get(),
-                  status_pipe.write.get(), file.c_str(), args.data(), envp.data());
+                  err_pipe.write.get(), status_pipe.write.get(), cpu >= 0 ? &cpus : nullptr,
+                  file.c_str(), args.data(), envp.data());
   status_pipe.write.reset();
   int error = 0;
   ssize_t n = 0;
@@ -185,10 +194,10 @@ piped_child spawn_piped(const std::vector<std::string>& argv,
 worker_process spawn_worker(int rank, const std::vector<std::string>& argv,
                             const std::vector<std::string>& env,
                             line_forwarder::sink out,
-                            line_forwarder::sink err, const std::string& input) {
+                            line_forwarder::sink err, const std::string& input, int cpu) {
   piped_child child;
   try {
-    child = spawn_piped(argv, env, input);
+    child = spawn_piped(argv, env, input, cpu);
   } catch (const spawn_error& e) {
     throw spawn_error("cannot start '" + argv[0] + "'"
                       + (rank == mpirun_rank ? "" : " for " + worker_name(rank)) + ": "

@@ -52,9 +52,11 @@ struct piped_child {
 /// with errno's text. The child gets SIGKILL when the calling thread ends
 /// (PR_SET_PDEATHSIG): a discovery script started from the discovery
 /// thread ends with it. A non-empty `input` (at most 4 KiB) is the child's
-/// stdin, then EOF.
+/// stdin, then EOF. A `cpu` >= 0 binds the child to that CPU before it
+/// starts the command (--cpu-binding).
 piped_child spawn_piped(const std::vector<std::string>& argv,
-                        const std::vector<std::string>& env, const std::string& input = {});
+                        const std::vector<std::string>& env, const std::string& input = {},
+                        int cpu = -1);
 
 /// "rank 3", or "mpirun" for mpirun_rank: how troupe-run names a worker.
 std::string worker_name(int rank);
@@ -67,6 +69,6 @@ std::string worker_name(int rank);
 worker_process spawn_worker(int rank, const std::vector<std::string>& argv,
                             const std::vector<std::string>& env,
                             line_forwarder::sink out, line_forwarder::sink err,
-                            const std::string& input = {});
+                            const std::string& input = {}, int cpu = -1);
 
 } // namespace troupe::elastic::launcher

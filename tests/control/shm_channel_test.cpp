@@ -385,6 +385,33 @@ TEST(shm_channel, an_agreed_list_written_inline_reaches_the_others_only) {
   EXPECT_EQ(got_two.messages, (std::vector<std::string>{"list 0", "agreed by 1", "list 1"}));
 }
 
+// A member that polls for its replies (poll_replies) still takes each in
+// order: those that come while it polls, those that come after its window
+// ended and it went to sleep, and those nobody announced.
+TEST(shm_channel, a_polling_member_takes_replies_during_and_after_its_window) {
+  channel_host host(2);
+  host.start([](std::string) {});
+  auto member = channel_member::open(host.name(), 1);
+  ASSERT_TRUE(member);
+  member->poll_replies(5ms);
+  inbox got;
+  member->start([&](std::string m) { got.add(std::move(m)); });
+  std::vector<std::string> sent;
+  std::mt19937 random(5);
+  for (int i = 0; i < 60; ++i) {
+    const auto kind = random() % 3;
+    if (kind != 2)
+      member->expect_reply();
+    if (kind == 1)
+      std::this_thread::sleep_for(8ms);  // past the window: the reader sleeps
+    sent.push_back(message(0, i, 1 + random() % 200));
+    ASSERT_TRUE(host.post(sent.back()));
+    ASSERT_TRUE(got.wait_for_count(sent.size(), 10s)) << "reply " << i << " never arrived";
+  }
+  std::lock_guard<std::mutex> lock(got.mutex);
+  EXPECT_EQ(got.messages, sent);
+}
+
 TEST(shm_channel, a_member_cannot_open_what_is_not_its_channel) {
   channel_host host(3);
   EXPECT_EQ(channel_member::open("/troupe-ctl-does-not-exist", 1), nullptr);

@@ -27,10 +27,33 @@ printf 'localhost slots=1\n' > "$dir/one-host"
 expect 0 -np 1 -hostfile "$dir/one-host" -p 2222 -i /dev/null sh -c 'echo $TROUPE_RANK'
 [ "$(cat "$dir/out")" = '[0]<stdout>:0' ] || fail "-hostfile/-p/-i: $(cat "$dir/out")"
 # --verbose (horovodrun's) says what starts where before it starts.
-expect 0 --verbose -np 2 --cache-capacity 7 sh -c 'echo started'
+expect 0 --verbose -np 2 --cache-capacity 7 --cpu-binding none sh -c 'echo started'
 grep -q '^troupe-run: TROUPE_CACHE_CAPACITY=7$' "$dir/err" || fail "verbose knobs: $(cat "$dir/err")"
 grep -q '^troupe-run: rank 1 on localhost (local rank 1 of 2): sh -c echo started$' "$dir/err" \
   || fail "verbose ranks: $(cat "$dir/err")"
+# --cpu-binding: "cpu" gives each rank of the host a CPU of its own (and says
+# which in TROUPE_CPU); "auto" does so where a one-host job has one rank
+# per CPU; more ranks than CPUs cannot each have one.
+cpus=$(nproc)
+show='echo "$TROUPE_CPU $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
+expect 0 --verbose -np 1 --cpu-binding cpu sh -c "$show"
+grep -q '^troupe-run: rank 0 on localhost (local rank 0 of 1, bound to CPU [0-9]*): ' "$dir/err" \
+  || fail "verbose binding: $(cat "$dir/err")"
+read -r cpu allowed < <(cut -d: -f2- "$dir/out")
+[ -n "$cpu" ] && [ "$allowed" = "$cpu" ] || fail "cpu binding: $(cat "$dir/out")"
+expect 0 -np "$cpus" sh -c "$show"
+[ "$(cut -d: -f2- "$dir/out" | awk '$1 == $2' | sort -u | wc -l)" = "$cpus" ] \
+  || fail "auto binding of $cpus ranks: $(cat "$dir/out")"
+if [ "$cpus" -gt 1 ]; then
+  expect 0 -np 1 sh -c "$show"
+  [ "$(cut -d: -f2- "$dir/out")" = " $(grep Cpus_allowed_list /proc/self/status | cut -f2)" ] \
+    || fail "auto binding of 1 rank on $cpus CPUs: $(cat "$dir/out")"
+fi
+expect 2 -np $((cpus + 1)) --cpu-binding cpu true
+grep -q -- "--cpu-binding cpu: $((cpus + 1)) ranks on this host but only $cpus CPUs" "$dir/err" \
+  || fail "too many ranks to bind: $(cat "$dir/err")"
+expect 2 -np 1 --cpu-binding tight true
+grep -q "TROUPE_CPU_BINDING='tight'" "$dir/err" || fail "bad binding: $(cat "$dir/err")"
 # horovodrun --check-build's report, no -np needed.
 expect 0 --check-build
 grep -q '^Available Tensor Operations:' "$dir/out" || fail "check-build: $(cat "$dir/out")"

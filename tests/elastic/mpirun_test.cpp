@@ -1,5 +1,9 @@
 #include "elastic/launcher/mpirun.hpp"
 
+#include <stdexcept>
+
+#include "elastic/launcher/cpu_binding.hpp"
+
 #include <gtest/gtest.h>
 
 namespace troupe::elastic::launcher {
@@ -11,7 +15,7 @@ TEST(mpirun_command, horovodrun_style_command_line) {
   opts.hosts = "localhost:2,127.0.0.1:2";
   opts.timeout_seconds = 9.5;
   opts.command = {"python3", "train.py", "-np", "7"};
-  auto cmd = mpirun_command(opts, true);
+  auto cmd = mpirun_command(opts, true, "none");
   EXPECT_EQ(cmd, (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe",
                                            "--bind-to", "none", "--allow-run-as-root", "-np", "4", "-H",
                                            "localhost:2,127.0.0.1:2", "--timeout", "10",
@@ -23,7 +27,7 @@ TEST(mpirun_command, not_root_and_hostfile) {
   opts.np = 2;
   opts.hostfile = "hosts.txt";
   opts.command = {"./prog"};
-  auto cmd = mpirun_command(opts, false);
+  auto cmd = mpirun_command(opts, false, "none");
   EXPECT_EQ(cmd, (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe",
                                            "--bind-to", "none", "-np", "2", "--hostfile", "hosts.txt", "./prog"}));
 }
@@ -33,18 +37,18 @@ TEST(mpirun_command, mpi_args_go_before_the_command_and_may_bind) {
   opts.np = 2;
   opts.mpi_args = {"--map-by", "ppr:1:core", "-x", "FOO"};
   opts.command = {"./prog"};
-  EXPECT_EQ(mpirun_command(opts, false),
+  EXPECT_EQ(mpirun_command(opts, false, "none"),
             (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
                                       "none", "-np", "2", "--map-by", "ppr:1:core", "-x", "FOO",
                                       "./prog"}));
   opts.output_dir = "logs";  // mpirun writes the files itself
-  EXPECT_EQ(mpirun_command(opts, false),
+  EXPECT_EQ(mpirun_command(opts, false, "none"),
             (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
                                       "none", "-np", "2", "--output-filename", "logs", "--map-by",
                                       "ppr:1:core", "-x", "FOO", "./prog"}));
   opts.output_dir.clear();
   opts.mpi_args = {"--bind-to", "core"};  // the user's binding, not troupe-run's
-  EXPECT_EQ(mpirun_command(opts, false),
+  EXPECT_EQ(mpirun_command(opts, false, "none"),
             (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "-np", "2",
                                       "--bind-to", "core", "./prog"}));
 }
@@ -54,7 +58,7 @@ TEST(mpirun_command, timestamps_are_mpiruns) {
   opts.np = 1;
   opts.prefix_timestamp = true;  // horovodrun's --prefix-output-with-timestamp
   opts.command = {"./prog"};
-  EXPECT_EQ(mpirun_command(opts, false),
+  EXPECT_EQ(mpirun_command(opts, false, "none"),
             (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
                                       "none", "-np", "1", "--timestamp-output", "./prog"}));
 }
@@ -65,10 +69,46 @@ TEST(mpirun_command, binding_args_replace_troupe_runs_binding) {
   opts.binding_args = {"--bind-to", "core", "--map-by", "slot"};  // horovodrun's --binding-args
   opts.mpi_args = {"-x", "FOO"};
   opts.command = {"./prog"};
-  EXPECT_EQ(mpirun_command(opts, false),
+  EXPECT_EQ(mpirun_command(opts, false, "none"),
             (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
                                       "core", "--map-by", "slot", "-np", "2", "-x", "FOO",
                                       "./prog"}));
+}
+
+TEST(cpu_binding, auto_binds_a_one_host_job_of_one_rank_per_cpu) {
+  const std::vector<std::string> bound{"--bind-to", "hwthread"};
+  const std::vector<std::string> unbound{"--bind-to", "none"};
+  EXPECT_EQ(mpirun_binding("auto", 2, true, 2), bound);
+  EXPECT_EQ(mpirun_binding("auto", 2, true, 16), unbound);  // compute threads keep their CPUs
+  EXPECT_EQ(mpirun_binding("auto", 4, true, 2), unbound);   // ranks would share CPUs
+  EXPECT_EQ(mpirun_binding("auto", 2, false, 2), unbound);  // other hosts: unknown CPUs
+  EXPECT_EQ(mpirun_binding("none", 2, true, 2), unbound);
+  EXPECT_EQ(mpirun_binding("cpu", 2, true, 16), bound);
+  EXPECT_EQ(mpirun_binding("cpu", 64, false, 2), bound);  // mpirun checks the other hosts
+  EXPECT_THROW(mpirun_binding("cpu", 3, true, 2), std::invalid_argument);
+
+  EXPECT_EQ(rank_cpus("auto", 2, true, {4, 6}), (std::vector<int>{4, 6}));
+  EXPECT_EQ(rank_cpus("auto", 1, true, {4, 6}), std::vector<int>{});
+  EXPECT_EQ(rank_cpus("auto", 2, false, {4, 6}), std::vector<int>{});
+  EXPECT_EQ(rank_cpus("cpu", 1, false, {4, 6}), std::vector<int>{4});
+  EXPECT_EQ(rank_cpus("none", 2, true, {4, 6}), std::vector<int>{});
+  EXPECT_THROW(rank_cpus("cpu", 3, true, {4, 6}), std::invalid_argument);
+}
+
+TEST(cpu_binding, maps_by_hwthread_unless_the_user_maps) {
+  launch_options opts;
+  opts.np = 2;
+  opts.hosts = "node1:2,node2:2";
+  opts.command = {"./prog"};
+  EXPECT_EQ(mpirun_command(opts, false, "cpu"),
+            (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--map-by",
+                                      "hwthread", "--bind-to", "hwthread", "-np", "2", "-H",
+                                      "node1:2,node2:2", "./prog"}));
+  opts.mpi_args = {"--map-by", "ppr:1:socket"};
+  EXPECT_EQ(mpirun_command(opts, false, "cpu"),
+            (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
+                                      "hwthread", "-np", "2", "-H", "node1:2,node2:2",
+                                      "--map-by", "ppr:1:socket", "./prog"}));
 }
 
 } // namespace
