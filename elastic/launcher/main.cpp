@@ -284,6 +284,10 @@ int main(int argc, char** argv) {
   troupe::workers::config cfg;
   try {
     cfg = launcher_config(opts);
+    // Threads the user places (--thread-affinity) need the process's CPUs:
+    // auto leaves the ranks unbound then.
+    if (cfg.cpu_binding == "auto" && !cfg.thread_affinity.empty())
+      cfg.cpu_binding = "none";
     // mpirun places the ranks itself, on whichever hosts it is given; an
     // elastic job's driver, on whichever hosts are usable (its ranks are
     // not bound: their number on a host changes).

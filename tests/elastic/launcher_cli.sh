@@ -35,18 +35,23 @@ grep -q '^troupe-run: rank 1 on localhost (local rank 1 of 2): sh -c echo starte
 # which in TROUPE_CPU); "auto" does so where a one-host job has one rank
 # per CPU; more ranks than CPUs cannot each have one.
 cpus=$(nproc)
-show='echo "$TROUPE_CPU $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
+allowed() { grep Cpus_allowed_list /proc/self/status | cut -f2; }
+show='echo "cpu=$TROUPE_CPU allowed=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
 expect 0 --verbose -np 1 --cpu-binding cpu sh -c "$show"
 grep -q '^troupe-run: rank 0 on localhost (local rank 0 of 1, bound to CPU [0-9]*): ' "$dir/err" \
   || fail "verbose binding: $(cat "$dir/err")"
-read -r cpu allowed < <(cut -d: -f2- "$dir/out")
-[ -n "$cpu" ] && [ "$allowed" = "$cpu" ] || fail "cpu binding: $(cat "$dir/out")"
+grep -Eq '^\[0\]<stdout>:cpu=([0-9]+) allowed=\1$' "$dir/out" || fail "cpu binding: $(cat "$dir/out")"
 expect 0 -np "$cpus" sh -c "$show"
-[ "$(cut -d: -f2- "$dir/out" | awk '$1 == $2' | sort -u | wc -l)" = "$cpus" ] \
+[ "$(grep -Ec '<stdout>:cpu=([0-9]+) allowed=\1$' "$dir/out")" = "$cpus" ] &&
+  [ "$(sort -u -t= -k2,2 "$dir/out" | wc -l)" = "$cpus" ] \
   || fail "auto binding of $cpus ranks: $(cat "$dir/out")"
+# Threads the user pins (--thread-affinity) keep the process's CPUs.
+expect 0 -np "$cpus" --thread-affinity 0 sh -c "$show"
+[ "$(grep -c "<stdout>:cpu= allowed=$(allowed)$" "$dir/out")" = "$cpus" ] \
+  || fail "auto binding next to --thread-affinity: $(cat "$dir/out")"
 if [ "$cpus" -gt 1 ]; then
   expect 0 -np 1 sh -c "$show"
-  [ "$(cut -d: -f2- "$dir/out")" = " $(grep Cpus_allowed_list /proc/self/status | cut -f2)" ] \
+  [ "$(cat "$dir/out")" = "[0]<stdout>:cpu= allowed=$(allowed)" ] \
     || fail "auto binding of 1 rank on $cpus CPUs: $(cat "$dir/out")"
 fi
 expect 2 -np $((cpus + 1)) --cpu-binding cpu true
