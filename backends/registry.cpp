@@ -1,6 +1,7 @@
 // The only file that knows which backends were compiled in.
 #include "backends/registry.hpp"
 
+#include <unistd.h>
 
 #include "backends/config.h"
 #include "backends/cpu/cpu_backend.hpp"
@@ -81,6 +82,12 @@ bool ranks_have_cores(int host_ranks, bool own_core) {
   if (mpi_started())
     return !mpi_yielding();
   return own_core || usable_cpus() >= host_ranks;
+}
+
+bool rank_bound(bool own_core) {
+  if (own_core)
+    return true;
+  return mpi_started() && !mpi_yielding() && usable_cpus() < ::sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 std::string missing_backend(device_kind kind) {

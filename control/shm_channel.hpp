@@ -141,7 +141,7 @@ public:
   /// After expect_reply(), the reader looks for the next message for up to
   /// `window` before it sleeps (ipc::poll_for), saving the futex wake-up
   /// of a reader asleep: for members that each have a core of their own
-  /// (backends::ranks_have_cores). 0 (the default): it sleeps at once.
+  /// (backends::rank_bound). 0 (the default): it sleeps at once.
   /// Before start().
   void poll_replies(std::chrono::microseconds window);
   /// This member sent a list or posted an arrival: a reply is due. The

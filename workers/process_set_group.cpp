@@ -176,8 +176,10 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   args.await_place = set_rank != 0 && control::tree_possible(set_size, cfg.control_fanout);
   args.set_size = set_size;
   args.mark_cycles = cfg.timeline_mark_cycles;
-  // (All of the host's ranks: at least the set's members there.)
-  if (backends::ranks_have_cores(id.local_size, id.own_core))
+  // Only bound: an unbound rank's polling reader shares CPUs with the
+  // threads it waits for (2 ranks on 2 CPUs, unbound, a 4-byte allreduce:
+  // 78 -> 96 us under MPI; bound 45 -> 40 us, docs/benchmarks.md run (18)).
+  if (backends::rank_bound(id.own_core))
     args.channel_poll = backends::peer_poll_time;
   g.inbox = args.inbox = std::make_shared<actors::submission_inbox>();
   g.negotiator = actors::spawn_negotiator(sys, std::move(args), g.coordinator, g.backends,

@@ -34,9 +34,9 @@ std::vector<int> usable_cpu_list() {
   return cpus;
 }
 
-std::vector<int> rank_cpus(const std::string& mode, int host_ranks, bool one_host,
+std::vector<int> rank_cpus(const std::string& mode, int host_ranks,
                            const std::vector<int>& usable) {
-  if (!binds(mode, host_ranks, one_host, static_cast<int>(usable.size())))
+  if (mode != "cpu" || !binds(mode, host_ranks, true, static_cast<int>(usable.size())))
     return {};
   return {usable.begin(), usable.begin() + host_ranks};
 }
@@ -46,8 +46,7 @@ std::vector<int> machine_rank_cpus(const std::string& mode, const std::vector<ra
   const auto here = std::count_if(ranks.begin(), ranks.end(), [&](const rank_slot& slot) {
     return is_local_host(slot.host, own_hostname);
   });
-  return rank_cpus(mode, static_cast<int>(here), here == static_cast<long>(ranks.size()),
-                   usable_cpu_list());
+  return rank_cpus(mode, static_cast<int>(here), usable_cpu_list());
 }
 
 std::vector<std::string> mpirun_binding(const std::string& mode, int np, bool one_host,
