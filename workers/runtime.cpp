@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/timeline.hpp"
+#include "backends/thread_affinity.hpp"
 #include "elastic/elastic_plan.hpp"
 #include "elastic/store_endpoint.hpp"
 #include "workers/descriptor_limit.hpp"
@@ -28,15 +29,25 @@ namespace {
 caf::actor_system_config make_caf_config(const config& cfg, const control_plane& plane) {
   caf::actor_system_config c;
   plane.configure(c);
-  c.set("scheduler.max-threads", static_cast<size_t>(cfg.scheduler_threads));
+  // No more threads than CPUs the process may use unless asked: on a rank
+  // bound to one CPU a second one only takes turns with the threads a
+  // collective needs (2 bound ranks, a 4-byte allreduce: 40.8 -> 34.2 us
+  // with one; docs/benchmarks.md run (18)).
+  const int threads = cfg.is_explicit("TROUPE_SCHEDULER_THREADS")
+                        ? cfg.scheduler_threads
+                        : std::min(cfg.scheduler_threads, backends::usable_cpus());
+  c.set("scheduler.max-threads", static_cast<size_t>(threads));
   // CAF's default idle loop sleeps 50 us between polls, adding ~100 us to
   // every hop from a foreign thread or the network (see caf-0.17 notes).
   c.set("work-stealing.moderate-sleep-duration", caf::timespan{0});
   // Where MPI yields its core while it waits (the user's
   // OMPI_MCA_mpi_yield_when_idle=1, or mpirun oversubscribing), the
   // scheduler's threads must not take it by polling on: after their 100
-  // fast polls they sleep until woken (docs/benchmarks.md run (14)).
-  if (backends::mpi_yielding())
+  // fast polls they sleep until woken (docs/benchmarks.md run (14)). Nor
+  // on a process bound to one CPU: whatever a polling thread waits for
+  // needs that CPU (2 bound ranks, a 4-byte allreduce: 34 -> 22 us without
+  // the polls; docs/benchmarks.md run (18)).
+  if (backends::mpi_yielding() || backends::usable_cpus() < 2)
     c.set("work-stealing.moderate-poll-attempts", size_t{0});
   // Heartbeats make a frozen peer (SIGSTOP, hung host) look like a lost one.
   const auto timeout = std::chrono::duration_cast<caf::timespan>(
