@@ -101,7 +101,8 @@ const std::vector<knob>& knobs() {
      },
      [](const config& c) { return print_double(c.start_timeout_seconds); }},
     {"TROUPE_SCHEDULER_THREADS", nullptr, "scheduler-threads",
-     "threads of the actor scheduler in each worker",
+     "threads of the actor scheduler in each worker (default 2, at most the CPUs the worker "
+     "may run on)",
      [](config& c, const std::string& s) {
        c.scheduler_threads = parse_count("TROUPE_SCHEDULER_THREADS", s);
      },

@@ -27,7 +27,8 @@ struct config {
   /// Deadline for bootstrap (store connection, endpoint exchange, Gloo
   /// mesh) and for each step of a process-set registration.
   double start_timeout_seconds = 30.0;
-  /// Threads of the CAF scheduler (actors only; backends run on their own).
+  /// Threads of the CAF scheduler (actors only; backends run on their own);
+  /// unless given, at most the CPUs the process may run on.
   int scheduler_threads = 2;
   /// How long a thread waiting for a collective yields before it sleeps,
   /// in microseconds; -1 = decided from this host's CPUs and ranks (see
