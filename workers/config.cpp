@@ -70,6 +70,19 @@ std::string lowercase(const std::string& s) {
   return out;
 }
 
+// `s` in lower case when it is one of `choices`, else config_error naming
+// `name` and them ("... is not gloo or mpi").
+std::string parse_choice(const char* name, const std::string& s,
+                         const std::vector<std::string>& choices) {
+  const auto lower = lowercase(s);
+  if (std::find(choices.begin(), choices.end(), lower) != choices.end())
+    return lower;
+  std::string listed;
+  for (size_t i = 0; i < choices.size(); ++i)
+    listed += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  throw config_error(std::string(name) + "='" + s + "' is not " + listed);
+}
+
 std::string print_double(double v) {
   std::ostringstream out;
   out << v;
@@ -151,10 +164,7 @@ const std::vector<knob>& knobs() {
     {"TROUPE_CPU_OPERATIONS", "HOROVOD_CPU_OPERATIONS", "cpu-operations",
      "CPU backend: gloo or mpi (default: gloo under troupe-run, mpi under mpirun)",
      [](config& c, const std::string& s) {
-       const auto lower = lowercase(s);
-       if (lower != "gloo" && lower != "mpi")
-         throw config_error("TROUPE_CPU_OPERATIONS='" + s + "' is not gloo or mpi");
-       c.cpu_operations = lower;
+       c.cpu_operations = parse_choice("TROUPE_CPU_OPERATIONS", s, {"gloo", "mpi"});
      },
      [](const config& c) { return c.cpu_operations.empty() ? "auto" : c.cpu_operations; }},
     {"TROUPE_MPI_THREADS_DISABLE", "HOROVOD_MPI_THREADS_DISABLE", "mpi-threads-disable",
@@ -194,10 +204,7 @@ const std::vector<knob>& knobs() {
      "backend of CUDA tensors: nccl, or gloo / mpi (staged through host memory; the CPU "
      "backend's own library) (default: nccl where built, else the CPU backend)",
      [](config& c, const std::string& s) {
-       const auto lower = lowercase(s);
-       if (lower != "nccl" && lower != "gloo" && lower != "mpi")
-         throw config_error("TROUPE_GPU_OPERATIONS='" + s + "' is not nccl, gloo or mpi");
-       c.gpu_operations = lower;
+       c.gpu_operations = parse_choice("TROUPE_GPU_OPERATIONS", s, {"nccl", "gloo", "mpi"});
      },
      [](const config& c) { return c.gpu_operations.empty() ? "auto" : c.gpu_operations; }},
     {"TROUPE_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE", "hierarchical-allreduce",
@@ -231,13 +238,11 @@ const std::vector<knob>& knobs() {
      [](const config& c) { return std::string(c.nccl_host_id_per_rank ? "1" : "0"); }, "1"},
     {"TROUPE_CPU_BINDING", nullptr, "cpu-binding",
      "how troupe-run binds ranks to CPUs: cpu = each rank of a host to a CPU of its own; auto "
-     "= so where a one-host job has exactly one rank per CPU, else not; none = never "
-     "(Horovod's way); mpirun arguments that bind (--binding-args, --mpi-args) win",
+     "= so under --mpi where a one-host job has exactly one rank per CPU, else not (Gloo's "
+     "TCP transport is slower bound); none = never (Horovod's way); mpirun arguments that "
+     "bind (--binding-args, --mpi-args) win",
      [](config& c, const std::string& s) {
-       const auto lower = lowercase(s);
-       if (lower != "auto" && lower != "cpu" && lower != "none")
-         throw config_error("TROUPE_CPU_BINDING='" + s + "' is not auto, cpu or none");
-       c.cpu_binding = lower;
+       c.cpu_binding = parse_choice("TROUPE_CPU_BINDING", s, {"auto", "cpu", "none"});
      },
      [](const config& c) { return c.cpu_binding; }},
     {"TROUPE_TIMELINE", "HOROVOD_TIMELINE", "timeline-filename",
