@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/buffer_piece.hpp"
 #include "troupe/types.hpp"
 
 namespace troupe::backends {
@@ -65,6 +66,18 @@ public:
   }
 
   virtual void allreduce(const allreduce_options& opts) = 0;
+  /// Whether allreduce_pieces() reduces pieces where they lie (the host's
+  /// shared segment); else a caller packs them into one buffer for
+  /// allreduce(). Asked once connected, the same answer on every member.
+  virtual bool reduces_pieces() const {
+    return false;
+  }
+  /// allreduce() of the concatenation of `pieces` (whole elements of
+  /// `dtype` each), each in place. Only where reduces_pieces().
+  virtual void allreduce_pieces(const buffer_pieces& pieces, data_type dtype, reduce_op op) {
+    (void)pieces, (void)dtype, (void)op;
+    throw backend_error(std::string(name()) + " does not reduce pieces in place");
+  }
   virtual void allgather(const allgather_options& opts) = 0;
   virtual void broadcast(const broadcast_options& opts) = 0;
   virtual void alltoall(const alltoall_options& opts) = 0;

@@ -304,23 +304,7 @@ void mpi_communicator::allreduce(const allreduce_options& opts) {
   if (opts.count == 0)
     return;
   if (group_) {
-    // An abort() fails the group's waits itself.
-    shm_group::cross_step cross;
-    if (comm_->across_hosts != MPI_COMM_NULL) {
-      const auto type = mpi_type(opts.dtype);
-      const auto op = mpi_op(opts.dtype, opts.op);
-      cross = [this, type, op](void* data, size_t count) {
-        const int n = as_int(static_cast<int64_t>(count), "allreduce across hosts");
-        blocking("allreduce across hosts", [&] {
-          return MPI_Allreduce(MPI_IN_PLACE, data, n, type, op, comm_->across_hosts);
-        });
-      };
-    }
-    const size_t element_bytes = element_size(opts.dtype);
-    group_->allreduce(opts.data, opts.count, element_bytes, reduction_of(opts.dtype, opts.op),
-                      cross);
-    ++group_allreduces_;
-    group_bytes_ += opts.count * element_bytes;
+    reduce_on_host({{opts.data, opts.count * element_size(opts.dtype)}}, opts.dtype, opts.op);
     return;
   }
   const int count = as_int(static_cast<int64_t>(opts.count), "allreduce");
@@ -328,6 +312,37 @@ void mpi_communicator::allreduce(const allreduce_options& opts) {
   const auto op = mpi_op(opts.dtype, opts.op);
   blocking("allreduce",
            [&] { return MPI_Allreduce(MPI_IN_PLACE, opts.data, count, type, op, comm_->comm); });
+}
+
+bool mpi_communicator::reduces_pieces() const {
+  return group_ != nullptr;
+}
+
+void mpi_communicator::allreduce_pieces(const buffer_pieces& pieces, data_type dtype,
+                                        reduce_op op) {
+  if (!group_)
+    communicator::allreduce_pieces(pieces, dtype, op);
+  reduce_on_host(pieces, dtype, op);
+}
+
+void mpi_communicator::reduce_on_host(const buffer_pieces& pieces, data_type dtype,
+                                      reduce_op op) {
+  // An abort() fails the group's waits itself.
+  shm_group::cross_step cross;
+  if (comm_->across_hosts != MPI_COMM_NULL) {
+    const auto type = mpi_type(dtype);
+    const auto mop = mpi_op(dtype, op);
+    cross = [this, type, mop](void* data, size_t count) {
+      const int n = as_int(static_cast<int64_t>(count), "allreduce across hosts");
+      blocking("allreduce across hosts", [&] {
+        return MPI_Allreduce(MPI_IN_PLACE, data, n, type, mop, comm_->across_hosts);
+      });
+    };
+  }
+  group_->allreduce(pieces, element_size(dtype), reduction_of(dtype, op), cross);
+  ++group_allreduces_;
+  for (const auto& p : pieces)
+    group_bytes_ += p.bytes;
 }
 
 void mpi_communicator::allgather(const allgather_options& opts) {

@@ -97,20 +97,33 @@ void shm_communicator::allreduce(const allreduce_options& opts) {
   }
   if (opts.count == 0)
     return;
-  const size_t element_bytes = element_size(opts.dtype);
+  reduce_on_host({{opts.data, opts.count * element_size(opts.dtype)}}, opts.dtype, opts.op);
+}
+
+bool shm_communicator::reduces_pieces() const {
+  return group_ != nullptr;
+}
+
+void shm_communicator::allreduce_pieces(const buffer_pieces& pieces, data_type dtype,
+                                        reduce_op op) {
+  if (!group_)
+    communicator::allreduce_pieces(pieces, dtype, op);
+  reduce_on_host(pieces, dtype, op);
+}
+
+void shm_communicator::reduce_on_host(const buffer_pieces& pieces, data_type dtype,
+                                      reduce_op op) {
+  const size_t element_bytes = element_size(dtype);
   shm_group::cross_step cross;
   if (cross_)
     cross = [&](void* data, size_t count) {
-      auto part = opts;
-      part.data = data;
-      part.count = count;
-      cross_->ring_allreduce(part);
+      cross_->ring_allreduce({data, count, dtype, op});
       cross_bytes_ += count * element_bytes;
     };
-  group_->allreduce(opts.data, opts.count, element_bytes, reduction_of(opts.dtype, opts.op),
-                    cross);
+  group_->allreduce(pieces, element_bytes, reduction_of(dtype, op), cross);
   ++allreduces_;
-  bytes_ += opts.count * element_bytes;
+  for (const auto& p : pieces)
+    bytes_ += p.bytes;
 }
 
 } // namespace troupe::backends

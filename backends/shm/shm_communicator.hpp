@@ -30,6 +30,9 @@ public:
   /// stays on Gloo.
   void connect() override;
   void allreduce(const allreduce_options& opts) override;
+  /// Through the segment: on a host of two or more of the set's ranks.
+  bool reduces_pieces() const override;
+  void allreduce_pieces(const buffer_pieces& pieces, data_type dtype, reduce_op op) override;
   /// Through the segment, cache-sized (four rounds per member): the fusion
   /// buffer's copies then stay in cache too, and the cross-host step makes
   /// the same calls. Plain Gloo (per-call cost over loopback): at once.
@@ -39,6 +42,9 @@ public:
   void abort() override;
 
 private:
+  // Through the segment, the cross-host step on Gloo.
+  void reduce_on_host(const buffer_pieces& pieces, data_type dtype, reduce_op op);
+
   backend_context ctx_;
   std::mutex mutex_;  // guards group_, cross_ (set by connect()) and aborted_ for abort()
   std::unique_ptr<shm_group> group_;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <vector>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -277,60 +278,116 @@ char* shm_group::result(int parity) const {
   return slot(parity, members_);
 }
 
+namespace {
+
+// The concatenation of a list of pieces, addressed by byte offsets.
+class piece_view {
+public:
+  explicit piece_view(const buffer_pieces& pieces) {
+    for (const auto& p : pieces)
+      if (p.bytes > 0) {
+        starts_.push_back(total_);
+        pieces_.push_back(p);
+        total_ += p.bytes;
+      }
+  }
+  size_t bytes() const {
+    return total_;
+  }
+  // Calls f(address, offset from `at`, bytes) for each part of [at, at +
+  // len) that lies in one piece, in order.
+  template <class F>
+  void each(size_t at, size_t len, F&& f) const {
+    if (len == 0)
+      return;
+    size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), at) -
+                                   starts_.begin()) - 1;
+    for (size_t done = 0; done < len; ++i) {
+      const size_t in = at + done - starts_[i];
+      const size_t n = std::min(pieces_[i].bytes - in, len - done);
+      f(static_cast<char*>(pieces_[i].data) + in, done, n);
+      done += n;
+    }
+  }
+  void copy_out(size_t at, size_t len, char* to) const {
+    each(at, len, [&](char* p, size_t off, size_t n) { std::memcpy(to + off, p, n); });
+  }
+  void copy_in(size_t at, size_t len, const char* from) const {
+    each(at, len, [&](char* p, size_t off, size_t n) { std::memcpy(p, from + off, n); });
+  }
+
+private:
+  buffer_pieces pieces_;
+  std::vector<size_t> starts_;
+  size_t total_ = 0;
+};
+
+} // namespace
+
 void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
+                          element_reduction reduce, const cross_step& cross) {
+  allreduce(buffer_pieces{{data, count * element_bytes}}, element_bytes, reduce, cross);
+}
+
+void shm_group::allreduce(const buffer_pieces& pieces, size_t element_bytes,
                           element_reduction reduce, const cross_step& cross) {
   // Up to this, every member reduces a whole round itself: one wait per
   // round instead of two. Above it, reading the others' shares once beats
   // the second wait (two members, 1 MiB: 206 -> 152 us, docs/benchmarks.md).
   constexpr size_t whole_round_bytes = size_t{16} << 10;
+  const piece_view mine(pieces);
+  const size_t count = mine.bytes() / element_bytes;
   const size_t per_round = slot_bytes_ / element_bytes;
-  auto* bytes = static_cast<char*>(data);
   for (size_t done = 0; done < count;) {
     const size_t n = std::min(per_round, count - done);
-    char* mine = bytes + done * element_bytes;
+    const size_t base = done * element_bytes;
+    const size_t end = n * element_bytes;
     done += n;
     const int p = parity_;
     parity_ ^= 1;
-    if (!cross && n * element_bytes <= whole_round_bytes) {
-      std::memcpy(slot(p, member_), mine, n * element_bytes);
-      barrier(n * element_bytes <= tiny_round_bytes ? spin_.tiny_round : spin_.round);
-      // Same order on every member: bitwise the same result everywhere.
-      reduce(mine, slot(p, 0), slot(p, 1), n);
+    // A piece's part of the round reduced from `inputs(m)` (at the part's
+    // offset `off` in the round) into `out`.
+    const auto reduce_part = [&](char* out, size_t off, size_t bytes, const auto& input) {
+      const size_t elements = bytes / element_bytes;
+      reduce(out, input(0, off), input(1, off), elements);
       for (int m = 2; m < members_; ++m)
-        reduce(mine, mine, slot(p, m), n);
+        reduce(out, out, input(m, off), elements);
+    };
+    if (!cross && end <= whole_round_bytes) {
+      mine.copy_out(base, end, slot(p, member_));
+      barrier(end <= tiny_round_bytes ? spin_.tiny_round : spin_.round);
+      // Same order on every member: bitwise the same result everywhere.
+      mine.each(base, end, [&](char* at, size_t off, size_t bytes) {
+        reduce_part(at, off, bytes, [&](int m, size_t o) { return slot(p, m) + o; });
+      });
       continue;
     }
     // Reduce-scatter over the members, the other hosts, then every member
     // copies the others' shares of the result. A member's slot holds only
-    // what the others reduce: its own share it reads from its buffer.
+    // what the others reduce: its own share it reads from its pieces.
     const size_t lo = n * static_cast<size_t>(member_) / members_ * element_bytes;
     const size_t hi = n * static_cast<size_t>(member_ + 1) / members_ * element_bytes;
-    const size_t end = n * element_bytes;
-    const size_t share = (hi - lo) / element_bytes;
-    const auto others = [&](char* to, const char* from) {
-      std::memcpy(to, from, lo);
-      std::memcpy(to + hi, from + hi, end - hi);
-    };
-    others(slot(p, member_), mine);
+    mine.copy_out(base, lo, slot(p, member_));
+    mine.copy_out(base + hi, end - hi, slot(p, member_) + hi);
     barrier(spin_.round);
-    const auto input = [&](int m) { return m == member_ ? mine + lo : slot(p, m) + lo; };
-    char* out = result(p) + lo;
-    if (hi > lo) {
-      reduce(out, input(0), input(1), share);
-      for (int m = 2; m < members_; ++m)
-        reduce(out, out, input(m), share);
-    }
+    char* out = result(p);
+    mine.each(base + lo, hi - lo, [&](char* at, size_t off, size_t bytes) {
+      reduce_part(out + lo + off, lo + off, bytes, [&](int m, size_t o) -> const char* {
+        return m == member_ ? at : slot(p, m) + o;
+      });
+    });
     if (cross) {
       try {
-        cross(out, share);
+        cross(out + lo, (hi - lo) / element_bytes);
       } catch (...) {
         fail(cross_failed, member_);
         throw;
       }
     }
-    std::memcpy(mine + lo, out, hi - lo);
+    mine.copy_in(base + lo, hi - lo, out + lo);
     barrier(spin_.round);
-    others(mine, result(p));
+    mine.copy_in(base, lo, out);
+    mine.copy_in(base + hi, end - hi, out + hi);
   }
 }
 

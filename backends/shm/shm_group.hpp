@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "backends/buffer_piece.hpp"
 #include "backends/cpu/arith.hpp"
 #include "ipc/shm_segment.hpp"
 
@@ -92,6 +93,11 @@ public:
   /// every member (`reduce` must be the same on all). Throws backend_error;
   /// the group is unusable afterwards.
   void allreduce(void* data, size_t count, size_t element_bytes, element_reduction reduce,
+                 const cross_step& cross);
+  /// The same for the concatenation of `pieces` (whole elements each),
+  /// each read and written where it lies: a fused allreduce's tensors
+  /// without a fusion buffer to pack them into and unpack them from.
+  void allreduce(const buffer_pieces& pieces, size_t element_bytes, element_reduction reduce,
                  const cross_step& cross);
 
   /// Makes a wait of any member fail with "aborted" (a peer of the process

@@ -8,10 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -19,7 +21,6 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cpu/arith.hpp"
 #include "backends/cpu/arith.hpp"
 #include "backends/shm/shm_group.hpp"
 
@@ -218,6 +219,40 @@ TEST_P(shm_group_members, reduce_every_dtype_and_op_exactly) {
   });
   EXPECT_EQ(status, std::vector<int>(members, 0));
   EXPECT_FALSE(name_exists(g.name));
+}
+
+// The same through pieces where they lie (a fused allreduce's tensors
+// without a fusion buffer): each vector cut into pieces of 1 to 300
+// elements, each piece in memory of its own, in the same places on every
+// member (as the response fixes the tensors).
+TEST_P(shm_group_members, reduce_pieces_where_they_lie) {
+  const int members = GetParam();
+  const test_group g("pieces");
+  const auto status = run_children(members, [&](int m) {
+    auto group = join(g, m, members);
+    const int wrong = check_everything(m, members, [&](void* p, size_t n, data_type d, reduce_op o) {
+      const size_t esize = element_size(d);
+      std::vector<std::vector<char>> parts;
+      buffer_pieces pieces;
+      for (size_t at = 0, k = 0; at < n; ++k) {
+        const size_t take = std::min(n - at, 1 + (k * 7919 + n) % 300);
+        parts.emplace_back(static_cast<char*>(p) + at * esize,
+                           static_cast<char*>(p) + (at + take) * esize);
+        at += take;
+      }
+      for (auto& part : parts)
+        pieces.push_back({part.data(), part.size()});
+      pieces.insert(pieces.begin() + static_cast<long>(pieces.size() / 2), {nullptr, 0});
+      group.allreduce(pieces, esize, reduction_of(d, o), {});
+      size_t at = 0;
+      for (const auto& part : parts) {
+        std::memcpy(static_cast<char*>(p) + at, part.data(), part.size());
+        at += part.size();
+      }
+    });
+    return wrong == 0 ? 0 : 1;
+  });
+  EXPECT_EQ(status, std::vector<int>(members, 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(members, shm_group_members, ::testing::Values(2, 3, 4));

@@ -27,17 +27,21 @@ timeout 90 "$run" --timeout 60 -np 3 --timeline-filename "$dir/killed.json" "$ch
 /usr/bin/python3 "$here/timeline_check.py" --allow-open "$dir/killed.0.json" \
   "$dir/killed.1.json" "$dir/killed.2.json" --names NEGOTIATE_ALLREDUCE || exit 1
 # 3. Dynamic timeline: only what runs between start and stop is written,
-#    with cycle markers and the backend's activities (fusion buffer copies,
-#    <BACKEND>_ALLREDUCE), on both backends; refused without TROUPE_TIMELINE.
+#    with cycle markers and the backend's activities, on both backends:
+#    through the host's shared segment (the default) a fused allreduce's
+#    tensors are reduced where they lie, with --shm 0 through the fusion
+#    buffer (its copies are spans too); refused without TROUPE_TIMELINE.
 for backend in gloo mpi; do
   upper=$(tr a-z A-Z <<< "$backend")
-  TROUPE_TIMELINE=DYNAMIC timeout 90 "$run" --timeout 60 "--$backend" -np 2 "$check" \
-    timeline-dynamic "$dir/dyn-$backend.json" > "$dir/dyn.log" 2>&1 \
-    || { cat "$dir/dyn.log"; echo "FAIL: dynamic run ($backend)"; exit 1; }
-  /usr/bin/python3 "$here/timeline_check.py" "$dir/dyn-$backend.0.json" \
-    "$dir/dyn-$backend.1.json" --no-rows before.,after. --names \
-    NEGOTIATE_ALLREDUCE,ALLREDUCE,CYCLE_START,MEMCPY_IN_FUSION_BUFFER,MEMCPY_OUT_FUSION_BUFFER,${upper}_ALLREDUCE,${upper}_ALLGATHER \
-    || exit 1
+  for shm in 1 0; do
+    names=NEGOTIATE_ALLREDUCE,ALLREDUCE,CYCLE_START,${upper}_ALLREDUCE,${upper}_ALLGATHER
+    [ "$shm" = 0 ] && names=$names,MEMCPY_IN_FUSION_BUFFER,MEMCPY_OUT_FUSION_BUFFER
+    TROUPE_TIMELINE=DYNAMIC timeout 90 "$run" --timeout 60 "--$backend" --shm "$shm" -np 2 \
+      "$check" timeline-dynamic "$dir/dyn-$backend-$shm.json" > "$dir/dyn.log" 2>&1 \
+      || { cat "$dir/dyn.log"; echo "FAIL: dynamic run ($backend, shm $shm)"; exit 1; }
+    /usr/bin/python3 "$here/timeline_check.py" "$dir/dyn-$backend-$shm.0.json" \
+      "$dir/dyn-$backend-$shm.1.json" --no-rows before.,after. --names "$names" || exit 1
+  done
 done
 timeout 60 "$run" --timeout 30 -np 2 "$check" timeline-dynamic "$dir/refused.json" \
   > "$dir/refused.log" 2>&1 || { cat "$dir/refused.log"; echo "FAIL: not refused"; exit 1; }

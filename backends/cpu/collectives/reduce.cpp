@@ -28,15 +28,19 @@ void divide(void* data, size_t count, data_type dtype, int by) {
   });
 }
 
-void reduce_native(const run_context& ctx, const v1::Response& resp, void* data,
-                   size_t count, data_type dtype) {
-  const auto op = static_cast<reduce_op>(resp.reduce_op());
-  const bool average = op == reduce_op::average;
-  scale(data, count, dtype, resp.prescale_factor());
-  if (op == reduce_op::adasum)
-    adasum_in_place(ctx, data, count, dtype);
-  else
-    ctx.comm.allreduce({data, count, dtype, average ? reduce_op::sum : op});
+reduce_op op_of(const v1::Response& resp) {
+  return static_cast<reduce_op>(resp.reduce_op());
+}
+
+// What the library reduces with: an average is a sum, divided after.
+reduce_op library_op(const v1::Response& resp) {
+  return op_of(resp) == reduce_op::average ? reduce_op::sum : op_of(resp);
+}
+
+// The average's division and the postscale, after the reduction.
+void finish(const run_context& ctx, const v1::Response& resp, void* data, size_t count,
+            data_type dtype) {
+  const bool average = op_of(resp) == reduce_op::average;
   if (average && is_integer(dtype)) {
     divide(data, count, dtype, ctx.size);
     scale(data, count, dtype, resp.postscale_factor());
@@ -46,7 +50,31 @@ void reduce_native(const run_context& ctx, const v1::Response& resp, void* data,
   }
 }
 
+void reduce_native(const run_context& ctx, const v1::Response& resp, void* data,
+                   size_t count, data_type dtype) {
+  scale(data, count, dtype, resp.prescale_factor());
+  if (op_of(resp) == reduce_op::adasum)
+    adasum_in_place(ctx, data, count, dtype);
+  else
+    ctx.comm.allreduce({data, count, dtype, library_op(resp)});
+  finish(ctx, resp, data, count, dtype);
+}
+
 } // namespace
+
+bool reduces_pieces(const run_context& ctx, const v1::Response& resp) {
+  return op_of(resp) != reduce_op::adasum && ctx.comm.reduces_pieces();
+}
+
+void reduce_pieces_in_place(const run_context& ctx, const v1::Response& resp,
+                            const buffer_pieces& pieces, data_type dtype) {
+  const size_t esize = element_size(dtype);
+  for (const auto& p : pieces)
+    scale(p.data, p.bytes / esize, dtype, resp.prescale_factor());
+  ctx.comm.allreduce_pieces(pieces, dtype, library_op(resp));
+  for (const auto& p : pieces)
+    finish(ctx, resp, p.data, p.bytes / esize, dtype);
+}
 
 void reduce_in_place(const run_context& ctx, const v1::Response& resp, void* data,
                      size_t count, data_type dtype) {

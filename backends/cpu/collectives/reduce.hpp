@@ -11,4 +11,15 @@ namespace troupe::backends {
 void reduce_in_place(const run_context& ctx, const v1::Response& resp, void* data,
                      size_t count, data_type dtype);
 
+/// Whether reduce_pieces_in_place() can run `resp`: the communicator
+/// reduces pieces where they lie (communicator::reduces_pieces) and the op
+/// is not Adasum (whose dot products span the whole vector).
+bool reduces_pieces(const run_context& ctx, const v1::Response& resp);
+
+/// reduce_in_place() of the concatenation of `pieces` (whole elements of
+/// `dtype` each), each where it lies: no fusion buffer. Only where
+/// reduces_pieces().
+void reduce_pieces_in_place(const run_context& ctx, const v1::Response& resp,
+                            const buffer_pieces& pieces, data_type dtype);
+
 } // namespace troupe::backends
