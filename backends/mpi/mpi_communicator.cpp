@@ -304,7 +304,7 @@ void mpi_communicator::allreduce(const allreduce_options& opts) {
   if (opts.count == 0)
     return;
   if (group_) {
-    reduce_on_host({{opts.data, opts.count * element_size(opts.dtype)}}, opts.dtype, opts.op);
+    allreduce_pieces({{opts.data, opts.count * element_size(opts.dtype)}}, opts.dtype, opts.op);
     return;
   }
   const int count = as_int(static_cast<int64_t>(opts.count), "allreduce");
@@ -321,12 +321,7 @@ bool mpi_communicator::reduces_pieces() const {
 void mpi_communicator::allreduce_pieces(const buffer_pieces& pieces, data_type dtype,
                                         reduce_op op) {
   if (!group_)
-    communicator::allreduce_pieces(pieces, dtype, op);
-  reduce_on_host(pieces, dtype, op);
-}
-
-void mpi_communicator::reduce_on_host(const buffer_pieces& pieces, data_type dtype,
-                                      reduce_op op) {
+    communicator::allreduce_pieces(pieces, dtype, op);  // throws
   // An abort() fails the group's waits itself.
   shm_group::cross_step cross;
   if (comm_->across_hosts != MPI_COMM_NULL) {

@@ -48,7 +48,8 @@ public:
     return cache_sized_chunk_bytes;
   }
   void allreduce(const allreduce_options& opts) override;
-  /// Through the segment: on a host of two or more of the set's ranks.
+  /// Through the segment (the cross-host step on the library): on a host
+  /// of two or more of the set's ranks.
   bool reduces_pieces() const override;
   void allreduce_pieces(const buffer_pieces& pieces, data_type dtype, reduce_op op) override;
   void allgather(const allgather_options& opts) override;
@@ -74,8 +75,6 @@ private:
   // The shared segment of this host's ranks and the communicator across
   // hosts, where the set's layout allows it.
   void join_host_group();
-  // Through the segment, the cross-host step on MPI.
-  void reduce_on_host(const buffer_pieces& pieces, data_type dtype, reduce_op op);
 
   // Holds the MPI_Comm, so mpi.h stays out of this header.
   struct comm_handle;

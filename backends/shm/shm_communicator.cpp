@@ -97,7 +97,7 @@ void shm_communicator::allreduce(const allreduce_options& opts) {
   }
   if (opts.count == 0)
     return;
-  reduce_on_host({{opts.data, opts.count * element_size(opts.dtype)}}, opts.dtype, opts.op);
+  allreduce_pieces({{opts.data, opts.count * element_size(opts.dtype)}}, opts.dtype, opts.op);
 }
 
 bool shm_communicator::reduces_pieces() const {
@@ -107,12 +107,7 @@ bool shm_communicator::reduces_pieces() const {
 void shm_communicator::allreduce_pieces(const buffer_pieces& pieces, data_type dtype,
                                         reduce_op op) {
   if (!group_)
-    communicator::allreduce_pieces(pieces, dtype, op);
-  reduce_on_host(pieces, dtype, op);
-}
-
-void shm_communicator::reduce_on_host(const buffer_pieces& pieces, data_type dtype,
-                                      reduce_op op) {
+    communicator::allreduce_pieces(pieces, dtype, op);  // throws
   const size_t element_bytes = element_size(dtype);
   shm_group::cross_step cross;
   if (cross_)

@@ -30,7 +30,8 @@ public:
   /// stays on Gloo.
   void connect() override;
   void allreduce(const allreduce_options& opts) override;
-  /// Through the segment: on a host of two or more of the set's ranks.
+  /// Through the segment (the cross-host step on the library): on a host
+  /// of two or more of the set's ranks.
   bool reduces_pieces() const override;
   void allreduce_pieces(const buffer_pieces& pieces, data_type dtype, reduce_op op) override;
   /// Through the segment, cache-sized (four rounds per member): the fusion
@@ -42,8 +43,6 @@ public:
   void abort() override;
 
 private:
-  // Through the segment, the cross-host step on Gloo.
-  void reduce_on_host(const buffer_pieces& pieces, data_type dtype, reduce_op op);
 
   backend_context ctx_;
   std::mutex mutex_;  // guards group_, cross_ (set by connect()) and aborted_ for abort()
