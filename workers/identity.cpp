@@ -1,5 +1,7 @@
 #include "workers/identity.hpp"
 
+#include <sched.h>
+
 namespace troupe::workers {
 
 namespace {
@@ -9,6 +11,14 @@ std::optional<std::string> lookup_either(const env_lookup& lookup,
   if (auto v = lookup(("TROUPE_" + suffix).c_str()))
     return v;
   return lookup(("HOROVOD_" + suffix).c_str());
+}
+
+// Whether the calling thread may run on `cpu` and on no other.
+bool bound_to_exactly(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return cpu < CPU_SETSIZE && sched_getaffinity(0, sizeof set, &set) == 0 &&
+         CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set);
 }
 
 int read_int(const env_lookup& lookup, const std::string& suffix, int fallback,
@@ -53,7 +63,10 @@ identity identity_from_env(const env_lookup& lookup, const config& cfg) {
       id.store.host = *addr;
     id.store.port = static_cast<uint16_t>(read_int(lookup, "STORE_PORT", 0, 0));
   }
-  id.own_core = read_int(lookup, "CPU", -1, 0) >= 0;
+  // Taken only while the process is bound to exactly that CPU: a
+  // TROUPE_CPU inherited from an outer job, say, is not.
+  const int cpu = read_int(lookup, "CPU", -1, 0);
+  id.own_core = cpu >= 0 && bound_to_exactly(cpu);
   id.elastic = read_int(lookup, "ELASTIC", 0, 0) != 0;
   if (id.elastic) {
     id.worker_id = read_int(lookup, "WORKER_ID", -1, 0);

@@ -30,7 +30,8 @@ struct identity : backends::rank_layout {
   /// The driver's id for this process (TROUPE_WORKER_ID), elastic jobs only.
   int64_t worker_id = -1;
   /// troupe-run bound this process to a CPU of its own among the ranks of
-  /// its host (TROUPE_CPU, the CPU's number; see --cpu-binding).
+  /// its host (TROUPE_CPU, the CPU's number; see --cpu-binding), and it
+  /// still runs on that CPU alone.
   bool own_core = false;
 
   bool has_store() const {

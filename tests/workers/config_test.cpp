@@ -3,6 +3,8 @@
 #include "workers/identity.hpp"
 #include "workers/wait_spin.hpp"
 
+#include <sched.h>
+
 #include <map>
 
 #include <gtest/gtest.h>
@@ -239,6 +241,31 @@ TEST(identity, horovod_names_are_accepted) {
                                         {"TROUPE_STORE_PORT", "1"}}), {});
   EXPECT_EQ(id.rank, 1);
   EXPECT_EQ(id.size, 2);
+}
+
+// TROUPE_CPU counts only while the process runs on that CPU alone.
+TEST(identity, own_core_needs_the_binding_it_names) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &before))
+    ++cpu;
+  const auto with_cpu = [](int c) {
+    return identity_from_env(fake_env({{"TROUPE_CPU", std::to_string(c)}}), {});
+  };
+  if (CPU_COUNT(&before) > 1)
+    EXPECT_FALSE(with_cpu(cpu).own_core);  // not bound
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const bool named = with_cpu(cpu).own_core;
+  const bool other = with_cpu(cpu + 1).own_core;
+  const bool unset = identity_from_env(fake_env({}), {}).own_core;
+  ASSERT_EQ(sched_setaffinity(0, sizeof before, &before), 0);
+  EXPECT_TRUE(named);
+  EXPECT_FALSE(other);
+  EXPECT_FALSE(unset);
 }
 
 TEST(identity, inconsistent_values_are_rejected) {
