@@ -74,7 +74,7 @@ public:
   }
   /// allreduce() of the concatenation of `pieces` (whole elements of
   /// `dtype` each), each in place. Only where reduces_pieces().
-  virtual void allreduce_pieces(const buffer_pieces& pieces, data_type dtype, reduce_op op) {
+  virtual void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op) {
     (void)pieces, (void)dtype, (void)op;
     throw backend_error(std::string(name()) + " does not reduce pieces in place");
   }

@@ -5,8 +5,8 @@
 
 #include "backends/config.h"
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/thread_affinity.hpp"
 #include "backends/local/local_communicator.hpp"
+#include "backends/thread_affinity.hpp"
 #if TROUPE_HAVE_GLOO
 #include "backends/gloo/gloo_communicator.hpp"
 #include "backends/shm/shm_communicator.hpp"

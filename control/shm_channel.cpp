@@ -225,7 +225,7 @@ private:
   // threads it waits for (2 ranks on 2 CPUs, a 4-byte allreduce under MPI:
   // 78 us sleeping, 96 us polling).
   bool awaited(uint32_t seen) {
-    if (!watch_ || watch_->window.count() == 0)
+    if (!watch_)
       return false;
     const auto until = clock::time_point(clock::duration(watch_->until.load()));
     const auto now = clock::now();
@@ -374,7 +374,7 @@ std::unique_ptr<channel_member> channel_member::open(const std::string& name, in
 }
 
 channel_member::channel_member(std::unique_ptr<channel_segment> segment, int member)
-    : segment_(std::move(segment)), member_(member) {
+    : segment_(std::move(segment)), member_(member), watch_(std::make_shared<reply_watch>()) {
 }
 
 channel_member::~channel_member() {
@@ -387,8 +387,6 @@ void channel_member::start(deliver_fn deliver, deliver_fn on_broken) {
   const auto index = static_cast<size_t>(member_);
   auto reader = std::make_shared<message_reader>();
   auto broken = std::make_shared<bool>(false);
-  if (!watch_)
-    watch_ = std::make_shared<reply_watch>();
   reader_ = std::make_unique<bell_reader>(
     seg->reader_bell(index), [seg, index, reader, broken, deliver = std::move(deliver),
                               on_broken = std::move(on_broken), mutex = reader_mutex_] {
@@ -407,13 +405,11 @@ void channel_member::start(deliver_fn deliver, deliver_fn on_broken) {
 }
 
 void channel_member::poll_replies(std::chrono::microseconds window) {
-  if (!watch_)
-    watch_ = std::make_shared<reply_watch>();
   watch_->window = window;
 }
 
 void channel_member::expect_reply() {
-  if (watch_ && watch_->window.count() > 0)
+  if (watch_->window.count() > 0)
     watch_->until.store((clock::now() + watch_->window).time_since_epoch().count());
 }
 

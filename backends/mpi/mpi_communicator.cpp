@@ -304,7 +304,8 @@ void mpi_communicator::allreduce(const allreduce_options& opts) {
   if (opts.count == 0)
     return;
   if (group_) {
-    allreduce_pieces({{opts.data, opts.count * element_size(opts.dtype)}}, opts.dtype, opts.op);
+    allreduce_pieces(buffer_piece{opts.data, opts.count * element_size(opts.dtype)}, opts.dtype,
+                     opts.op);
     return;
   }
   const int count = as_int(static_cast<int64_t>(opts.count), "allreduce");
@@ -318,7 +319,7 @@ bool mpi_communicator::reduces_pieces() const {
   return group_ != nullptr;
 }
 
-void mpi_communicator::allreduce_pieces(const buffer_pieces& pieces, data_type dtype,
+void mpi_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
                                         reduce_op op) {
   if (!group_)
     communicator::allreduce_pieces(pieces, dtype, op);  // throws

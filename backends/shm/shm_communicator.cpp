@@ -97,14 +97,15 @@ void shm_communicator::allreduce(const allreduce_options& opts) {
   }
   if (opts.count == 0)
     return;
-  allreduce_pieces({{opts.data, opts.count * element_size(opts.dtype)}}, opts.dtype, opts.op);
+  allreduce_pieces(buffer_piece{opts.data, opts.count * element_size(opts.dtype)}, opts.dtype,
+                     opts.op);
 }
 
 bool shm_communicator::reduces_pieces() const {
   return group_ != nullptr;
 }
 
-void shm_communicator::allreduce_pieces(const buffer_pieces& pieces, data_type dtype,
+void shm_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
                                         reduce_op op) {
   if (!group_)
     communicator::allreduce_pieces(pieces, dtype, op);  // throws

@@ -33,7 +33,7 @@ public:
   /// Through the segment (the cross-host step on the library): on a host
   /// of two or more of the set's ranks.
   bool reduces_pieces() const override;
-  void allreduce_pieces(const buffer_pieces& pieces, data_type dtype, reduce_op op) override;
+  void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op) override;
   /// Through the segment, cache-sized (four rounds per member): the fusion
   /// buffer's copies then stay in cache too, and the cross-host step makes
   /// the same calls. Plain Gloo (per-call cost over loopback): at once.
@@ -43,7 +43,6 @@ public:
   void abort() override;
 
 private:
-
   backend_context ctx_;
   std::mutex mutex_;  // guards group_, cross_ (set by connect()) and aborted_ for abort()
   std::unique_ptr<shm_group> group_;

@@ -1,11 +1,9 @@
 #include "backends/shm/shm_group.hpp"
 
-#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <vector>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -13,6 +11,7 @@
 #include <fstream>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "backends/backend.hpp"
 #include "backends/thread_affinity.hpp"
@@ -40,6 +39,9 @@ enum failure_kind : uint32_t {
 
 // A round of at most this many bytes is all latency (spin_times).
 constexpr size_t tiny_round_bytes = 1024;
+// The slots of the host segment both communicators use (see
+// create_host_segment).
+constexpr size_t host_slot_bytes = size_t{256} << 10;
 // How often a sleeping member checks that the others' processes still
 // exist.
 constexpr auto liveness_period = std::chrono::milliseconds(50);
@@ -99,12 +101,6 @@ size_t shm_group::segment_bytes(int members, size_t slot_bytes) {
   // the last one.
   return header_bytes() + 2 * (static_cast<size_t>(members) + 1) * slot_bytes;
 }
-
-namespace {
-
-constexpr size_t host_slot_bytes = size_t{256} << 10;
-
-} // namespace
 
 shm_segment shm_group::create_host_segment(int members) {
   return create_segment(ipc::fresh_segment_name("data-"), members, host_slot_bytes);
@@ -283,23 +279,26 @@ namespace {
 // The concatenation of a list of pieces, addressed by byte offsets.
 class piece_view {
 public:
-  explicit piece_view(const buffer_pieces& pieces) {
-    for (const auto& p : pieces)
-      if (p.bytes > 0) {
+  explicit piece_view(piece_span pieces) : pieces_(pieces) {
+    for (const auto& p : pieces_) {
+      if (pieces_.size() > 1)
         starts_.push_back(total_);
-        pieces_.push_back(p);
-        total_ += p.bytes;
-      }
+      total_ += p.bytes;
+    }
   }
   size_t bytes() const {
     return total_;
   }
   // Calls f(address, offset from `at`, bytes) for each part of [at, at +
-  // len) that lies in one piece, in order.
+  // len) that lies in one piece, in order (empty pieces give empty parts).
   template <class F>
   void each(size_t at, size_t len, F&& f) const {
     if (len == 0)
       return;
+    if (pieces_.size() == 1) {
+      f(static_cast<char*>(pieces_[0].data) + at, size_t{0}, len);
+      return;
+    }
     size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), at) -
                                    starts_.begin()) - 1;
     for (size_t done = 0; done < len; ++i) {
@@ -317,8 +316,8 @@ public:
   }
 
 private:
-  buffer_pieces pieces_;
-  std::vector<size_t> starts_;
+  piece_span pieces_;
+  std::vector<size_t> starts_;  // of each piece, when there are several
   size_t total_ = 0;
 };
 
@@ -326,10 +325,10 @@ private:
 
 void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
                           element_reduction reduce, const cross_step& cross) {
-  allreduce(buffer_pieces{{data, count * element_bytes}}, element_bytes, reduce, cross);
+  allreduce(buffer_piece{data, count * element_bytes}, element_bytes, reduce, cross);
 }
 
-void shm_group::allreduce(const buffer_pieces& pieces, size_t element_bytes,
+void shm_group::allreduce(piece_span pieces, size_t element_bytes,
                           element_reduction reduce, const cross_step& cross) {
   // Up to this, every member reduces a whole round itself: one wait per
   // round instead of two. Above it, reading the others' shares once beats
@@ -345,8 +344,8 @@ void shm_group::allreduce(const buffer_pieces& pieces, size_t element_bytes,
     done += n;
     const int p = parity_;
     parity_ ^= 1;
-    // A piece's part of the round reduced from `inputs(m)` (at the part's
-    // offset `off` in the round) into `out`.
+    // A piece's part of the round reduced into `out` from each member's
+    // `input(m, off)` (`off`: the part's offset in the round).
     const auto reduce_part = [&](char* out, size_t off, size_t bytes, const auto& input) {
       const size_t elements = bytes / element_bytes;
       reduce(out, input(0, off), input(1, off), elements);

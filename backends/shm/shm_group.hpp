@@ -97,7 +97,7 @@ public:
   /// The same for the concatenation of `pieces` (whole elements each),
   /// each read and written where it lies: a fused allreduce's tensors
   /// without a fusion buffer to pack them into and unpack them from.
-  void allreduce(const buffer_pieces& pieces, size_t element_bytes, element_reduction reduce,
+  void allreduce(piece_span pieces, size_t element_bytes, element_reduction reduce,
                  const cross_step& cross);
 
   /// Makes a wait of any member fail with "aborted" (a peer of the process

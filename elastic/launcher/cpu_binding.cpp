@@ -9,15 +9,12 @@ namespace troupe::elastic::launcher {
 
 namespace {
 
-bool binds(const std::string& mode, int ranks, bool one_host, int usable) {
-  if (mode == "cpu") {
-    if (ranks > usable)
-      throw std::invalid_argument("--cpu-binding cpu: " + std::to_string(ranks) +
-                                  " ranks on this host but only " + std::to_string(usable) +
-                                  " CPUs to bind them to");
-    return true;
-  }
-  return mode == "auto" && one_host && ranks == usable;
+// "cpu" gives each rank of a host a CPU of its own: there must be enough.
+void check_enough(int ranks, int usable) {
+  if (ranks > usable)
+    throw std::invalid_argument("--cpu-binding cpu: " + std::to_string(ranks) +
+                                " ranks on this host but only " + std::to_string(usable) +
+                                " CPUs to bind them to");
 }
 
 } // namespace
@@ -36,8 +33,9 @@ std::vector<int> usable_cpu_list() {
 
 std::vector<int> rank_cpus(const std::string& mode, int host_ranks,
                            const std::vector<int>& usable) {
-  if (mode != "cpu" || !binds(mode, host_ranks, true, static_cast<int>(usable.size())))
+  if (mode != "cpu")
     return {};
+  check_enough(host_ranks, static_cast<int>(usable.size()));
   return {usable.begin(), usable.begin() + host_ranks};
 }
 
@@ -51,10 +49,13 @@ std::vector<int> machine_rank_cpus(const std::string& mode, const std::vector<ra
 
 std::vector<std::string> mpirun_binding(const std::string& mode, int np, bool one_host,
                                         int usable) {
-  // Across hosts, mpirun alone knows their CPUs: "cpu" is its to check.
-  if ((mode == "cpu" && !one_host) || binds(mode, np, one_host, usable))
-    return {"--bind-to", "hwthread"};
-  return {"--bind-to", "none"};
+  bool bind = mode == "auto" && one_host && np == usable;
+  if (mode == "cpu") {
+    if (one_host)  // across hosts, mpirun alone knows their CPUs
+      check_enough(np, usable);
+    bind = true;
+  }
+  return {"--bind-to", bind ? "hwthread" : "none"};
 }
 
 } // namespace troupe::elastic::launcher

@@ -33,6 +33,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -244,7 +245,7 @@ int rank_cpu(const std::vector<int>& cpus, const launcher::rank_slot& slot,
 // --verbose: what troupe-run is about to start.
 std::string launch_summary(const launcher::launch_options& opts,
                            const std::vector<launcher::rank_slot>& ranks,
-                           const std::string& cpu_binding, const std::vector<int>& cpus) {
+                           const std::vector<std::string>& mpirun, const std::vector<int>& cpus) {
   const auto words = [](const std::vector<std::string>& v) {
     std::string out;
     for (const auto& w : v)
@@ -255,8 +256,7 @@ std::string launch_summary(const launcher::launch_options& opts,
   for (const auto& [env, value] : opts.knobs)
     out += "troupe-run: " + env + "=" + value + "\n";
   if (opts.use_mpirun)
-    return out + "troupe-run: " +
-           words(launcher::mpirun_command(opts, ::geteuid() == 0, cpu_binding)) + "\n";
+    return out + "troupe-run: " + words(mpirun) + "\n";
   if (opts.is_elastic())
     return out + "troupe-run: elastic job of " + std::to_string(opts.np) +
            " ranks to start with: " + words(opts.command) + "\n";
@@ -281,6 +281,7 @@ int main(int argc, char** argv) {
   const auto& opts = *parsed.options;
   std::vector<launcher::rank_slot> ranks;
   std::vector<int> cpus;  // by machine_local_rank; empty: not bound
+  std::vector<std::string> mpirun;  // with --mpi
   troupe::workers::config cfg;
   try {
     cfg = launcher_config(opts);
@@ -296,17 +297,17 @@ int main(int argc, char** argv) {
       cpus = launcher::machine_rank_cpus(cfg.cpu_binding, ranks, own_hostname());
     }
     if (opts.use_mpirun)  // throws when --cpu-binding cannot hold
-      launcher::mpirun_command(opts, false, cfg.cpu_binding);
+      mpirun = launcher::mpirun_command(opts, ::geteuid() == 0, cfg.cpu_binding);
   } catch (const std::exception& e) {  // plan_error, config_error, invalid_argument
     std::cerr << "troupe-run: error: " << e.what() << "\n";
     return usage_error;
   }
   if (opts.verbose)
-    std::cerr << launch_summary(opts, ranks, cfg.cpu_binding, cpus);
+    std::cerr << launch_summary(opts, ranks, mpirun, cpus);
   // Without an endpoint to serve, nothing needs to stay between the user
   // and mpirun.
   if (opts.use_mpirun && cfg.metrics_port == 0)
-    return launcher::exec_mpirun(opts, cfg.cpu_binding);
+    return launcher::exec_mpirun(opts, std::move(mpirun));
   // Written by threads of their own: a reader that stops reading never
   // stops the supervision below. Declared first, so they go last.
   launcher::output_sink out_sink{STDOUT_FILENO};
@@ -346,7 +347,7 @@ int main(int argc, char** argv) {
         [&counts, np = opts.np](bool failed) { counts.workers_exited(failed, np); });
       try {
         supervisor.add(launcher::spawn_worker(
-          launcher::mpirun_rank, launcher::mpirun_command(opts, ::geteuid() == 0, cfg.cpu_binding),
+          launcher::mpirun_rank, mpirun,
           launcher::merge_environment(parent, opts.knobs), to_stdout, to_stderr));
       } catch (const launcher::spawn_error& e) {
         to_stderr(std::string("troupe-run: ") + e.what() + " (install openmpi-bin)\n");

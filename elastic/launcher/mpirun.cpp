@@ -53,12 +53,11 @@ std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root
   return cmd;
 }
 
-int exec_mpirun(const launch_options& opts, const std::string& cpu_binding) {
+int exec_mpirun(const launch_options& opts, std::vector<std::string> command) {
   for (const auto& [name, value] : opts.knobs)
     ::setenv(name.c_str(), value.c_str(), 1);
-  auto cmd = mpirun_command(opts, ::geteuid() == 0, cpu_binding);
   std::vector<char*> argv;
-  for (auto& arg : cmd)
+  for (auto& arg : command)
     argv.push_back(arg.data());
   argv.push_back(nullptr);
   ::execvp(argv[0], argv.data());

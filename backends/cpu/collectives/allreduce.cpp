@@ -71,6 +71,7 @@ void reduce_through_buffer(const run_context& ctx, const v1::Response& resp,
   const auto dtype = (*first)->input.dtype;
   if (reduces_pieces(ctx, resp)) {
     buffer_pieces pieces;
+    pieces.reserve(static_cast<size_t>(last - first));
     for (auto it = first; it != last; ++it) {
       auto& e = **it;
       if (e.output.data != e.input.data)
