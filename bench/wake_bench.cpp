@@ -8,10 +8,15 @@
 //                  other changes it (the control channel's readers, the
 //                  shm barrier after its spin)
 //   process-spin   the same, both spinning (what raw MPI does in a call)
+//   one-cpu-futex  two threads of one process pinned to one CPU, each
+//                  sleeping until the other changes the word (a hop
+//                  between the threads of a rank bound to its CPU,
+//                  troupe-run --cpu-binding: every hop is a switch)
 //   caf-actor      a foreign thread sends to a CAF actor, configured as a
 //                  rank's runtime (2 threads, no idle sleep), that answers
 //                  by a futex wake (a reader thread -> negotiator hop, then
 //                  a backend -> caller completion)
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -94,6 +100,48 @@ std::vector<double> process_trips(int trips, bool spin) {
   return out;
 }
 
+// Round trips between this thread and another, both on the CPU this one
+// runs on now; the caller's affinity is restored afterwards.
+std::vector<double> one_cpu_trips(int trips) {
+  cpu_set_t before;
+  CPU_ZERO(&before);
+  sched_getaffinity(0, sizeof before, &before);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  if (sched_setaffinity(0, sizeof one, &one) != 0) {
+    std::perror("sched_setaffinity");
+    std::exit(1);
+  }
+  shared_words w;
+  bool far_ok = true;
+  std::thread far([&] {  // inherits the one-CPU affinity
+    for (uint32_t t = 1; t < 2u * static_cast<uint32_t>(trips); t += 2) {
+      if (!await_change(w.turn, t - 1, false)) {
+        far_ok = false;
+        return;
+      }
+      hand_over(w.turn, t + 1, false);
+    }
+  });
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(trips));
+  for (uint32_t t = 1; t < 2u * static_cast<uint32_t>(trips); t += 2) {
+    const auto start = clock_type::now();
+    hand_over(w.turn, t, false);
+    if (!await_change(w.turn, t, false))
+      break;
+    out.push_back(std::chrono::duration<double>(clock_type::now() - start).count());
+  }
+  far.join();
+  sched_setaffinity(0, sizeof before, &before);
+  if (!far_ok || out.size() != static_cast<size_t>(trips)) {
+    std::fprintf(stderr, "wake_bench: the other thread stopped answering\n");
+    std::exit(1);
+  }
+  return out;
+}
+
 // Round trips from this thread to a CAF actor and back by a futex wake.
 std::vector<double> actor_trips(int trips) {
   caf::actor_system_config cfg;
@@ -149,6 +197,7 @@ int main(int argc, char** argv) {
   std::vector<row> rows;
   rows.push_back({"process-futex", process_trips(trips, false)});
   rows.push_back({"process-spin", process_trips(trips, true)});
+  rows.push_back({"one-cpu-futex", one_cpu_trips(trips)});
   rows.push_back({"caf-actor", actor_trips(trips)});
   std::printf("| mode | round trips | round trip p10 / median / p90 (us) | one hop, median (us) |\n"
               "|---|---|---|---|\n");
