@@ -11,7 +11,10 @@
 #include <memory>
 #include <random>
 #include <regex>
+#include <set>
 #include <stdexcept>
+
+#include "ipc/process_alive.hpp"
 
 namespace troupe::ipc {
 
@@ -129,15 +132,33 @@ std::optional<pid_t> creator_of(const std::string& entry) {
   return static_cast<pid_t>(std::stoll(m[1]));
 }
 
-std::vector<std::string> remove_segments_of(pid_t pid) {
-  std::vector<std::string> removed;
+std::vector<std::string> segment_entries() {
+  std::vector<std::string> out;
   std::unique_ptr<DIR, int (*)(DIR*)> dir{::opendir("/dev/shm"), ::closedir};
   if (!dir)
-    return removed;
-  while (const dirent* e = ::readdir(dir.get())) {
-    const std::string entry = e->d_name;
+    return out;
+  while (const dirent* e = ::readdir(dir.get()))
+    if (creator_of(e->d_name))
+      out.emplace_back(e->d_name);
+  return out;
+}
+
+std::vector<std::string> remove_segments_of(pid_t pid) {
+  std::vector<std::string> removed;
+  for (const auto& entry : segment_entries())
     if (creator_of(entry) == pid && ::shm_unlink(("/" + entry).c_str()) == 0)
       removed.push_back("/" + entry);
+  return removed;
+}
+
+std::vector<orphaned_segment> remove_orphaned_segments(const std::vector<std::string>& before) {
+  const std::set<std::string> known(before.begin(), before.end());
+  std::vector<orphaned_segment> removed;
+  for (const auto& entry : segment_entries()) {
+    const pid_t creator = *creator_of(entry);
+    if (!known.count(entry) && !process_alive(creator) &&
+        ::shm_unlink(("/" + entry).c_str()) == 0)
+      removed.push_back({"/" + entry, creator});
   }
   return removed;
 }

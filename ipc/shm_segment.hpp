@@ -78,4 +78,21 @@ std::optional<pid_t> creator_of(const std::string& entry);
 /// for its peers.
 std::vector<std::string> remove_segments_of(pid_t pid);
 
+/// The entries of /dev/shm that fresh_segment_name made (no slash), as
+/// /dev/shm lists them now.
+std::vector<std::string> segment_entries();
+
+/// A name removed by remove_orphaned_segments, and who created it.
+struct orphaned_segment {
+  std::string name;  // with the slash
+  pid_t creator = 0;
+};
+
+/// Removes the names fresh_segment_name made that are in /dev/shm now,
+/// not in `before` (segment_entries() as a job started) and whose creator
+/// has exited: what a job's ranks left when the launcher does not know
+/// their pids (mpirun started them). A dead creator's name is never
+/// opened again: its peers either opened it already or fail without it.
+std::vector<orphaned_segment> remove_orphaned_segments(const std::vector<std::string>& before);
+
 } // namespace troupe::ipc

@@ -1,14 +1,11 @@
 #include "backends/shm/shm_group.hpp"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <climits>
 #include <cstring>
-#include <fstream>
 #include <new>
 #include <string>
 #include <vector>
@@ -16,6 +13,7 @@
 #include "backends/backend.hpp"
 #include "backends/thread_affinity.hpp"
 #include "ipc/futex.hpp"
+#include "ipc/process_alive.hpp"
 
 namespace troupe::backends {
 
@@ -45,19 +43,6 @@ constexpr size_t host_slot_bytes = size_t{256} << 10;
 // How often a sleeping member checks that the others' processes still
 // exist.
 constexpr auto liveness_period = std::chrono::milliseconds(50);
-
-// false once `pid` has exited, reaped or not.
-bool process_alive(int32_t pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH)
-    return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line))
-    return true;  // no procfs here: kill() said it exists
-  const auto paren = line.rfind(')');
-  return paren == std::string::npos || paren + 2 >= line.size() ||
-         (line[paren + 2] != 'Z' && line[paren + 2] != 'X');
-}
 
 size_t round_up(size_t n, size_t to) {
   return (n + to - 1) / to * to;
@@ -260,7 +245,7 @@ void shm_group::wait_for(uint64_t target, std::chrono::microseconds spin) {
 void shm_group::check_members_alive() {
   for (int m = 0; m < members_; ++m) {
     const int32_t pid = header_->pids[m].load();
-    if (pid != 0 && !process_alive(pid))
+    if (pid != 0 && !ipc::process_alive(pid))
       fail(exited, m);
   }
 }

@@ -18,6 +18,7 @@
 #include "elastic/launcher_beacon.hpp"
 #include "elastic/store_endpoint.hpp"
 #include "backends/registry.hpp"
+#include "ipc/shm_segment.hpp"
 #include "metrics/elastic_metrics.hpp"
 #include "metrics/endpoint.hpp"
 #include "metrics/launcher_metrics.hpp"
@@ -304,10 +305,6 @@ int main(int argc, char** argv) {
   }
   if (opts.verbose)
     std::cerr << launch_summary(opts, ranks, mpirun, cpus);
-  // Without an endpoint to serve, nothing needs to stay between the user
-  // and mpirun.
-  if (opts.use_mpirun && cfg.metrics_port == 0)
-    return launcher::exec_mpirun(opts, std::move(mpirun));
   // Written by threads of their own: a reader that stops reading never
   // stops the supervision below. Declared first, so they go last.
   launcher::output_sink out_sink{STDOUT_FILENO};
@@ -345,6 +342,11 @@ int main(int argc, char** argv) {
       // mpirun stands for every rank: its one outcome counts for all.
       supervisor.observe_exits(
         [&counts, np = opts.np](bool failed) { counts.workers_exited(failed, np); });
+      // troupe-run stays mpirun's parent to serve its endpoint and to remove
+      // the segment names a killed rank left here: it never learns the
+      // ranks' pids, so it takes those that appeared meanwhile and whose
+      // creator is gone.
+      const auto segments_before = troupe::ipc::segment_entries();
       try {
         supervisor.add(launcher::spawn_worker(
           launcher::mpirun_rank, mpirun,
@@ -354,7 +356,11 @@ int main(int argc, char** argv) {
         return start_failure;
       }
       counts.workers_started(opts.np);
-      return supervisor.run();
+      const int rc = supervisor.run();
+      for (const auto& left : troupe::ipc::remove_orphaned_segments(segments_before))
+        to_stderr("troupe-run: removed shared-memory segment " + left.name +
+                  " that a rank (pid " + std::to_string(left.creator) + ") left behind\n");
+      return rc;
     }
     launcher::job_env job;
     job.size = opts.np;

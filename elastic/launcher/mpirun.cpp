@@ -3,13 +3,7 @@
 #include "elastic/launcher/cpu_binding.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cmath>
 #include <cstdlib>
-#include <cstring>
-#include <iostream>
-
-#include <unistd.h>
 
 namespace troupe::elastic::launcher {
 
@@ -41,9 +35,6 @@ std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root
     cmd.insert(cmd.end(), {"-H", opts.hosts});
   if (!opts.hostfile.empty())
     cmd.insert(cmd.end(), {"--hostfile", opts.hostfile});
-  if (opts.timeout_seconds)
-    cmd.insert(cmd.end(), {"--timeout", std::to_string(static_cast<long>(
-                                          std::ceil(*opts.timeout_seconds)))});
   if (!opts.output_dir.empty())
     cmd.insert(cmd.end(), {"--output-filename", opts.output_dir});
   if (opts.prefix_timestamp)
@@ -51,19 +42,6 @@ std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root
   cmd.insert(cmd.end(), opts.mpi_args.begin(), opts.mpi_args.end());
   cmd.insert(cmd.end(), opts.command.begin(), opts.command.end());
   return cmd;
-}
-
-int exec_mpirun(const launch_options& opts, std::vector<std::string> command) {
-  for (const auto& [name, value] : opts.knobs)
-    ::setenv(name.c_str(), value.c_str(), 1);
-  std::vector<char*> argv;
-  for (auto& arg : command)
-    argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  ::execvp(argv[0], argv.data());
-  std::cerr << "troupe-run: cannot start mpirun: " << std::strerror(errno)
-            << " (install openmpi-bin)\n";
-  return 127;
 }
 
 } // namespace troupe::elastic::launcher

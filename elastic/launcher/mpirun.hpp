@@ -16,11 +16,4 @@ namespace troupe::elastic::launcher {
 std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root,
                                         const std::string& cpu_binding);
 
-/// Sets the knobs in this process's environment (mpirun forwards it) and
-/// replaces this process with `command` (mpirun_command()'s; when
-/// troupe-run has no endpoint of its own to serve, else it runs the command
-/// as its child). Returns only on failure, with the exit code to use after
-/// printing why.
-int exec_mpirun(const launch_options& opts, std::vector<std::string> command);
-
 } // namespace troupe::elastic::launcher

@@ -267,6 +267,13 @@ start=$SECONDS
 expect 124 -np 2 --timeout 0.5 sleep 60
 (( SECONDS - start < 10 )) || fail "timeout took $((SECONDS - start)) s"
 grep -q 'time limit' "$dir/err" || fail "timeout: $(cat "$dir/err")"
+# The same under --mpi: troupe-run stays mpirun's parent and stops it.
+if command -v mpirun >/dev/null; then
+  start=$SECONDS
+  expect 124 --mpi -np 2 --timeout 0.5 sleep 60
+  (( SECONDS - start < 10 )) || fail "timeout, mpirun: took $((SECONDS - start)) s"
+  grep -q 'time limit' "$dir/err" || fail "timeout, mpirun: $(cat "$dir/err")"
+fi
 # Elastic flags are checked before anything starts.
 expect 2 -np 2 --min-np 1 --blacklist-cooldown-range 0 5 true
 grep -q '1 <= MIN <= MAX <= 3600, got 0 5' "$dir/err" || fail "cooldown: $(cat "$dir/err")"

@@ -1,6 +1,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <string>
 
@@ -61,6 +62,44 @@ TEST(segment_names, a_dead_creators_names_are_removed_and_no_one_elses) {
   EXPECT_THROW(shm_segment::open(name), std::runtime_error);  // gone
   EXPECT_TRUE(remove_segments_of(child).empty());
   EXPECT_NO_THROW(shm_segment::open(mine.name()));  // untouched
+}
+
+TEST(segment_names, names_that_appeared_with_a_dead_creator_are_orphans) {
+  const auto before = segment_entries();
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto s = shm_segment::create(fresh_segment_name("data-"), 4096);
+    const auto& name = s.name();
+    (void)!::write(pipe_fds[1], name.data(), name.size());
+    ::raise(SIGKILL);
+  }
+  ::close(pipe_fds[1]);
+  char buf[128] = {};
+  const auto n = ::read(pipe_fds[0], buf, sizeof buf - 1);
+  ::close(pipe_fds[0]);
+  ASSERT_GT(n, 0);
+  const std::string name(buf, static_cast<size_t>(n));
+  auto mine = shm_segment::create(fresh_segment_name("ctl-"), 4096);  // a live creator's
+  auto known = segment_entries();  // as if they had been there before
+  EXPECT_NE(std::find(known.begin(), known.end(), name.substr(1)), known.end());
+
+  // Dead, not reaped yet: a zombie has exited too.
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  auto removed = remove_orphaned_segments(known);
+  EXPECT_TRUE(removed.empty());  // every name was there before
+  EXPECT_EQ(::access(("/dev/shm" + name).c_str(), F_OK), 0);
+  removed = remove_orphaned_segments(before);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].name, name);
+  EXPECT_EQ(removed[0].creator, child);
+  EXPECT_NE(::access(("/dev/shm" + name).c_str(), F_OK), 0);
+  EXPECT_EQ(::access(("/dev/shm" + mine.name()).c_str(), F_OK), 0);  // its creator lives
+  int status = 0;
+  EXPECT_EQ(::waitpid(child, &status, 0), child);
 }
 
 } // namespace
