@@ -40,32 +40,48 @@ struct backend_state {
   std::vector<running_work> running;
   std::chrono::microseconds poll_delay{0};
   bool poll_scheduled = false;
+  bool answer_first = false;  // see finish_work
   static constexpr const char* name = "troupe.backend";
 };
 
 using self_pointer = actors::backend_actor::stateful_pointer<backend_state>;
 
-// Counts `work`, finished with `result`: what its answer reports it moved.
-// A success completes the callers' handles here, a thread hop before the
-// negotiator hears of it (which keeps its bookkeeping); a failure is the
-// negotiator's to word (it may name a lost peer). While a timeline is
-// written the negotiator completes them too, after it closed the spans: a
-// caller that stops the timeline once its handles completed finds them
-// closed. Last first: a caller that waits on its handles in submission
-// order (Horovod's synchronize loop) then wakes once, when the first one
-// completes, and finds the others done; in list order it chased the loop,
-// woken and asleep again on the next handle.
-list_stats finished_work(self_pointer self, const collective_work& work, const status& result,
-                         clock::time_point started) {
-  if (result.ok() && !work.trace)
-    for (auto e = work.entries.rbegin(); e != work.entries.rend(); ++e)
-      (*e)->handle->complete({});
+// Completes the callers' handles of `work` if it succeeded with `result`,
+// a thread hop before the negotiator hears of it (which keeps its
+// bookkeeping; a failure is the negotiator's to word: it may name a lost
+// peer), counts it, and answers `reply`. While a timeline is written the
+// negotiator completes them too, after it closed the spans: a caller that
+// stops the timeline once its handles completed finds them closed. Last
+// first: a caller that waits on its handles in submission order (Horovod's
+// synchronize loop) then wakes once, when the first one completes, and
+// finds the others done; in list order it chased the loop, woken and asleep
+// again on the next handle.
+//
+// On a rank bound to its CPU the answer goes first: the caller, woken
+// first, would submit its next tensor while the negotiator has not heard of
+// this work, and the negotiator, woken once per message on the one CPU,
+// would run twice where it takes both at once (a 4-byte allreduce on 2
+// bound ranks: 51.0 -> 45.5 us under MPI and Gloo, docs/benchmarks.md).
+// Unbound, the caller wakes first: waking the negotiator first would only
+// delay it.
+void finish_work(self_pointer self, const collective_work& work, status result,
+                 clock::time_point started, executed_promise& reply) {
   const double seconds = std::chrono::duration<double>(clock::now() - started).count();
   const uint64_t bytes = payload_bytes(work);
-  self->state.metrics->executed(work, result, bytes, seconds, self->mailbox().size());
+  const bool completes = result.ok() && !work.trace;
   const int64_t chunk =
     work.fusion_chunk_bytes ? static_cast<int64_t>(*work.fusion_chunk_bytes) : -1;
-  return {0, result.ok() ? bytes : 0, seconds, chunk};
+  const list_stats moved{0, result.ok() ? bytes : 0, seconds, chunk};
+  const auto complete_handles = [&] {
+    for (auto e = work.entries.rbegin(); e != work.entries.rend(); ++e)
+      (*e)->handle->complete({});
+  };
+  if (completes && !self->state.answer_first)
+    complete_handles();
+  self->state.metrics->executed(work, result, bytes, seconds, self->mailbox().size());
+  reply.deliver(executed_atom::value, work.id, std::move(result), moved);
+  if (completes && self->state.answer_first)
+    complete_handles();
 }
 
 void schedule_poll(self_pointer self) {
@@ -84,8 +100,7 @@ void poll_running(self_pointer self) {
     auto result = r.done->poll();
     if (!result)
       return true;
-    const auto moved = finished_work(self, *r.work, *result, r.started);
-    r.reply.deliver(executed_atom::value, r.work->id, std::move(*result), moved);
+    finish_work(self, *r.work, std::move(*result), r.started, r.reply);
     return false;
   };
   const auto before = st.running.size();
@@ -98,9 +113,11 @@ void poll_running(self_pointer self) {
 
 actors::backend_actor::behavior_type serve_backend(self_pointer self, std::shared_ptr<backend> impl,
                                                    std::shared_ptr<metrics::collective_metrics> metrics,
-                                                   std::optional<int> core) {
+                                                   backend_actor_options options) {
   self->state.impl = std::move(impl);
   self->state.metrics = std::move(metrics);
+  self->state.answer_first = options.rank_bound;
+  const auto core = options.core;
   return {
     // The first message, on the actor's own thread.
     [=](connect_atom) -> status {
@@ -134,11 +151,11 @@ actors::backend_actor::behavior_type serve_backend(self_pointer self, std::share
         return {executed_atom::value, work->id, *st.aborted, list_stats{}};
       const auto started = clock::now();
       auto done = st.impl->start(*work);
-      if (auto result = done->poll()) {
-        const auto moved = finished_work(self, *work, *result, started);
-        return {executed_atom::value, work->id, std::move(*result), moved};
-      }
       auto reply = self->make_response_promise<executed_atom, uint64_t, status, list_stats>();
+      if (auto result = done->poll()) {
+        finish_work(self, *work, std::move(*result), started, reply);
+        return reply;
+      }
       st.running.push_back({work, std::move(done), started, reply});
       if (st.running.size() == 1)
         st.poll_delay = first_poll;
@@ -152,12 +169,12 @@ actors::backend_actor::behavior_type serve_backend(self_pointer self, std::share
 
 actors::backend_ref spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
                                         std::shared_ptr<metrics::collective_metrics> metrics,
-                                        std::optional<int> core) {
+                                        backend_actor_options options) {
   std::shared_ptr<backend> impl = std::move(b);
   std::weak_ptr<backend> weak = impl;
   actors::backend_ref ref;
   ref.actor =
-    sys.spawn<caf::detached>(serve_backend, std::move(impl), std::move(metrics), core);
+    sys.spawn<caf::detached>(serve_backend, std::move(impl), std::move(metrics), options);
   // Aborting may block for a while (Gloo waits for its network thread
   // once per pair), so it runs on a thread of its own, not the caller's.
   ref.interrupt = [&sys, weak] {

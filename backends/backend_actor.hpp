@@ -14,20 +14,29 @@ class collective_metrics;
 
 namespace troupe::backends {
 
+/// How a backend actor runs.
+struct backend_actor_options {
+  /// The core its thread pins itself to on (connect)
+  /// (TROUPE_THREAD_AFFINITY; a core it cannot have is logged, not fatal).
+  std::optional<int> core;
+  /// The rank is bound to its CPU (rank_bound()): a finished work's answer
+  /// goes to the negotiator before its handles complete.
+  bool rank_bound = false;
+};
+
 /// Spawns the detached actor (its own thread, so a blocking library may
 /// block it) that owns `b` and starts its works in mailbox order.
 /// Protocol: actors::backend_actor. (execute, work) is answered with
 /// (executed, work id, status, list_stats of this work) once the work's
 /// completion has finished: at once for a blocking library, else when a
 /// poll with back-off sees it finished, while the actor goes on starting
-/// works. After (abort, status) queued works answer with that status
+/// works; a success also completes the work's handles (unless a timeline
+/// traces it). After (abort, status) queued works answer with that status
 /// without running. The returned interrupt calls `b->abort()` on a
 /// detached thread of the actor system (the system waits for it at its
-/// end), while `b` lives. `metrics` (required) counts what ran. With a
-/// `core`, the actor's thread pins itself to it on (connect)
-/// (TROUPE_THREAD_AFFINITY; a core it cannot have is logged, not fatal).
+/// end), while `b` lives. `metrics` (required) counts what ran.
 actors::backend_ref spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
                                         std::shared_ptr<metrics::collective_metrics> metrics,
-                                        std::optional<int> core = std::nullopt);
+                                        backend_actor_options options = {});
 
 } // namespace troupe::backends

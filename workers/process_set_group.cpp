@@ -122,12 +122,13 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   g.serial = spec.serial;
   auto counted = spec.metrics->for_set(spec.set_id, set_size, made.cpu->name());
   // A backend actor sees only its part, which keeps the whole set's alive.
-  const auto core = backend_core(spec);
+  const backends::backend_actor_options backend_options{
+    backend_core(spec), backends::rank_bound(spec.id->own_core)};
   const auto spawn = [&](std::unique_ptr<backends::backend> impl,
                          const std::shared_ptr<metrics::set_metrics>& m) {
     return backends::spawn_backend_actor(
       sys, std::move(impl), std::shared_ptr<metrics::collective_metrics>(m, &m->collectives()),
-      core);
+      backend_options);
   };
   g.backends[device_kind::cpu] = spawn(std::move(made.cpu), counted);
   if (made.gpu) {

@@ -101,10 +101,10 @@ protected:
     caf::anon_send_exit(backend_.actor, caf::exit_reason::user_shutdown);
   }
 
-  void spawn() {
+  void spawn(backend_actor_options options = {}) {
     backend_ = spawn_backend_actor(
       sys_, std::make_unique<scripted_backend>(script_),
-      std::shared_ptr<metrics::collective_metrics>(set_, &set_->collectives()));
+      std::shared_ptr<metrics::collective_metrics>(set_, &set_->collectives()), options);
   }
 
   collective_work_ptr work(uint64_t id) {
@@ -186,6 +186,36 @@ TEST_F(backend_actor_test, answers_when_the_completion_finishes_and_serves_meanw
   EXPECT_EQ(second->id, 1u);
   EXPECT_TRUE(second->result.ok());
   EXPECT_EQ(script_->starts.load(), 2);
+}
+
+// Bound or not (the answer before or after the handles), a success answers
+// and completes its handle, finished at once or seen by a poll.
+TEST_F(backend_actor_test, a_success_answers_and_completes_its_handles_bound_or_not) {
+  for (const bool bound : {false, true}) {
+    SCOPED_TRACE(bound ? "rank bound" : "unbound");
+    script_ = std::make_shared<script>();
+    auto gate = std::make_shared<std::atomic<bool>>(false);
+    script_->gates[2] = gate;
+    spawn({std::nullopt, bound});
+    caf::scoped_actor self{sys_};
+    auto at_once = work(1);
+    auto polled = work(2);
+    execute(self, at_once);
+    auto first = next(self, 5000ms);
+    ASSERT_TRUE(first);
+    EXPECT_EQ(first->id, 1u);
+    EXPECT_TRUE(at_once->entries[0]->handle->wait_for(5s));
+    EXPECT_TRUE(at_once->entries[0]->handle->result().ok());
+    execute(self, polled);
+    EXPECT_FALSE(next(self, 50ms));
+    EXPECT_FALSE(polled->entries[0]->handle->done());
+    *gate = true;
+    auto second = next(self, 5000ms);
+    ASSERT_TRUE(second);
+    EXPECT_EQ(second->id, 2u);
+    EXPECT_TRUE(polled->entries[0]->handle->wait_for(5s));
+    caf::anon_send_exit(backend_.actor, caf::exit_reason::user_shutdown);
+  }
 }
 
 TEST_F(backend_actor_test, abort_finishes_running_works_through_the_backend_and_skips_queued) {
