@@ -79,7 +79,7 @@ handle failed(const status& s) {
   return handle{std::move(state)};
 }
 
-actors::tensor_entry_ptr make_entry(api::submission sub, int32_t set_id) {
+actors::tensor_entry_ptr make_entry(api::submission&& sub, int32_t set_id) {
   auto e = std::make_shared<actors::tensor_entry>();
   e->process_set_id = static_cast<uint32_t>(set_id);
   e->request = std::move(sub.request);
@@ -130,7 +130,7 @@ std::vector<handle> submit(std::vector<api::prepared> items, const set_view& set
 // One collective, without the group path's vectors: a training step
 // submits hundreds of these, and each allocation is on the caller's
 // thread, before negotiation can finish.
-handle submit_one(api::prepared item, const set_view& set) {
+handle submit_one(api::prepared&& item, const set_view& set) {
   if (!item.sub)
     return failed(item.error);
   auto e = make_entry(std::move(*item.sub), set.id);
