@@ -94,8 +94,8 @@ std::string find_executable(const std::string& name) {
 // The child between fork and exec: async-signal-safe calls only (the
 // launcher has other threads). Reports a failure as its errno on `status`.
 [[noreturn]] void become_worker(pid_t launcher, int in, int out, int err, int status,
-                                const cpu_set_t* cpus, const char* file, char* const* argv,
-                                char* const* envp) {
+                                const cpu_set_t* cpus, int death_signal, const char* file,
+                                char* const* argv, char* const* envp) {
   auto fail = [status] { child_failed(status); };
   // Own process group: a terminal's Ctrl-C reaches troupe-run alone, which
   // forwards it, and a kill of the group also reaches the worker's children.
@@ -105,7 +105,7 @@ std::string find_executable(const std::string& name) {
   // the forking *thread*: troupe-run forks from its main thread, which
   // lives as long as the process. A launcher that died before this call
   // left the child to a new parent already.
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != launcher)
+  if (::prctl(PR_SET_PDEATHSIG, death_signal) != 0 || ::getppid() != launcher)
     fail();
   // Before exec: every thread the command starts inherits it.
   if (cpus && ::sched_setaffinity(0, sizeof *cpus, cpus) != 0)
@@ -143,7 +143,8 @@ void worker_process::drain() {
 }
 
 piped_child spawn_piped(const std::vector<std::string>& argv,
-                        const std::vector<std::string>& env, const std::string& input, int cpu) {
+                        const std::vector<std::string>& env, const std::string& input, int cpu,
+                        int death_signal) {
   const auto file = find_executable(argv[0]);
   if (file.empty())
     throw spawn_error(net::error_text(ENOENT));
@@ -176,7 +177,7 @@ piped_child spawn_piped(const std::vector<std::string>& argv,
   if (pid == 0)
     become_worker(launcher, in_pipe.read ? in_pipe.read.get() : -1, out_pipe.write.get(),
                   err_pipe.write.get(), status_pipe.write.get(), cpu >= 0 ? &cpus : nullptr,
-                  file.c_str(), args.data(), envp.data());
+                  death_signal, file.c_str(), args.data(), envp.data());
   status_pipe.write.reset();
   int error = 0;
   ssize_t n = 0;
@@ -197,7 +198,9 @@ worker_process spawn_worker(int rank, const std::vector<std::string>& argv,
                             line_forwarder::sink err, const std::string& input, int cpu) {
   piped_child child;
   try {
-    child = spawn_piped(argv, env, input, cpu);
+    // mpirun dies with troupe-run too, but by SIGTERM: killed, it would
+    // leave the ranks it started running.
+    child = spawn_piped(argv, env, input, cpu, rank == mpirun_rank ? SIGTERM : SIGKILL);
   } catch (const spawn_error& e) {
     throw spawn_error("cannot start '" + argv[0] + "'"
                       + (rank == mpirun_rank ? "" : " for " + worker_name(rank)) + ": "

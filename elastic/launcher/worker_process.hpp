@@ -3,6 +3,7 @@
 #include "elastic/launcher/line_forwarder.hpp"
 #include "elastic/socket_util.hpp"
 
+#include <csignal>
 #include <stdexcept>
 #include <string>
 #include <sys/types.h>
@@ -53,19 +54,21 @@ struct piped_child {
 /// (PR_SET_PDEATHSIG): a discovery script started from the discovery
 /// thread ends with it. A non-empty `input` (at most 4 KiB) is the child's
 /// stdin, then EOF. A `cpu` >= 0 binds the child to that CPU before it
-/// starts the command (--cpu-binding).
+/// starts the command (--cpu-binding). The child gets `death_signal` when
+/// the calling thread ends (PR_SET_PDEATHSIG).
 piped_child spawn_piped(const std::vector<std::string>& argv,
                         const std::vector<std::string>& env, const std::string& input = {},
-                        int cpu = -1);
+                        int cpu = -1, int death_signal = SIGKILL);
 
 /// "rank 3", or "mpirun" for mpirun_rank: how troupe-run names a worker.
 std::string worker_name(int rank);
 
 /// Starts `argv` (searched in PATH) with environment `env`, stdin from
 /// /dev/null or `input` (see spawn_piped), and stdout/stderr piped back through forwarders that emit to
-/// `out` and `err`. Throws spawn_error. The worker gets SIGKILL when the
-/// calling thread ends (PR_SET_PDEATHSIG), so call it from the thread that
-/// lives as long as troupe-run: its main thread.
+/// `out` and `err`. Throws spawn_error. The worker gets SIGKILL (mpirun:
+/// SIGTERM, which it passes on to its ranks) when the calling thread ends
+/// (PR_SET_PDEATHSIG), so call it from the thread that lives as long as
+/// troupe-run: its main thread.
 worker_process spawn_worker(int rank, const std::vector<std::string>& argv,
                             const std::vector<std::string>& env,
                             line_forwarder::sink out, line_forwarder::sink err,
