@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <csignal>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -35,27 +36,33 @@ TEST(segment_names, other_names_have_no_creator) {
     EXPECT_FALSE(creator_of(entry)) << entry;
 }
 
-TEST(segment_names, a_dead_creators_names_are_removed_and_no_one_elses) {
-  // A child creates a segment and dies without unlinking it, as a rank
-  // SIGKILLed before its peers opened the segment.
+// A child that creates a segment of `kind` and dies of SIGKILL without
+// unlinking it, as a rank killed before its peers opened the segment: its
+// pid and the segment's name (empty if it told none). Not waited for.
+std::pair<pid_t, std::string> dead_creator(const std::string& kind) {
   int pipe_fds[2];
-  ASSERT_EQ(::pipe(pipe_fds), 0);
+  if (::pipe(pipe_fds) != 0)
+    return {-1, {}};
   const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
   if (child == 0) {
-    auto s = shm_segment::create(fresh_segment_name("ctl-"), 4096);
+    auto s = shm_segment::create(fresh_segment_name(kind), 4096);
     const auto& name = s.name();
     (void)!::write(pipe_fds[1], name.data(), name.size());
     ::raise(SIGKILL);
   }
   ::close(pipe_fds[1]);
   char buf[128] = {};
-  const auto n = ::read(pipe_fds[0], buf, sizeof buf - 1);
+  const auto n = child > 0 ? ::read(pipe_fds[0], buf, sizeof buf - 1) : 0;
   ::close(pipe_fds[0]);
+  return {child, n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string()};
+}
+
+TEST(segment_names, a_dead_creators_names_are_removed_and_no_one_elses) {
+  const auto [child, name] = dead_creator("ctl-");
+  ASSERT_GT(child, 0);
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_GT(n, 0);
-  const std::string name(buf, static_cast<size_t>(n));
+  ASSERT_FALSE(name.empty());
   auto mine = shm_segment::create(fresh_segment_name("ctl-"), 4096);  // a live creator's
 
   EXPECT_EQ(remove_segments_of(child), std::vector<std::string>{name});
@@ -66,22 +73,9 @@ TEST(segment_names, a_dead_creators_names_are_removed_and_no_one_elses) {
 
 TEST(segment_names, names_that_appeared_with_a_dead_creator_are_orphans) {
   const auto before = segment_entries();
-  int pipe_fds[2];
-  ASSERT_EQ(::pipe(pipe_fds), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    auto s = shm_segment::create(fresh_segment_name("data-"), 4096);
-    const auto& name = s.name();
-    (void)!::write(pipe_fds[1], name.data(), name.size());
-    ::raise(SIGKILL);
-  }
-  ::close(pipe_fds[1]);
-  char buf[128] = {};
-  const auto n = ::read(pipe_fds[0], buf, sizeof buf - 1);
-  ::close(pipe_fds[0]);
-  ASSERT_GT(n, 0);
-  const std::string name(buf, static_cast<size_t>(n));
+  const auto [child, name] = dead_creator("data-");
+  ASSERT_GT(child, 0);
+  ASSERT_FALSE(name.empty());
   auto mine = shm_segment::create(fresh_segment_name("ctl-"), 4096);  // a live creator's
   auto known = segment_entries();  // as if they had been there before
   EXPECT_NE(std::find(known.begin(), known.end(), name.substr(1)), known.end());
