@@ -1,4 +1,4 @@
-"""shm_netns.py TROUPE_RUN CHECK
+"""shm_netns.py TROUPE_RUN CHECK [--mpi]
 
 Gloo's shared-memory allreduce on two simulated hosts of two ranks each:
 network namespaces A and B joined by a veth pair (TwoHosts of
@@ -10,7 +10,21 @@ and exact allreduces below and above one 256 KiB round in seven dtypes; this
 script checks that each host's two ranks shared one segment of their own
 (two ranks' slots) and that every rank sent its shares across hosts (the
 info-level log lines of shm_communicator). Exit 77 without root or ip
-netns."""
+netns.
+
+--mpi: the same under troupe-run --mpi. mpirun runs in A; its rsh launcher
+starts orted on B through the stand-in for ssh, in B's namespace, and Open
+MPI's TCP traffic (OOB and BTL) is held to tp0. The MPI backend groups a
+set's ranks by host with MPI_COMM_TYPE_SHARED, i.e. by mpirun's nodes, not
+by host name; but Open MPI names its own shared-memory files (the vader
+BTL's in /dev/shm) and session directories (in /tmp) after the host name,
+and the namespaces share both directories and one UTS host name: B's orted
+and ranks get a UTS namespace of their own with another host name, as a
+second machine would have (without it both hosts' local rank 0 map one
+vader file and a rank crashes in mca_btl_vader_poll_handle_frag). The MPI
+backend logs no cross-host byte count, so bytes across hosts are A's tp0
+counters (bytes sent and received) over the job. Exit 77 also without
+unshare(1)."""
 
 import os
 import re
@@ -27,6 +41,20 @@ FAKE_SSH = """#!/usr/bin/python3
 # network namespace of its host (the argument before).
 import os, sys
 os.execvp('ip', ['ip', 'netns', 'exec', %r[sys.argv[-2]], '/bin/sh', '-c', sys.argv[-1]])
+"""
+
+# ORTE's rsh launcher calls it as `ssh [-x] HOST WORD...`, the words a
+# command line for the remote shell (quoted for it): they are joined as ssh
+# joins them. The command runs in the host's namespace, in a UTS namespace
+# of its own named after the host (see --mpi above).
+FAKE_SSH_MPI = """#!/usr/bin/python3
+import os, sys
+args = sys.argv[1:]
+while args and args[0].startswith('-'):
+    args = args[1:]
+ns, name = %r[args[0]]
+os.execvp('ip', ['ip', 'netns', 'exec', ns, 'unshare', '--uts', '/bin/sh', '-c',
+                 'hostname "$1" && exec /bin/sh -c "$2"', 'sh', name, ' '.join(args[1:])])
 """
 
 ROUND = 256 << 10
@@ -54,11 +82,53 @@ def run_job(net, run, check):
                                        check, 'shm-ops', '1'])
 
 
+def tp0_bytes(ns):
+    """Bytes sent and received on namespace NS's end of the veth pair."""
+    def counter(name):
+        return int(subprocess.run(['ip', 'netns', 'exec', ns, 'cat',
+                                   '/sys/class/net/tp0/statistics/' + name],
+                                  capture_output=True, text=True, timeout=10, check=True).stdout)
+    return counter('tx_bytes'), counter('rx_bytes')
+
+
+def run_mpi_job(net, run, check, timeout=150):
+    """troupe-run --mpi in A, 2 ranks on each of A and B; A's tp0 bytes
+    (sent, received) over the job."""
+    if not shutil.which('unshare'):
+        raise Skip('no unshare(1) (util-linux)')
+    d = tempfile.mkdtemp(prefix='troupe-ssh-')
+    try:
+        ssh = os.path.join(d, 'ssh')
+        with open(ssh, 'w') as f:
+            f.write(FAKE_SSH_MPI % {net.A: (net.a, 'troupe-host-a'),
+                                    net.B: (net.b, 'troupe-host-b')})
+        os.chmod(ssh, 0o755)
+        # The stand-in passes mpirun's environment on to orted on B (ssh
+        # would not): orted as root needs these two.
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
+        before = tp0_bytes(net.a)
+        done = subprocess.run(
+            ['ip', 'netns', 'exec', net.a, run, '--mpi', '-np', '4',
+             '-H', '%s:2,%s:2' % (net.A, net.B), '--network-interface', 'tp0',
+             '--mpi-args=--mca plm_rsh_agent %s --mca oob_tcp_if_include tp0 '
+             '--mca btl_tcp_if_include tp0' % ssh,
+             '--log-level', 'info', '--timeout', '120', check, 'shm-ops', '1'],
+            env=env, capture_output=True, text=True, timeout=timeout)
+        after = tp0_bytes(net.a)
+        return done, (after[0] - before[0], after[1] - before[1])
+    finally:
+        shutil.rmtree(d, True)
+
+
 def main():
     run, check = sys.argv[1], sys.argv[2]
+    mpi = sys.argv[3:] == ['--mpi']
     try:
         with TwoHosts() as net:
-            done = run_job(net, run, check)
+            if mpi:
+                done, (sent, received) = run_mpi_job(net, run, check)
+            else:
+                done = run_job(net, run, check)
     except Skip as e:
         print('SKIP: %s' % e)
         sys.exit(77)
@@ -67,13 +137,16 @@ def main():
     expect(done.returncode == 0, 'troupe-run exited %d' % done.returncode)
     host = {0: net.A, 1: net.A, 2: net.B, 3: net.B}
     segment = {}
+    through_most = 0
     for r in range(4):
-        out = '[%d]<stdout>:rank %d: ' % (r, r)
-        err = '[%d]<stderr>:' % r
+        # mpirun --tag-output tags a line [JOB,RANK]; troupe-run [RANK].
+        tag = r'\[\d+,%d\]' % r if mpi else re.escape('[%d]' % r)
+        out = tag + re.escape('<stdout>:rank %d: ' % r)
+        err = tag + re.escape('<stderr>:')
         for what in (r'PASS \d+ collectives$', r'PASS 189 allreduces of 1 B to 10 rounds, exact'):
-            expect(re.search('^' + re.escape(out) + what, done.stdout, re.M),
+            expect(re.search('^' + out + what, done.stdout, re.M),
                    'rank %d printed %r' % (r, what))
-        m = re.search(re.escape(out) + r'PASS shared-memory segment (/troupe-\S+) (\d+)$',
+        m = re.search('^' + out + r'PASS shared-memory segment (/troupe-\S+) (\d+)$',
                       done.stdout, re.M)
         expect(m is not None, 'rank %d maps a segment' % r)
         if m is None:
@@ -83,20 +156,23 @@ def main():
                'rank %d: a segment of two ranks\' slots (6 x 256 KiB and a header), got %s bytes'
                % (r, m.group(2)))
         expect(re.search(r'^%s.*troupe rank %d: control plane .* listening on %s:' %
-                         (re.escape(err), r, re.escape(host[r])), done.stderr, re.M),
+                         (err, r, re.escape(host[r])), done.stderr, re.M),
                'rank %d listens on its namespace\'s address %s' % (r, host[r]))
+        if mpi:
+            through_most = max(through_most, check_mpi_rank(done, r, err, segment[r]))
+            continue
         expect(re.search(r"^%s.*troupe set rank %d/4: shared-memory allreduce on host '%s' "
                          r'\(%d of 2\): local rank %d of 2, segment %s, cross-host step over Gloo$'
-                         % (re.escape(err), r, re.escape(host[r]), r // 2, r % 2,
+                         % (err, r, re.escape(host[r]), r // 2, r % 2,
                             re.escape(segment[r])), done.stderr, re.M),
                'rank %d logged its place: host %d of 2, local rank %d of 2, segment %s, '
                'cross-host step' % (r, r // 2, r % 2, segment[r]))
         expect(re.search(r'^%s.*troupe set rank %d/4: CPU allreduces over gloo reduced 1048576 '
-                         r'bytes at a time$' % (re.escape(err), r), done.stderr, re.M),
+                         r'bytes at a time$' % (err, r), done.stderr, re.M),
                'rank %d reduces 1 MiB at a time through the segment' % r)
         m = re.search(r'^%s.*troupe set rank %d/4: shared-memory allreduce: (\d+) allreduces, '
                       r'(\d+) bytes through segment %s, (\d+) bytes of this rank\'s shares '
-                      r'across hosts$' % (re.escape(err), r, re.escape(segment[r])),
+                      r'across hosts$' % (err, r, re.escape(segment[r])),
                       done.stderr, re.M)
         expect(m is not None, 'rank %d logged its shared-memory totals at shutdown' % r)
         if m:
@@ -112,8 +188,39 @@ def main():
         expect(segment[0] == segment[1] and segment[2] == segment[3],
                'each host\'s ranks share a segment: %s' % segment)
         expect(segment[0] != segment[2], 'each host has a segment of its own: %s' % segment)
+    if mpi:
+        # Each host's two ranks allreduce their halves of every round with
+        # the other host's: about the round each way, over the veth pair.
+        expect(through_most >= 21 * 5024 * 1024 and min(sent, received) * 2 >= through_most,
+               'bytes across hosts: A\'s tp0 sent %d and received %d over the job, each at '
+               'least half of the %d bytes a rank put through the segment'
+               % (sent, received, through_most))
     print('FAILED: %d check(s)' % len(failures) if failures else 'PASS')
     sys.exit(1 if failures else 0)
+
+
+def check_mpi_rank(done, r, err, seg):
+    """Rank R's info lines under mpirun: its place in its host's segment
+    (the host group is MPI's, by mpirun's nodes) and its totals; the bytes
+    it put through the segment."""
+    expect(re.search(r'^%s.*troupe set rank %d/4: shared-memory allreduce: local rank %d of 2, '
+                     r'segment %s, cross-host step over MPI$' % (err, r, r % 2, re.escape(seg)),
+                     done.stderr, re.M),
+           'rank %d logged its place: local rank %d of 2, segment %s, cross-host step over MPI'
+           % (r, r % 2, seg))
+    expect(re.search(r'^%s.*troupe set rank %d/4: CPU allreduces over mpi reduced 1048576 '
+                     r'bytes at a time$' % (err, r), done.stderr, re.M),
+           'rank %d reduces 1 MiB at a time through the segment' % r)
+    m = re.search(r'^%s.*troupe set rank %d/4: shared-memory allreduce: (\d+) allreduces, '
+                  r'(\d+) bytes through segment %s$' % (err, r, re.escape(seg)),
+                  done.stderr, re.M)
+    expect(m is not None, 'rank %d logged its shared-memory totals at shutdown' % r)
+    if m:
+        allreduces, through = map(int, m.groups())
+        expect(allreduces >= 21 * 12 and through >= 21 * 5024 * 1024,
+               'rank %d: %d allreduces, %d bytes through the segment' % (r, allreduces, through))
+        return through
+    return 0
 
 
 if __name__ == '__main__':
