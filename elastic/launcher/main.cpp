@@ -298,7 +298,8 @@ int main(int argc, char** argv) {
       cpus = launcher::machine_rank_cpus(cfg.cpu_binding, ranks, own_hostname());
     }
     if (opts.use_mpirun)  // throws when --cpu-binding cannot hold
-      mpirun = launcher::mpirun_command(opts, ::geteuid() == 0, cfg.cpu_binding);
+      mpirun = launcher::mpirun_command(opts, ::geteuid() == 0, cfg.cpu_binding,
+                                        parent_environment());
   } catch (const std::exception& e) {  // plan_error, config_error, invalid_argument
     std::cerr << "troupe-run: error: " << e.what() << "\n";
     return usage_error;

@@ -3,12 +3,13 @@
 #include "elastic/launcher/cpu_binding.hpp"
 
 #include <algorithm>
-#include <cstdlib>
+#include <set>
 
 namespace troupe::elastic::launcher {
 
 std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root,
-                                        const std::string& cpu_binding) {
+                                        const std::string& cpu_binding,
+                                        const std::vector<std::string>& environment) {
   // Bound as --cpu-binding says (cpu_binding.hpp; Horovod passes --bind-to
   // none), unless the user's mpirun arguments bind otherwise.
   std::vector<std::string> cmd{"mpirun", "--tag-output", "--oversubscribe"};
@@ -35,6 +36,21 @@ std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root
     cmd.insert(cmd.end(), {"-H", opts.hosts});
   if (!opts.hostfile.empty())
     cmd.insert(cmd.end(), {"--hostfile", opts.hostfile});
+  // mpirun gives ranks on other hosts only the variables -x names: every
+  // knob (the flags' and the user's own TROUPE_* / HOROVOD_*), by name, so
+  // that no value lands on a command line.
+  if (!opts.hosts.empty() || !opts.hostfile.empty()) {
+    std::set<std::string> names;
+    for (const auto& knob : opts.knobs)
+      names.insert(knob.first);
+    for (const auto& entry : environment) {
+      const auto name = entry.substr(0, entry.find('='));
+      if (name.rfind("TROUPE_", 0) == 0 || name.rfind("HOROVOD_", 0) == 0)
+        names.insert(name);
+    }
+    for (const auto& name : names)
+      cmd.insert(cmd.end(), {"-x", name});
+  }
   if (!opts.output_dir.empty())
     cmd.insert(cmd.end(), {"--output-filename", opts.output_dir});
   if (opts.prefix_timestamp)

@@ -22,6 +22,31 @@ TEST(mpirun_command, horovodrun_style_command_line) {
                                            "python3", "train.py", "-np", "7"}));
 }
 
+// On several hosts every knob goes out by name with -x (mpirun passes other
+// hosts' ranks nothing else): the flags' and the user's TROUPE_* and
+// HOROVOD_*, once each, in name order; on one host mpirun's environment
+// reaches the ranks anyway.
+TEST(mpirun_command, knobs_reach_other_hosts_by_name) {
+  launch_options opts;
+  opts.np = 4;
+  opts.hosts = "a:2,b:2";
+  opts.knobs = {{"TROUPE_FUSION_THRESHOLD", "1024"}, {"TROUPE_LOG_LEVEL", "info"}};
+  opts.command = {"./prog"};
+  const std::vector<std::string> env{"PATH=/bin", "TROUPE_LOG_LEVEL=debug",
+                                     "HOROVOD_CYCLE_TIME=5", "TROUPE_SECRET_KEY=abc",
+                                     "MY_TROUPE_X=1", "HOROVOD_X"};
+  EXPECT_EQ(mpirun_command(opts, false, "none", env),
+            (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
+                                      "none", "-np", "4", "-H", "a:2,b:2",
+                                      "-x", "HOROVOD_CYCLE_TIME", "-x", "HOROVOD_X",
+                                      "-x", "TROUPE_FUSION_THRESHOLD", "-x", "TROUPE_LOG_LEVEL",
+                                      "-x", "TROUPE_SECRET_KEY", "./prog"}));
+  opts.hosts.clear();
+  EXPECT_EQ(mpirun_command(opts, false, "none", env),
+            (std::vector<std::string>{"mpirun", "--tag-output", "--oversubscribe", "--bind-to",
+                                      "none", "-np", "4", "./prog"}));
+}
+
 TEST(mpirun_command, not_root_and_hostfile) {
   launch_options opts;
   opts.np = 2;

@@ -46,15 +46,21 @@ os.execvp('ip', ['ip', 'netns', 'exec', %r[sys.argv[-2]], '/bin/sh', '-c', sys.a
 # ORTE's rsh launcher calls it as `ssh [-x] HOST WORD...`, the words a
 # command line for the remote shell (quoted for it): they are joined as ssh
 # joins them. The command runs in the host's namespace, in a UTS namespace
-# of its own named after the host (see --mpi above).
+# of its own named after the host (see --mpi above), and, as under sshd,
+# without the caller's environment: a TROUPE_* setting reaches the ranks
+# there only if mpirun passes it on (troupe-run's -x), which the
+# info-level lines checked below need. Running as root needs Open MPI's two
+# permissions there too.
 FAKE_SSH_MPI = """#!/usr/bin/python3
 import os, sys
 args = sys.argv[1:]
 while args and args[0].startswith('-'):
     args = args[1:]
 ns, name = %r[args[0]]
-os.execvp('ip', ['ip', 'netns', 'exec', ns, 'unshare', '--uts', '/bin/sh', '-c',
-                 'hostname "$1" && exec /bin/sh -c "$2"', 'sh', name, ' '.join(args[1:])])
+os.execvpe('ip', ['ip', 'netns', 'exec', ns, 'unshare', '--uts', '/bin/sh', '-c',
+                  'hostname "$1" && exec /bin/sh -c "$2"', 'sh', name, ' '.join(args[1:])],
+           {'PATH': os.environ['PATH'], 'HOME': '/root', 'OMPI_ALLOW_RUN_AS_ROOT': '1',
+            'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'})
 """
 
 ROUND = 256 << 10
