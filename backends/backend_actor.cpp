@@ -61,9 +61,11 @@ using self_pointer = actors::backend_actor::stateful_pointer<backend_state>;
 // first, would submit its next tensor while the negotiator has not heard of
 // this work, and the negotiator, woken once per message on the one CPU,
 // would run twice where it takes both at once (a 4-byte allreduce on 2
-// bound ranks: 51.0 -> 45.5 us under MPI and Gloo, docs/benchmarks.md).
-// Unbound, the caller wakes first: waking the negotiator first would only
-// delay it.
+// bound ranks: 48.8 -> 44.8 us under MPI, 51.6 -> 44.3 us under Gloo,
+// docs/benchmarks.md run (20)). The negotiator may also complete them
+// first (it does for every work it hears of; a second completion is a
+// no-op). Unbound, the caller wakes first: waking the negotiator first
+// measured no better.
 void finish_work(self_pointer self, const collective_work& work, status result,
                  clock::time_point started, executed_promise& reply) {
   const double seconds = std::chrono::duration<double>(clock::now() - started).count();
