@@ -65,6 +65,32 @@ void hand_over(std::atomic<uint32_t>& word, uint32_t to, bool spin) {
     troupe::ipc::futex_wake_all(&word);
 }
 
+// The far side of `trips` round trips on `w`: false once the near side
+// stopped handing over.
+bool answer_trips(shared_words& w, int trips, bool spin) {
+  for (uint32_t t = 1; t < 2u * static_cast<uint32_t>(trips); t += 2) {
+    if (!await_change(w.turn, t - 1, spin))
+      return false;
+    hand_over(w.turn, t + 1, spin);
+  }
+  return true;
+}
+
+// The near side: each round trip's seconds, fewer than `trips` if the far
+// side stopped answering.
+std::vector<double> time_trips(shared_words& w, int trips, bool spin) {
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(trips));
+  for (uint32_t t = 1; t < 2u * static_cast<uint32_t>(trips); t += 2) {
+    const auto start = clock_type::now();
+    hand_over(w.turn, t, spin);
+    if (!await_change(w.turn, t, spin))
+      break;
+    out.push_back(std::chrono::duration<double>(clock_type::now() - start).count());
+  }
+  return out;
+}
+
 // Round trips between this process and a forked one, in seconds each.
 std::vector<double> process_trips(int trips, bool spin) {
   void* mem = mmap(nullptr, sizeof(shared_words), PROT_READ | PROT_WRITE,
@@ -75,24 +101,12 @@ std::vector<double> process_trips(int trips, bool spin) {
   }
   auto* w = new (mem) shared_words;
   const pid_t child = fork();
-  if (child == 0) {
-    for (uint32_t t = 1; t < 2u * static_cast<uint32_t>(trips); t += 2) {
-      if (!await_change(w->turn, t - 1, spin))
-        _exit(2);
-      hand_over(w->turn, t + 1, spin);
-    }
-    _exit(0);
-  }
-  std::vector<double> out;
-  out.reserve(static_cast<size_t>(trips));
-  for (uint32_t t = 1; t < 2u * static_cast<uint32_t>(trips); t += 2) {
-    const auto start = clock_type::now();
-    hand_over(w->turn, t, spin);
-    if (!await_change(w->turn, t, spin)) {
-      std::fprintf(stderr, "wake_bench: the other process stopped answering\n");
-      std::exit(1);
-    }
-    out.push_back(std::chrono::duration<double>(clock_type::now() - start).count());
+  if (child == 0)
+    _exit(answer_trips(*w, trips, spin) ? 0 : 2);
+  auto out = time_trips(*w, trips, spin);
+  if (out.size() != static_cast<size_t>(trips)) {
+    std::fprintf(stderr, "wake_bench: the other process stopped answering\n");
+    std::exit(1);
   }
   int status = 0;
   waitpid(child, &status, 0);
@@ -115,24 +129,9 @@ std::vector<double> one_cpu_trips(int trips) {
   }
   shared_words w;
   bool far_ok = true;
-  std::thread far([&] {  // inherits the one-CPU affinity
-    for (uint32_t t = 1; t < 2u * static_cast<uint32_t>(trips); t += 2) {
-      if (!await_change(w.turn, t - 1, false)) {
-        far_ok = false;
-        return;
-      }
-      hand_over(w.turn, t + 1, false);
-    }
-  });
-  std::vector<double> out;
-  out.reserve(static_cast<size_t>(trips));
-  for (uint32_t t = 1; t < 2u * static_cast<uint32_t>(trips); t += 2) {
-    const auto start = clock_type::now();
-    hand_over(w.turn, t, false);
-    if (!await_change(w.turn, t, false))
-      break;
-    out.push_back(std::chrono::duration<double>(clock_type::now() - start).count());
-  }
+  // Inherits the one-CPU affinity.
+  std::thread far([&] { far_ok = answer_trips(w, trips, false); });
+  auto out = time_trips(w, trips, false);
   far.join();
   sched_setaffinity(0, sizeof before, &before);
   if (!far_ok || out.size() != static_cast<size_t>(trips)) {

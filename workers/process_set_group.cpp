@@ -122,8 +122,10 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   g.serial = spec.serial;
   auto counted = spec.metrics->for_set(spec.set_id, set_size, made.cpu->name());
   // A backend actor sees only its part, which keeps the whole set's alive.
-  const backends::backend_actor_options backend_options{
-    backend_core(spec), backends::rank_bound(spec.id->own_core)};
+  // Bound to its CPU: the backend answers before it completes handles, and
+  // the control-channel reader polls for an awaited reply (below).
+  const bool bound = backends::rank_bound(id.own_core);
+  const backends::backend_actor_options backend_options{backend_core(spec), bound};
   const auto spawn = [&](std::unique_ptr<backends::backend> impl,
                          const std::shared_ptr<metrics::set_metrics>& m) {
     return backends::spawn_backend_actor(
@@ -180,7 +182,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   // Only bound: an unbound rank's polling reader shares CPUs with the
   // threads it waits for (2 ranks on 2 CPUs, unbound, a 4-byte allreduce:
   // 78 -> 96 us under MPI; bound 45 -> 40 us, docs/benchmarks.md run (18)).
-  if (backends::rank_bound(id.own_core))
+  if (bound)
     args.channel_poll = backends::peer_poll_time;
   g.inbox = args.inbox = std::make_shared<actors::submission_inbox>();
   g.negotiator = actors::spawn_negotiator(sys, std::move(args), g.coordinator, g.backends,

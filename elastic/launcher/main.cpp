@@ -284,6 +284,7 @@ int main(int argc, char** argv) {
   std::vector<int> cpus;  // by machine_local_rank; empty: not bound
   std::vector<std::string> mpirun;  // with --mpi
   troupe::workers::config cfg;
+  auto parent = parent_environment();
   try {
     cfg = launcher_config(opts);
     // Threads the user places (--thread-affinity) need the process's CPUs:
@@ -298,8 +299,7 @@ int main(int argc, char** argv) {
       cpus = launcher::machine_rank_cpus(cfg.cpu_binding, ranks, own_hostname());
     }
     if (opts.use_mpirun)  // throws when --cpu-binding cannot hold
-      mpirun = launcher::mpirun_command(opts, ::geteuid() == 0, cfg.cpu_binding,
-                                        parent_environment());
+      mpirun = launcher::mpirun_command(opts, ::geteuid() == 0, cfg.cpu_binding, parent);
   } catch (const std::exception& e) {  // plan_error, config_error, invalid_argument
     std::cerr << "troupe-run: error: " << e.what() << "\n";
     return usage_error;
@@ -326,7 +326,6 @@ int main(int argc, char** argv) {
     if (cfg.metrics_port != 0)
       metrics_server = std::make_unique<troupe::metrics::endpoint>(
         cfg.metrics_address, static_cast<uint16_t>(cfg.metrics_port), counts.registry());
-    auto parent = parent_environment();
     if (cfg.nccl_host_id_per_rank && !launcher::gives_nccl_host_ids(true, parent))
       to_stderr("troupe-run: NCCL_HOSTID is set, so every rank keeps it "
                 "(--nccl-host-id-per-rank gives none)\n");

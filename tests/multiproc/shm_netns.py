@@ -109,8 +109,9 @@ def run_mpi_job(net, run, check, timeout=150):
             f.write(FAKE_SSH_MPI % {net.A: (net.a, 'troupe-host-a'),
                                     net.B: (net.b, 'troupe-host-b')})
         os.chmod(ssh, 0o755)
-        # The stand-in passes mpirun's environment on to orted on B (ssh
-        # would not): orted as root needs these two.
+        # Open MPI's two permissions to run as root, for mpirun and its
+        # ranks in A (the stand-in gives B's side its own, as its shell
+        # profile would).
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
         before = tp0_bytes(net.a)
         done = subprocess.run(
