@@ -14,19 +14,14 @@ cache_ref cache_view::hit(const v1::Request& request) const {
 
 const std::string* cache_view::name_of(uint32_t id, uint64_t list) const {
   auto it = by_id_.find(id);
-  if (it == by_id_.end())
-    return nullptr;
-  auto slot = by_name_.find(it->second);
-  if (slot == by_name_.end() || slot->second.list != list)
-    return nullptr;
-  return &slot->first;
+  return it == by_id_.end() || it->second.list != list ? nullptr : &it->second.name;
 }
 
 void cache_view::assign(uint32_t id, const std::string& name, const v1::Request* local,
                         uint64_t list) {
   // The id moved to another tensor: the coordinator evicted the old one.
-  if (auto old = by_id_.find(id); old != by_id_.end() && old->second != name)
-    by_name_.erase(old->second);
+  if (auto old = by_id_.find(id); old != by_id_.end() && old->second.name != name)
+    by_name_.erase(old->second.name);
   auto& s = by_name_[name];
   if (s.id != 0 && s.id != id)
     by_id_.erase(s.id);
@@ -40,7 +35,10 @@ void cache_view::assign(uint32_t id, const std::string& name, const v1::Request*
     if (local)
       s.request = *local;
   }
-  by_id_[id] = name;
+  auto& named = by_id_[id];
+  if (named.name != name)
+    named.name = name;
+  named.list = list;
 }
 
 void cache_view::erase(const std::string& name) {

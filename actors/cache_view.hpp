@@ -80,7 +80,13 @@ private:
   void erase(const std::string& name);
 
   std::unordered_map<std::string, slot> by_name_;
-  std::unordered_map<uint32_t, std::string> by_id_;
+  // The id's tensor with the list that named it (as in its slot): the
+  // agreed lists' lookups go by id, without hashing a name.
+  struct named {
+    std::string name;
+    uint64_t list = 0;
+  };
+  std::unordered_map<uint32_t, named> by_id_;
   uint64_t lists_applied_ = 0;
 };
 

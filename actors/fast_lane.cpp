@@ -20,15 +20,20 @@ namespace troupe::actors::negotiation {
 // when the fast lane is on (every member reads the channel, the set is a
 // star, nobody joined). A grouped allreduce waits for its whole group at the
 // coordinator, and a joined rank asks for nothing: both go the slow way.
-arrival post_arrival(negotiator_state& st, const v1::Request& request, cache_ref ref) {
+arrival post_arrival(negotiator_state& st, const tensor_entry_ptr& e, cache_ref ref) {
+  const auto& request = e->request;
   auto* board = st.channel ? st.channel->board() : nullptr;
   if (!st.lane_on || !board || st.joined || request.op() != v1::OP_TYPE_ALLREDUCE ||
       !request.group_name().empty())
     return arrival::slow;
+  // Another tensor's post under this id outlived the list that moved the id
+  // (repost_changed drops such posts): the coordinator sorts it out.
+  if (auto held = st.posted.find(ref.id); held != st.posted.end() && held->second.entry != e)
+    return arrival::slow;
   const auto outcome = board->post(ref.id, ref.list, st.set_rank);
   if (outcome == control::arrival_board::outcome::no_slot)
     return arrival::slow;
-  st.posted.insert_or_assign(request.tensor_name(), ref);
+  st.posted.insert_or_assign(ref.id, negotiator_state::posted_arrival{ref.list, e});
   if (outcome == control::arrival_board::outcome::completed)
     return arrival::agreed;
   st.channel->expect_reply();  // the agreed list of the member that completes it
@@ -85,14 +90,14 @@ void repost_changed(negotiator_self self) {
   auto& st = self->state;
   bool again = false;
   for (auto it = st.posted.begin(); it != st.posted.end();) {
-    auto e = st.table.find(it->first);
-    const bool pending = e != st.table.end() && !e->second->handle->done();
-    if (pending && st.lane_on && st.cache.name_of(it->second.id, it->second.list)) {
+    const auto& e = it->second.entry;
+    const bool pending = !e->handle->done();
+    if (pending && st.lane_on && st.cache.name_of(it->first, it->second.list)) {
       ++it;
       continue;
     }
     if (pending) {
-      st.outbox.push_back(e->second);
+      st.outbox.push_back(e);
       again = true;
     }
     it = st.posted.erase(it);
@@ -131,28 +136,27 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
     auto work = std::make_shared<collective_work>();
     bool fuses = true;
     for (const int end = at + static_cast<int>(size); at < end; ++at) {
-      const auto name = st.cache.name_of(list.agreed_ids(at), list.agreed_lists(at));
+      const auto id = list.agreed_ids(at);
+      const auto name = st.cache.name_of(id, list.agreed_lists(at));
       if (!name)
         continue;
-      auto it = st.table.find(*name);
-      auto posted = st.posted.find(*name);
-      if (it == st.table.end() || posted == st.posted.end() ||
-          posted->second.id != list.agreed_ids(at) ||
-          posted->second.list != list.agreed_lists(at)) {
+      auto posted = st.posted.find(id);
+      if (posted == st.posted.end() || posted->second.list != list.agreed_lists(at) ||
+          posted->second.entry->handle->done()) {
         spdlog::error("negotiator of set {}: an agreed list names '{}' (cache id {}), which set "
                       "rank {} has not asked for; it does not run here",
-                      st.set_id, *name, list.agreed_ids(at), st.set_rank);
+                      st.set_id, *name, id, st.set_rank);
         continue;
       }
+      auto e = std::move(posted->second.entry);
       st.posted.erase(posted);
-      const auto& e = it->second;
       trace(self, *e, "E", e->request.op(), true);
       st.metrics->negotiated(e->submitted);
       if (work->entries.empty())
         resp = agreed_response_of(*name, e->request);
       else
         fuses = fuses && append_allreduce(resp, *name, e->request);
-      work->entries.push_back(e);
+      work->entries.push_back(std::move(e));
     }
     if (work->entries.empty())
       continue;

@@ -130,20 +130,30 @@ void accept(negotiator_self self, const entry_batch& batch) {
   };
   if (st.broken)
     return fail_batch(*st.broken);
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const auto& name = batch[i]->request.tensor_name();
-    // A completed handle whose (executed) is still on its way is done.
-    auto it = st.table.find(name);
-    bool repeated = it != st.table.end() && !it->second->handle->done();
-    for (size_t j = 0; j < i && !repeated; ++j)
-      repeated = batch[j]->request.tensor_name() == name;
-    if (repeated)
+  // A completed handle whose (executed) is still on its way is done.
+  const auto taken = [](const tensor_entry_ptr& held) { return held && !held->handle->done(); };
+  if (batch.size() == 1) {
+    // One lookup: a training step submits hundreds of these one by one.
+    auto& held = st.table[batch.front()->request.tensor_name()];
+    if (taken(held))
       return fail_batch({status_code::invalid_argument, duplicate_name_error});
+    held = batch.front();
+  } else {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const auto& name = batch[i]->request.tensor_name();
+      auto it = st.table.find(name);
+      bool repeated = it != st.table.end() && taken(it->second);
+      for (size_t j = 0; j < i && !repeated; ++j)
+        repeated = batch[j]->request.tensor_name() == name;
+      if (repeated)
+        return fail_batch({status_code::invalid_argument, duplicate_name_error});
+    }
+    for (const auto& e : batch)
+      st.table.insert_or_assign(e->request.tensor_name(), e);
   }
   for (const auto& e : batch) {
     trace(self, *e, "B", e->request.op(), true);
     st.joined = st.joined || e->request.op() == v1::OP_TYPE_JOIN;
-    st.table.insert_or_assign(e->request.tensor_name(), e);
     e->request.set_request_rank(st.set_rank);
     st.outbox.push_back(e);
   }
@@ -246,11 +256,12 @@ void flush_requests(negotiator_self self) {
     st.tuning.reset();
   }
   for (const auto& e : st.outbox) {
-    auto it = st.table.find(e->request.tensor_name());
-    if (it == st.table.end() || it->second != e)
-      continue;  // failed (aborted) meanwhile
+    // Failed (aborted) meanwhile. (A pending entry is the one its name maps
+    // to in the table: a name is taken again only once done.)
+    if (e->handle->done())
+      continue;
     const auto ref = st.cache.hit(e->request);
-    if (const auto a = ref ? post_arrival(st, e->request, ref) : arrival::slow;
+    if (const auto a = ref ? post_arrival(st, e, ref) : arrival::slow;
         a != arrival::slow) {
       st.metrics->cache_hit();
       if (a == arrival::agreed)

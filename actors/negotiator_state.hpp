@@ -84,10 +84,16 @@ struct negotiator_state {
   // for the agreed lists this rank writes.
   bool lane_on = false;
   int64_t lane_fusion = 0;
-  // Entries whose arrival this rank posted on the board, with the id
-  // version posted: they wait for an agreed list, or go again once a list
-  // changes their id.
-  std::unordered_map<std::string, cache_ref> posted;
+  // Entries whose arrival this rank posted on the board, by cache id, with
+  // the id's version posted: they wait for an agreed list, or go again once
+  // a list changes their id. (By id: an agreed list names ids, and one id
+  // names one tensor at a time; repost_changed drops a post as soon as a
+  // list gives its id to another.)
+  struct posted_arrival {
+    uint64_t list = 0;
+    tensor_entry_ptr entry;
+  };
+  std::unordered_map<uint32_t, posted_arrival> posted;
   // Arrivals this rank completed, for the next agreed list it writes: held
   // while its backends run works, as the coordinator holds its next list
   // until its rank has run the last one, so that a step's tensors go as a
@@ -169,7 +175,7 @@ enum class arrival {
 
 // Posts this rank's arrival for a cache hit on the channel's board, or says
 // that the request goes to the coordinator.
-arrival post_arrival(negotiator_state& st, const v1::Request& request, cache_ref ref);
+arrival post_arrival(negotiator_state& st, const tensor_entry_ptr& e, cache_ref ref);
 
 // Writes the agreed list this rank owes, when nothing runs here.
 void write_agreed(negotiator_self self);
