@@ -449,7 +449,6 @@ tensor_entry_ptr joined_stand_in(const v1::Response& resp, int index) {
   e->stand_in.assign(static_cast<size_t>(count) * element_size(dtype), 0);
   e->input = tensor{e->stand_in.data(), dtype, {count}};
   e->output = e->input;
-  e->handle = std::make_shared<detail::handle_state>();
   return e;
 }
 

@@ -26,7 +26,23 @@ struct tensor_entry {
   /// The caller's memory for a result sized by negotiation; empty: the
   /// result goes to handle->output.
   output_allocator allocate;
-  std::shared_ptr<detail::handle_state> handle;
+  /// The caller's handle's state lives in the entry, and the caller's
+  /// handle (handle_of) keeps the entry alive: an entry built on the
+  /// caller's thread is then usually freed there too, when the caller lets
+  /// go of the handle, and malloc's per-thread cache serves the next
+  /// submission from it. (Freed on the runtime's threads, each of a step's
+  /// allocations took malloc's slow path: 200 x 4 KiB, docs/benchmarks.md.)
+  /// A copy of an entry reports to the original's handle (as the host
+  /// copies of staging_backend do) and gets a state of its own, unused
+  /// unless `handle` is pointed at it.
+  struct own_state : detail::handle_state {
+    own_state() = default;
+    own_state(const own_state&) : detail::handle_state() {
+    }
+    own_state& operator=(const own_state&) = delete;
+  };
+  own_state state;
+  detail::handle_state* handle = &state;
   /// Zeros a joined rank contributes in place of a tensor it never had.
   std::vector<char> stand_in;
   /// Start of negotiation (the entry is built at submission), for
@@ -35,6 +51,12 @@ struct tensor_entry {
 };
 
 using tensor_entry_ptr = std::shared_ptr<tensor_entry>;
+
+/// The state a caller's handle on `e` shares, keeping `e` alive (for an
+/// entry with a state of its own, not a copy).
+inline std::shared_ptr<detail::handle_state> handle_of(const tensor_entry_ptr& e) {
+  return {e, &e->state};
+}
 
 /// Entries submitted together (one, or the members of a group): accepted or
 /// rejected as a whole.

@@ -87,7 +87,6 @@ actors::tensor_entry_ptr make_entry(api::submission&& sub, int32_t set_id) {
   e->output = std::move(sub.output);
   e->splits = std::move(sub.splits);
   e->allocate = std::move(sub.allocate);
-  e->handle = std::make_shared<detail::handle_state>();
   return e;
 }
 
@@ -120,7 +119,7 @@ std::vector<handle> submit(std::vector<api::prepared> items, const set_view& set
       e->request.set_group_name(group);
       e->request.set_group_size(static_cast<int32_t>(items.size()));
     }
-    handles.emplace_back(e->handle);
+    handles.emplace_back(actors::handle_of(e));
     batch.push_back(std::move(e));
   }
   set.rt->submit(std::move(batch), set.found);
@@ -134,7 +133,7 @@ handle submit_one(api::prepared&& item, const set_view& set) {
   if (!item.sub)
     return failed(item.error);
   auto e = make_entry(std::move(*item.sub), set.id);
-  handle h{e->handle};
+  handle h{actors::handle_of(e)};
   actors::entry_batch batch;
   batch.push_back(std::move(e));
   set.rt->submit(std::move(batch), set.found);

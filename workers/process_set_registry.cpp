@@ -59,8 +59,7 @@ status run_internal(registry_self self, const tensor_entry_ptr& e) {
   if (!sets)
     return superseded;
   e->request.set_deadline_ms(deadline(st).count());
-  e->handle = std::make_shared<detail::handle_state>();
-  handle h{e->handle};
+  handle h{handle_of(e)};
   submit_batch(sets->negotiator(0), entry_batch{e});
   auto s = h.wait_for(2 * deadline(st) + std::chrono::seconds(5));
   if (s.code() == status_code::timeout && !h.poll())

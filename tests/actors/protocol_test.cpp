@@ -183,8 +183,14 @@ tensor_entry_ptr entry(const std::string& name, std::vector<float>& x) {
   auto e = std::make_shared<tensor_entry>();
   e->request = request(0, name, static_cast<int64_t>(x.size()));
   e->input = e->output = tensor{x.data(), data_type::float32, {static_cast<int64_t>(x.size())}};
-  e->handle = std::make_shared<detail::handle_state>();
   return e;
+}
+
+// The same collective submitted again, with a handle of its own.
+tensor_entry_ptr again_of(const tensor_entry& e) {
+  auto copy = std::make_shared<tensor_entry>(e);
+  copy->handle = &copy->state;
+  return copy;
 }
 
 std::string request_list(std::vector<v1::Request> requests,
@@ -360,8 +366,7 @@ TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning)
   EXPECT_EQ(local.executed[0].bytes, 16u);
   // Cached now: the same request goes as its id ...
   auto again = [&] {
-    auto e2 = std::make_shared<tensor_entry>(*e);
-    e2->handle = std::make_shared<detail::handle_state>();
+    auto e2 = again_of(*e);
     submit_batch(neg, entry_batch{e2});
     sched_.run();
     v1::RequestList l;
@@ -478,8 +483,7 @@ TEST_F(actor_protocol, a_running_work_completes_before_the_negotiator_stops) {
   ASSERT_TRUE(e->handle->done());
   EXPECT_EQ(e->handle->result().code(), status_code::reset);
   // The negotiator has stopped: a submission now fails instead of hanging.
-  auto late = std::make_shared<tensor_entry>(*e);
-  late->handle = std::make_shared<detail::handle_state>();
+  auto late = again_of(*e);
   submit_batch(neg, entry_batch{late});
   sched_.run();
   ASSERT_TRUE(late->handle->done());

@@ -114,7 +114,6 @@ protected:
     auto e = std::make_shared<tensor_entry>();
     e->input = e->output =
       tensor{data_.data(), data_type::float32, {static_cast<int64_t>(data_.size())}};
-    e->handle = std::make_shared<detail::handle_state>();
     w->entries.push_back(e);
     return w;
   }

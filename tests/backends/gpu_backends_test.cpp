@@ -67,7 +67,6 @@ actors::tensor_entry_ptr entry(const std::string& name, void* in, void* out, dat
   e->request.set_tensor_name(name);
   e->input = tensor{in, dtype, shape, tensor_device::cuda(0)};
   e->output = tensor{out, dtype, shape, tensor_device::cuda(0)};
-  e->handle = std::make_shared<detail::handle_state>();
   return e;
 }
 

@@ -30,7 +30,6 @@ TEST(bus_bytes, follows_nccl_tests) {
 actors::tensor_entry_ptr entry(std::vector<float>& data) {
   auto e = std::make_shared<actors::tensor_entry>();
   e->input = {data.data(), data_type::float32, {static_cast<int64_t>(data.size())}};
-  e->handle = std::make_shared<detail::handle_state>();
   return e;
 }
 
