@@ -134,6 +134,7 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
     // The group's valid tensors as one response, in the group's order.
     v1::Response resp;
     auto work = std::make_shared<collective_work>();
+    work->entries.reserve(size);
     bool fuses = true;
     for (const int end = at + static_cast<int>(size); at < end; ++at) {
       const auto id = list.agreed_ids(at);

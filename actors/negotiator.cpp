@@ -675,8 +675,12 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
       on_submit(self, {std::exchange(in->entries, {})});
     },
     [=](submit_atom) {
-      if (self->state.inbox)
-        on_submit(self, self->state.inbox->take());
+      auto& st = self->state;
+      if (!st.inbox)
+        return;
+      st.inbox->take(st.taken);
+      on_submit(self, st.taken);
+      st.taken.clear();
     },
     [=](flush_atom) {
       auto& st = self->state;

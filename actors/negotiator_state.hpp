@@ -73,6 +73,9 @@ struct negotiator_state {
   // What the API submits; (submit) says it holds something (null: only
   // (submit, batch) messages).
   std::shared_ptr<submission_inbox> inbox;
+  // What the last (submit) took from it, emptied after: its buffer goes
+  // back to the inbox with the next take (submission_inbox::take).
+  std::vector<entry_batch> taken;
   // Every entry from submission until completion, by tensor name.
   std::unordered_map<std::string, tensor_entry_ptr> table;
   std::unordered_map<uint64_t, collective_work_ptr> in_flight;

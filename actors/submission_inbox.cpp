@@ -25,12 +25,10 @@ submission_inbox::put_result submission_inbox::put(entry_batch batch) {
   return put_result::closed;
 }
 
-std::vector<entry_batch> submission_inbox::take() {
-  std::vector<entry_batch> out;
+void submission_inbox::take(std::vector<entry_batch>& into) {
   std::lock_guard<std::mutex> lock(mutex_);
-  out.swap(queued_);
+  into.swap(queued_);
   signalled_ = false;
-  return out;
 }
 
 void submission_inbox::close() {
