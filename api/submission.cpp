@@ -9,22 +9,25 @@ namespace troupe::api {
 namespace {
 
 prepared invalid(std::string message) {
-  return {std::nullopt, {status_code::invalid_argument, std::move(message)}};
+  return {nullptr, {status_code::invalid_argument, std::move(message)}};
 }
 
-// By reference: a protobuf message's move builds an empty one and swaps,
-// and a training step moves hundreds of these.
-prepared ok(submission&& sub) {
-  return {std::move(sub), {}};
+prepared ok(actors::tensor_entry_ptr e) {
+  return {std::move(e), {}};
 }
 
 // One collective on `input` as the coordinator will see it (the request)
 // and this rank's memory.
-submission describe(v1::OpType op, const tensor& input, const tensor& output,
-                    const std::string& name, reduce_op rop, int root, double prescale,
-                    double postscale, std::vector<int64_t> splits, output_allocator allocate) {
-  submission sub{{}, input, output, std::move(splits), std::move(allocate)};
-  auto& req = sub.request;
+actors::tensor_entry_ptr describe(v1::OpType op, const tensor& input, const tensor& output,
+                                  const std::string& name, reduce_op rop, int root,
+                                  double prescale, double postscale,
+                                  std::vector<int64_t> splits, output_allocator allocate) {
+  auto e = std::make_shared<actors::tensor_entry>();
+  e->input = input;
+  e->output = output;
+  e->splits = std::move(splits);
+  e->allocate = std::move(allocate);
+  auto& req = e->request;
   req.set_op(op);
   req.set_tensor_name(name);
   req.set_dtype(static_cast<v1::DataType>(input.dtype));
@@ -36,27 +39,27 @@ submission describe(v1::OpType op, const tensor& input, const tensor& output,
     req.add_shape(d);
   req.set_device_kind(static_cast<v1::DeviceKind>(input.device.kind));
   req.set_device_ordinal(input.device.ordinal);
-  return sub;
+  return e;
 }
 
-// What is wrong with `sub` (empty when fine): the request-level checks,
+// What is wrong with `e` (empty when fine): the request-level checks,
 // which the coordinator repeats for every request it receives, then what
 // only this rank can see (memory and the device's backend).
-std::string finish(const submission& sub) {
-  if (auto err = check_request(sub.request); !err.empty())
+std::string finish(const actors::tensor_entry& e) {
+  if (auto err = check_request(e.request); !err.empty())
     return err;
-  const auto& t = sub.input;
-  const auto& name = sub.request.tensor_name();
-  if (sub.request.op() != v1::OP_TYPE_JOIN && name == join_tensor_name)
-    return std::string(properties(sub.request.op()).label) + " of '" + name +
+  const auto& t = e.input;
+  const auto& name = e.request.tensor_name();
+  if (e.request.op() != v1::OP_TYPE_JOIN && name == join_tensor_name)
+    return std::string(properties(e.request.op()).label) + " of '" + name +
            "': that name is reserved for join()";
   if (t.data == nullptr && num_elements(t.shape) > 0)
     return "tensor '" + name + "': null data pointer for a non-empty tensor";
   if (auto missing = backends::missing_backend(t.device.kind); !missing.empty())
     return "tensor '" + name + "' is on " + to_string(t.device) + ", but " + missing;
   // Without an allocator a result goes to handle::output(), host memory.
-  const auto op = sub.request.op();
-  if (t.device.kind != device_kind::cpu && !sub.allocate &&
+  const auto op = e.request.op();
+  if (t.device.kind != device_kind::cpu && !e.allocate &&
       (op == v1::OP_TYPE_ALLGATHER || op == v1::OP_TYPE_ALLTOALL ||
        op == v1::OP_TYPE_REDUCESCATTER))
     return "tensor '" + name + "' is on " + to_string(t.device) +
@@ -69,9 +72,9 @@ std::string finish(const submission& sub) {
 
 prepared prepare_allreduce(const tensor& input, const tensor& output, const std::string& name,
                            reduce_op op, double prescale, double postscale, int set_size) {
-  auto sub =
+  auto e =
     describe(v1::OP_TYPE_ALLREDUCE, input, output, name, op, 0, prescale, postscale, {}, {});
-  if (auto err = finish(sub); !err.empty())
+  if (auto err = finish(*e); !err.empty())
     return invalid(err);
   if (op == reduce_op::adasum && (set_size & (set_size - 1)) != 0)
     return invalid("allreduce of '" + name + "': Adasum needs a power-of-two number of ranks, "
@@ -85,34 +88,34 @@ prepared prepare_allreduce(const tensor& input, const tensor& output, const std:
   if (!output.device.same_memory(input.device))
     return invalid("allreduce of '" + name + "': output on " + to_string(output.device) +
                    ", input on " + to_string(input.device) + "; both must be on one device");
-  return ok(std::move(sub));
+  return ok(std::move(e));
 }
 
 prepared prepare_reducescatter(const tensor& input, const std::string& name, reduce_op op,
                                double prescale, double postscale,
                                const output_allocator& allocate) {
-  auto sub = describe(v1::OP_TYPE_REDUCESCATTER, input, input, name, op, 0, prescale, postscale,
+  auto e = describe(v1::OP_TYPE_REDUCESCATTER, input, input, name, op, 0, prescale, postscale,
                       {}, allocate);
-  if (auto err = finish(sub); !err.empty())
+  if (auto err = finish(*e); !err.empty())
     return invalid(err);
-  return ok(std::move(sub));
+  return ok(std::move(e));
 }
 
 prepared prepare_allgather(const tensor& input, const std::string& name,
                            const output_allocator& allocate) {
-  auto sub = describe(v1::OP_TYPE_ALLGATHER, input, input, name, reduce_op::sum, 0, 1.0, 1.0, {},
+  auto e = describe(v1::OP_TYPE_ALLGATHER, input, input, name, reduce_op::sum, 0, 1.0, 1.0, {},
                       allocate);
-  if (auto err = finish(sub); !err.empty())
+  if (auto err = finish(*e); !err.empty())
     return invalid(err);
-  return ok(std::move(sub));
+  return ok(std::move(e));
 }
 
 prepared prepare_alltoall(const tensor& input, const std::string& name,
                           const std::vector<int64_t>& splits, int set_size,
                           const output_allocator& allocate) {
-  auto sub = describe(v1::OP_TYPE_ALLTOALL, input, input, name, reduce_op::sum, 0, 1.0, 1.0,
+  auto e = describe(v1::OP_TYPE_ALLTOALL, input, input, name, reduce_op::sum, 0, 1.0, 1.0,
                       splits, allocate);
-  if (auto err = finish(sub); !err.empty())
+  if (auto err = finish(*e); !err.empty())
     return invalid(err);
   const auto where = "alltoall of '" + name + "': ";
   const int64_t rows = input.shape[0];  // not a scalar: finish() checked
@@ -133,28 +136,28 @@ prepared prepare_alltoall(const tensor& input, const std::string& name,
       return invalid(where + "Sum of splits entries is greater than the first dimension of "
                              "tensor.");
   }
-  return ok(std::move(sub));
+  return ok(std::move(e));
 }
 
 prepared prepare_broadcast(const tensor& t, int root_rank, const std::string& name,
                            int set_size) {
-  auto sub =
+  auto e =
     describe(v1::OP_TYPE_BROADCAST, t, t, name, reduce_op::sum, root_rank, 1.0, 1.0, {}, {});
-  if (auto err = finish(sub); !err.empty())
+  if (auto err = finish(*e); !err.empty())
     return invalid(err);
   if (root_rank < 0 || root_rank >= set_size)
     return invalid("broadcast of '" + name + "': root rank " + std::to_string(root_rank) +
                    " is outside [0, " + std::to_string(set_size) + ")");
-  return ok(std::move(sub));
+  return ok(std::move(e));
 }
 
 // Barrier and join carry no tensor.
 prepared prepare_tensorless(v1::OpType op, const std::string& name) {
   const tensor none{nullptr, data_type::uint8, {0}};
-  auto sub = describe(op, none, none, name, reduce_op::sum, 0, 1.0, 1.0, {}, {});
-  if (auto err = finish(sub); !err.empty())
+  auto e = describe(op, none, none, name, reduce_op::sum, 0, 1.0, 1.0, {}, {});
+  if (auto err = finish(*e); !err.empty())
     return invalid(err);
-  return ok(std::move(sub));
+  return ok(std::move(e));
 }
 
 prepared prepare_barrier() {

@@ -4,27 +4,23 @@
 // the request it becomes. Kept apart from the facade so grouped and single
 // collectives share one validation path.
 
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "actors/tensor_entry.hpp"
 #include "troupe/status.hpp"
 #include "troupe/types.hpp"
-#include "troupe/v1/control.pb.h"
 
 namespace troupe::api {
 
-struct submission {
-  v1::Request request;  // what the coordinator sees
-  tensor input;
-  tensor output;
-  std::vector<int64_t> splits;
-  output_allocator allocate;  // empty: the result goes to the handle
-};
-
-/// A submission that passed the local checks, or the error it failed with.
+/// A collective that passed the local checks, built as the entry the
+/// negotiator takes (the request the coordinator sees, this rank's memory,
+/// the handle's state; process_set_id is the caller's to set), or the error
+/// it failed with (entry null). Built once, in place: each copy or move of
+/// a request costs a protobuf construction, and a training step submits
+/// hundreds.
 struct prepared {
-  std::optional<submission> sub;
+  actors::tensor_entry_ptr entry;
   status error;
 };
 

@@ -79,17 +79,6 @@ handle failed(const status& s) {
   return handle{std::move(state)};
 }
 
-actors::tensor_entry_ptr make_entry(api::submission&& sub, int32_t set_id) {
-  auto e = std::make_shared<actors::tensor_entry>();
-  e->process_set_id = static_cast<uint32_t>(set_id);
-  e->request = std::move(sub.request);
-  e->input = std::move(sub.input);
-  e->output = std::move(sub.output);
-  e->splits = std::move(sub.splits);
-  e->allocate = std::move(sub.allocate);
-  return e;
-}
-
 // The process set a collective runs on, as this rank sees it, or the
 // error that fails the collective (Horovod's texts).
 struct set_view {
@@ -106,7 +95,7 @@ std::vector<handle> submit(std::vector<api::prepared> items, const set_view& set
                            const std::string& group = "") {
   std::vector<handle> handles;
   for (const auto& item : items)
-    if (!item.sub) {
+    if (!item.entry) {
       const auto s = group.empty() ? item.error
                                    : status{item.error.code(),
                                             "group '" + group + "': " + item.error.message()};
@@ -114,7 +103,8 @@ std::vector<handle> submit(std::vector<api::prepared> items, const set_view& set
     }
   actors::entry_batch batch;
   for (auto& item : items) {
-    auto e = make_entry(std::move(*item.sub), set.id);
+    auto e = std::move(item.entry);
+    e->process_set_id = static_cast<uint32_t>(set.id);
     if (!group.empty()) {
       e->request.set_group_name(group);
       e->request.set_group_size(static_cast<int32_t>(items.size()));
@@ -130,9 +120,10 @@ std::vector<handle> submit(std::vector<api::prepared> items, const set_view& set
 // submits hundreds of these, and each allocation is on the caller's
 // thread, before negotiation can finish.
 handle submit_one(api::prepared&& item, const set_view& set) {
-  if (!item.sub)
+  if (!item.entry)
     return failed(item.error);
-  auto e = make_entry(std::move(*item.sub), set.id);
+  auto e = std::move(item.entry);
+  e->process_set_id = static_cast<uint32_t>(set.id);
   handle h{actors::handle_of(e)};
   actors::entry_batch batch;
   batch.push_back(std::move(e));
