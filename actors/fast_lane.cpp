@@ -128,6 +128,7 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
   if (!st.lane_on)
     return list_done(st, self, {}, true);  // nothing counts: its posters asked again
   mark_cycle(st);
+  const auto now = std::chrono::steady_clock::now();
   int at = 0;
   size_t launched = 0;
   for (auto size : list.agreed_group_sizes()) {
@@ -152,7 +153,7 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
       auto e = std::move(posted->second.entry);
       st.posted.erase(posted);
       trace(self, *e, "E", e->request.op(), true);
-      st.metrics->negotiated(e->submitted);
+      st.metrics->negotiated(e->submitted, now);
       if (work->entries.empty())
         resp = agreed_response_of(*name, e->request);
       else

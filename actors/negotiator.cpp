@@ -541,6 +541,7 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
   st.lane_on = list.fast_lane().on();
   st.lane_fusion = list.fast_lane().fusion_threshold();
   size_t launched = 0;
+  const auto now = std::chrono::steady_clock::now();
   for (auto& resp : *list.mutable_responses()) {
     // The backends index and allocate by what a response says: one that
     // does not add up fails what it names here instead of reaching them.
@@ -562,7 +563,7 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
       auto it = st.table.find(name);
       if (it != st.table.end()) {
         trace(self, *it->second, "E", it->second->request.op(), true);
-        st.metrics->negotiated(it->second->submitted);
+        st.metrics->negotiated(it->second->submitted, now);
         work->entries.push_back(it->second);
       }
       else if (st.joined && resp.op() == v1::OP_TYPE_ALLREDUCE)

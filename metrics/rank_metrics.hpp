@@ -54,10 +54,11 @@ public:
     return collectives_;
   }
 
-  /// Negotiator: a tensor submitted at `submitted` got its response.
-  void negotiated(std::chrono::steady_clock::time_point submitted) {
-    negotiation_seconds_.Observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count());
+  /// Negotiator: a tensor submitted at `submitted` got its response at
+  /// `now` (one clock reading for a whole list's tensors).
+  void negotiated(std::chrono::steady_clock::time_point submitted,
+                  std::chrono::steady_clock::time_point now) {
+    negotiation_seconds_.Observe(std::chrono::duration<double>(now - submitted).count());
   }
 
   /// Negotiator: one more response list fully executed on this rank.

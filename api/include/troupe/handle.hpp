@@ -32,30 +32,31 @@ public:
   bool complete(status result) {
     {
       std::lock_guard<std::mutex> guard{mtx_};
-      if (done_)
+      if (done_.load(std::memory_order_relaxed))
         return false;
-      done_ = true;
       result_ = std::move(result);
+      done_.store(true, std::memory_order_release);
     }
     cv_.notify_all();
     return true;
   }
 
+  // Without the lock: the runtime asks this of every pending collective as
+  // it negotiates, hundreds per training step.
   bool done() const {
-    std::lock_guard<std::mutex> guard{mtx_};
-    return done_;
+    return done_.load(std::memory_order_acquire);
   }
 
   bool wait_for(std::chrono::nanoseconds timeout) const {
     spin();
     std::unique_lock<std::mutex> guard{mtx_};
-    return cv_.wait_for(guard, timeout, [this] { return done_; });
+    return cv_.wait_for(guard, timeout, [this] { return done(); });
   }
 
   void wait() const {
     spin();
     std::unique_lock<std::mutex> guard{mtx_};
-    cv_.wait(guard, [this] { return done_; });
+    cv_.wait(guard, [this] { return done(); });
   }
 
   status result() const {
@@ -87,7 +88,7 @@ private:
 
   mutable std::mutex mtx_;
   mutable std::condition_variable cv_;
-  bool done_ = false;
+  std::atomic<bool> done_{false};  // written under mtx_, after result_
   status result_;
 };
 
