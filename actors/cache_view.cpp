@@ -35,10 +35,10 @@ void cache_view::assign(uint32_t id, const std::string& name, const v1::Request*
     if (local)
       s.request = *local;
   }
-  auto& named = by_id_[id];
-  if (named.name != name)
-    named.name = name;
-  named.list = list;
+  auto& holder = by_id_[id];
+  if (holder.name != name)
+    holder.name = name;
+  holder.list = list;
 }
 
 void cache_view::erase(const std::string& name) {

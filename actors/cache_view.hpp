@@ -82,11 +82,11 @@ private:
   std::unordered_map<std::string, slot> by_name_;
   // The id's tensor with the list that named it (as in its slot): the
   // agreed lists' lookups go by id, without hashing a name.
-  struct named {
+  struct id_holder {
     std::string name;
     uint64_t list = 0;
   };
-  std::unordered_map<uint32_t, named> by_id_;
+  std::unordered_map<uint32_t, id_holder> by_id_;
   uint64_t lists_applied_ = 0;
 };
 
