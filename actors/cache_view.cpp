@@ -9,7 +9,7 @@ cache_ref cache_view::hit(const v1::Request& request) const {
   if (it == by_name_.end() || !it->second.has_request ||
       !same_parameters(it->second.request, request))
     return {};
-  return {it->second.id, it->second.list};
+  return {it->second.id, by_id_.at(it->second.id).list};
 }
 
 const std::string* cache_view::name_of(uint32_t id, uint64_t list) const {
@@ -29,7 +29,6 @@ void cache_view::assign(uint32_t id, const std::string& name, const v1::Request*
   const bool unchanged = s.id == id && s.has_request && local &&
                          same_parameters(s.request, *local);
   s.id = id;
-  s.list = list;
   if (!unchanged) {
     s.has_request = local != nullptr;
     if (local)

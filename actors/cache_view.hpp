@@ -70,8 +70,7 @@ public:
 
 private:
   struct slot {
-    uint32_t id = 0;
-    uint64_t list = 0;  // the response list that last named it
+    uint32_t id = 0;  // by_id_ holds the list that last named it
     bool has_request = false;
     v1::Request request;
   };
@@ -80,8 +79,8 @@ private:
   void erase(const std::string& name);
 
   std::unordered_map<std::string, slot> by_name_;
-  // The id's tensor with the list that named it (as in its slot): the
-  // agreed lists' lookups go by id, without hashing a name.
+  // The id's tensor with the response list that last named it: the agreed
+  // lists' lookups go by id, without hashing a name.
   struct id_holder {
     std::string name;
     uint64_t list = 0;
