@@ -4,9 +4,12 @@
 #include <optional>
 #include <vector>
 
+#include <pthread.h>
+
 #include <spdlog/spdlog.h>
 
 #include "backends/thread_affinity.hpp"
+#include "ipc/cpu_affinity.hpp"
 #include "metrics/collective_metrics.hpp"
 
 namespace troupe::backends {
@@ -119,14 +122,19 @@ actors::backend_actor::behavior_type serve_backend(self_pointer self, std::share
   self->state.impl = std::move(impl);
   self->state.metrics = std::move(metrics);
   self->state.answer_first = options.rank_bound;
-  const auto core = options.core;
   return {
-    // The first message, on the actor's own thread.
+    // The first message, on the actor's own thread, before the backend
+    // starts threads of its own (they inherit its CPUs).
     [=](connect_atom) -> status {
-      if (core) {
-        if (auto why = pin_current_thread(*core); !why.empty())
+      pthread_setname_np(pthread_self(), "troupe.backend");
+      if (options.core) {
+        if (auto why = pin_current_thread(*options.core); !why.empty())
           spdlog::error("TROUPE_THREAD_AFFINITY: the {} backend's thread runs unpinned: {}",
                         self->state.impl->name(), why);
+      } else if (!options.cpus.empty()) {
+        if (auto why = ipc::run_current_thread_on(options.cpus); !why.empty())
+          spdlog::warn("the {} backend's thread stays on the runtime's CPU: {}",
+                       self->state.impl->name(), why);
       }
       try {
         self->state.impl->connect();

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "actors/backend_actors.hpp"
 #include "backends/backend.hpp"
@@ -22,6 +23,10 @@ struct backend_actor_options {
   /// The rank is bound to its CPU (rank_bound()): a finished work's answer
   /// goes to the negotiator before its handles complete.
   bool rank_bound = false;
+  /// Without a core: the CPUs its thread runs on from (connect) on, if
+  /// any (the process's, where the runtime pins the threads CAF starts to
+  /// one: a backend's transport, Gloo's TCP, is slower confined to it).
+  std::vector<int> cpus;
 };
 
 /// Spawns the detached actor (its own thread, so a blocking library may

@@ -84,8 +84,8 @@ bool ranks_have_cores(int host_ranks, bool own_core) {
   return own_core || usable_cpus() >= host_ranks;
 }
 
-bool rank_bound(bool own_core) {
-  if (own_core)
+bool rank_bound(bool own_cpu) {
+  if (own_cpu)
     return true;
   return mpi_started() && !mpi_yielding() && usable_cpus() < ::sysconf(_SC_NPROCESSORS_ONLN);
 }

@@ -91,9 +91,10 @@ bool mpi_yielding();
 /// rank of the host to a CPU of its own: identity::own_core).
 bool ranks_have_cores(int host_ranks, bool own_core);
 
-/// Whether this rank is bound to CPUs of its own: troupe-run bound it
-/// (`own_core`), or MPI did (the process may run on fewer CPUs than the
+/// Whether this rank's runtime is bound to CPUs of its own: troupe-run
+/// bound it or its runtime's threads (`own_cpu`: identity::own_core or
+/// runtime_cpu), or MPI did (the process may run on fewer CPUs than the
 /// host has online, and MPI does not yield).
-bool rank_bound(bool own_core);
+bool rank_bound(bool own_cpu);
 
 } // namespace troupe::backends

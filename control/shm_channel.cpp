@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
+
 #include <spdlog/spdlog.h>
 
 #include "control/byte_stream.hpp"
@@ -196,7 +198,12 @@ class bell_reader {
 public:
   bell_reader(bell& b, std::function<bool()> drain, std::shared_ptr<reply_watch> watch = nullptr)
       : bell_(b), drain_(std::move(drain)), watch_(std::move(watch)) {
-    thread_ = std::thread([this] { run(); });
+    // Started by the runtime's scheduler: runs on its CPUs (pinned with a
+    // runtime CPU). Named for top and perf.
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "troupe.channel");
+      run();
+    });
   }
   ~bell_reader() {
     stop_ = true;

@@ -237,12 +237,15 @@ const std::vector<knob>& knobs() {
      },
      [](const config& c) { return std::string(c.nccl_host_id_per_rank ? "1" : "0"); }, "1"},
     {"TROUPE_CPU_BINDING", nullptr, "cpu-binding",
-     "how troupe-run binds ranks to CPUs: cpu = each rank of a host to a CPU of its own; auto "
-     "= so under --mpi where a one-host job has exactly one rank per CPU, else not (Gloo's "
-     "TCP transport is slower bound); none = never (Horovod's way); mpirun arguments that "
+     "how troupe-run binds ranks to CPUs: cpu = each rank of a host to a CPU of its own; "
+     "runtime (Gloo mode) = a CPU of its own for each rank's scheduler and control-channel "
+     "threads, the process and its backend's thread unbound (Gloo's TCP transport is slower "
+     "bound); auto = where a one-host job has exactly one rank per CPU, cpu under --mpi and "
+     "runtime in Gloo mode, else none; none = never (Horovod's way); mpirun arguments that "
      "bind (--binding-args, --mpi-args) win",
      [](config& c, const std::string& s) {
-       c.cpu_binding = parse_choice("TROUPE_CPU_BINDING", s, {"auto", "cpu", "none"});
+       c.cpu_binding =
+         parse_choice("TROUPE_CPU_BINDING", s, {"auto", "cpu", "runtime", "none"});
      },
      [](const config& c) { return c.cpu_binding; }},
     {"TROUPE_TIMELINE", "HOROVOD_TIMELINE", "timeline-filename",

@@ -1,6 +1,10 @@
 #include "workers/identity.hpp"
 
+#include <algorithm>
+
 #include <sched.h>
+
+#include "ipc/cpu_affinity.hpp"
 
 namespace troupe::workers {
 
@@ -67,6 +71,10 @@ identity identity_from_env(const env_lookup& lookup, const config& cfg) {
   // TROUPE_CPU inherited from an outer job, say, is not.
   const int cpu = read_int(lookup, "CPU", -1, 0);
   id.own_core = cpu >= 0 && bound_to_exactly(cpu);
+  id.process_cpus = ipc::usable_cpu_list();
+  const int runtime_cpu = read_int(lookup, "RUNTIME_CPU", -1, 0);
+  if (!id.own_core && std::count(id.process_cpus.begin(), id.process_cpus.end(), runtime_cpu) > 0)
+    id.runtime_cpu = runtime_cpu;
   id.elastic = read_int(lookup, "ELASTIC", 0, 0) != 0;
   if (id.elastic) {
     id.worker_id = read_int(lookup, "WORKER_ID", -1, 0);

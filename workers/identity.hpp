@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backends/rank_layout.hpp"
 #include "elastic/store_endpoint.hpp"
@@ -33,6 +34,19 @@ struct identity : backends::rank_layout {
   /// its host (TROUPE_CPU, the CPU's number; see --cpu-binding), and it
   /// still runs on that CPU alone.
   bool own_core = false;
+  /// The process is not bound, but the runtime's scheduler and
+  /// control-channel threads run on this CPU (TROUPE_RUNTIME_CPU, set by
+  /// troupe-run's --cpu-binding runtime, or auto in Gloo mode; taken while
+  /// the process may run there), -1 if not.
+  int runtime_cpu = -1;
+  /// The CPUs the process may run on, as it started: where the threads the
+  /// runtime does not pin run (the backend's, beside a runtime_cpu).
+  std::vector<int> process_cpus;
+
+  /// The runtime's own threads share one CPU (own_core or runtime_cpu).
+  bool runtime_on_one_cpu() const {
+    return own_core || runtime_cpu >= 0;
+  }
 
   bool has_store() const {
     return store.known();

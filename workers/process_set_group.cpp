@@ -124,8 +124,12 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   // A backend actor sees only its part, which keeps the whole set's alive.
   // Bound to its CPU: the backend answers before it completes handles, and
   // the control-channel reader polls for an awaited reply (below).
-  const bool bound = backends::rank_bound(id.own_core);
-  const backends::backend_actor_options backend_options{backend_core(spec), bound};
+  const bool bound = backends::rank_bound(id.runtime_on_one_cpu());
+  backends::backend_actor_options backend_options;
+  backend_options.core = backend_core(spec);
+  backend_options.rank_bound = bound;
+  if (id.runtime_cpu >= 0)
+    backend_options.cpus = id.process_cpus;
   const auto spawn = [&](std::unique_ptr<backends::backend> impl,
                          const std::shared_ptr<metrics::set_metrics>& m) {
     return backends::spawn_backend_actor(

@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include <caf/thread_hook.hpp>
+
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -26,16 +28,43 @@ using namespace runtime_steps;
 
 namespace {
 
-caf::actor_system_config make_caf_config(const config& cfg, const control_plane& plane) {
+// Runs every thread CAF starts on the rank's runtime CPU (identity::
+// runtime_cpu): its scheduler's, whose negotiator and coordinator then stop
+// chasing the caller across CPUs (2 ranks on 2 CPUs, Gloo mode, a 4-byte
+// allreduce: 79-145 -> 46 us; docs/benchmarks.md run (22)), and the
+// threads they start (the control channel's reader). A backend's thread
+// returns to the process's CPUs when it connects (backend_actor_options).
+class runtime_cpu_hook : public caf::thread_hook {
+public:
+  explicit runtime_cpu_hook(int cpu) : cpu_(cpu) {
+  }
+  void init(caf::actor_system&) override {
+  }
+  void thread_started() override {
+    if (auto why = backends::pin_current_thread(cpu_); !why.empty())
+      spdlog::warn("TROUPE_RUNTIME_CPU: a runtime thread runs unpinned: {}", why);
+  }
+  void thread_terminates() override {
+  }
+
+private:
+  int cpu_;
+};
+
+caf::actor_system_config make_caf_config(const identity& id, const config& cfg,
+                                         const control_plane& plane) {
   caf::actor_system_config c;
   plane.configure(c);
-  // No more threads than CPUs the process may use unless asked: on a rank
+  if (id.runtime_cpu >= 0)
+    c.add_thread_hook<runtime_cpu_hook>(id.runtime_cpu);
+  // No more threads than CPUs the runtime may use unless asked: on a rank
   // bound to one CPU a second one only takes turns with the threads a
   // collective needs (2 bound ranks, a 4-byte allreduce: 40.8 -> 34.2 us
   // with one; docs/benchmarks.md run (18)).
+  const bool one_cpu = id.runtime_cpu >= 0 || backends::usable_cpus() < 2;
   const int threads = cfg.is_explicit("TROUPE_SCHEDULER_THREADS")
                         ? cfg.scheduler_threads
-                        : std::min(cfg.scheduler_threads, backends::usable_cpus());
+                        : std::min(cfg.scheduler_threads, one_cpu ? 1 : backends::usable_cpus());
   c.set("scheduler.max-threads", static_cast<size_t>(threads));
   // CAF's default idle loop sleeps 50 us between polls, adding ~100 us to
   // every hop from a foreign thread or the network (see caf-0.17 notes).
@@ -47,7 +76,7 @@ caf::actor_system_config make_caf_config(const config& cfg, const control_plane&
   // on a process bound to one CPU: whatever a polling thread waits for
   // needs that CPU (2 bound ranks, a 4-byte allreduce: 34 -> 22 us without
   // the polls; docs/benchmarks.md run (18)).
-  if (backends::mpi_yielding() || backends::usable_cpus() < 2)
+  if (backends::mpi_yielding() || one_cpu)
     c.set("work-stealing.moderate-poll-attempts", size_t{0});
   // Heartbeats make a frozen peer (SIGSTOP, hung host) look like a lost one.
   const auto timeout = std::chrono::duration_cast<caf::timespan>(
@@ -139,7 +168,7 @@ runtime::impl::impl(identity i, config c, control_plane p)
     metrics(std::make_shared<metrics::rank_metrics>(
       metrics::rank_position{base.rank, base.size, base.local_rank},
       joined(backends::built_cpu_backends()))),
-    caf_cfg(make_caf_config(cfg, plane)), system(caf_cfg),
+    caf_cfg(make_caf_config(base, cfg, plane)), system(caf_cfg),
     connections(plane.start(system)) {
 }
 

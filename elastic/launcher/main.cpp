@@ -235,18 +235,19 @@ std::vector<std::string> parent_environment() {
   return env;
 }
 
-// The CPU troupe-run binds `slot`'s rank to (see machine_rank_cpus), or -1.
-int rank_cpu(const std::vector<int>& cpus, const launcher::rank_slot& slot,
+// The CPU troupe-run places `slot`'s rank on (see machine_rank_cpus), or -1.
+int rank_cpu(const launcher::rank_placement& placement, const launcher::rank_slot& slot,
              const std::string& self) {
-  if (cpus.empty() || !launcher::is_local_host(slot.host, self))
+  if (placement.cpus.empty() || !launcher::is_local_host(slot.host, self))
     return -1;
-  return cpus.at(static_cast<size_t>(slot.machine_local_rank));
+  return placement.cpus.at(static_cast<size_t>(slot.machine_local_rank));
 }
 
 // --verbose: what troupe-run is about to start.
 std::string launch_summary(const launcher::launch_options& opts,
                            const std::vector<launcher::rank_slot>& ranks,
-                           const std::vector<std::string>& mpirun, const std::vector<int>& cpus) {
+                           const std::vector<std::string>& mpirun,
+                           const launcher::rank_placement& placement) {
   const auto words = [](const std::vector<std::string>& v) {
     std::string out;
     for (const auto& w : v)
@@ -263,11 +264,12 @@ std::string launch_summary(const launcher::launch_options& opts,
            " ranks to start with: " + words(opts.command) + "\n";
   const auto self = own_hostname();
   for (const auto& slot : ranks) {
-    const int cpu = rank_cpu(cpus, slot, self);
+    const int cpu = rank_cpu(placement, slot, self);
+    const std::string where = placement.whole_process ? ", bound to CPU " : ", runtime threads on CPU ";
     out += "troupe-run: rank " + std::to_string(slot.rank) + " on " + slot.host +
            " (local rank " + std::to_string(slot.local_rank) + " of " +
            std::to_string(slot.local_size) +
-           (cpu >= 0 ? ", bound to CPU " + std::to_string(cpu) : std::string()) +
+           (cpu >= 0 ? where + std::to_string(cpu) : std::string()) +
            "): " + words(opts.command) + "\n";
   }
   return out;
@@ -281,7 +283,7 @@ int main(int argc, char** argv) {
     return parsed.exit_code;
   const auto& opts = *parsed.options;
   std::vector<launcher::rank_slot> ranks;
-  std::vector<int> cpus;  // by machine_local_rank; empty: not bound
+  launcher::rank_placement placement;  // by machine_local_rank
   std::vector<std::string> mpirun;  // with --mpi
   troupe::workers::config cfg;
   auto parent = parent_environment();
@@ -296,7 +298,7 @@ int main(int argc, char** argv) {
     // not bound: their number on a host changes).
     if (!opts.use_mpirun && !opts.is_elastic()) {
       ranks = plan_static_job(opts);
-      cpus = launcher::machine_rank_cpus(cfg.cpu_binding, ranks, own_hostname());
+      placement = launcher::machine_rank_cpus(cfg.cpu_binding, ranks, own_hostname());
     }
     if (opts.use_mpirun)  // throws when --cpu-binding cannot hold
       mpirun = launcher::mpirun_command(opts, ::geteuid() == 0, cfg.cpu_binding, parent);
@@ -305,7 +307,7 @@ int main(int argc, char** argv) {
     return usage_error;
   }
   if (opts.verbose)
-    std::cerr << launch_summary(opts, ranks, mpirun, cpus);
+    std::cerr << launch_summary(opts, ranks, mpirun, placement);
   // Written by threads of their own: a reader that stops reading never
   // stops the supervision below. Declared first, so they go last.
   launcher::output_sink out_sink{STDOUT_FILENO};
@@ -383,9 +385,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < ranks.size(); ++i) {
       const auto& slot = ranks[i];
       auto vars = launcher::rank_variables(slot, job);
-      const int cpu = rank_cpu(cpus, slot, self);
+      const int cpu = rank_cpu(placement, slot, self);
       if (cpu >= 0)
-        vars.emplace_back("TROUPE_CPU", std::to_string(cpu));
+        vars.emplace_back(placement.whole_process ? "TROUPE_CPU" : "TROUPE_RUNTIME_CPU",
+                          std::to_string(cpu));
       auto env = launcher::merge_environment(parent, vars);
       try {
         const auto& [out, err] = sinks[i];
@@ -393,7 +396,8 @@ int main(int argc, char** argv) {
         // worker's goes on its command line, the secret through its stdin.
         const bool here = launcher::is_local_host(slot.host, self);
         auto worker =
-          here ? launcher::spawn_worker(slot.rank, opts.command, env, out, err, {}, cpu)
+          here ? launcher::spawn_worker(slot.rank, opts.command, env, out, err, {},
+                                        placement.whole_process ? cpu : -1)
                : launcher::spawn_worker(
                    slot.rank, launcher::ssh_command(slot.host, opts.ssh, cwd, env, opts.command),
                    parent, out, err, secret);

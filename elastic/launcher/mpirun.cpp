@@ -1,6 +1,7 @@
 #include "elastic/launcher/mpirun.hpp"
 
 #include "elastic/launcher/cpu_binding.hpp"
+#include "ipc/cpu_affinity.hpp"
 
 #include <algorithm>
 #include <set>
@@ -24,7 +25,7 @@ std::vector<std::string> mpirun_command(const launch_options& opts, bool as_root
   } else if (!given("bind-to")) {
     const bool one_host = opts.hosts.empty() && opts.hostfile.empty();
     const auto words = mpirun_binding(cpu_binding, opts.np, one_host,
-                                      static_cast<int>(usable_cpu_list().size()));
+                                      static_cast<int>(ipc::usable_cpu_list().size()));
     if (words.back() == "hwthread" && !given("map-by"))
       cmd.insert(cmd.end(), {"--map-by", "hwthread"});
     cmd.insert(cmd.end(), words.begin(), words.end());

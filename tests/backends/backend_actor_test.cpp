@@ -195,7 +195,7 @@ TEST_F(backend_actor_test, a_success_answers_and_completes_its_handles_bound_or_
     script_ = std::make_shared<script>();
     auto gate = std::make_shared<std::atomic<bool>>(false);
     script_->gates[2] = gate;
-    spawn({std::nullopt, bound});
+    spawn({std::nullopt, bound, {}});
     caf::scoped_actor self{sys_};
     auto at_once = work(1);
     auto polled = work(2);

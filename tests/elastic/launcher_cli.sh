@@ -32,12 +32,15 @@ grep -q '^troupe-run: TROUPE_CACHE_CAPACITY=7$' "$dir/err" || fail "verbose knob
 grep -q '^troupe-run: rank 1 on localhost (local rank 1 of 2): sh -c echo started$' "$dir/err" \
   || fail "verbose ranks: $(cat "$dir/err")"
 # --cpu-binding: "cpu" gives each rank of the host a CPU of its own (and says
-# which in TROUPE_CPU); "auto" binds mpirun's ranks where a one-host job
-# has one rank per CPU (and Gloo mode's not: its TCP transport is slower
-# bound); more ranks than CPUs cannot each have one.
+# which in TROUPE_CPU); "runtime" gives the rank's runtime threads one
+# (TROUPE_RUNTIME_CPU) and leaves the process unbound; "auto" binds
+# mpirun's ranks where a one-host job has one rank per CPU, and in Gloo mode
+# pins their runtime threads (Gloo's TCP transport is slower bound); more
+# ranks than CPUs cannot each have one.
 cpus=$(nproc)
 allowed() { grep Cpus_allowed_list /proc/self/status | cut -f2; }
 show='echo "cpu=$TROUPE_CPU allowed=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
+show_runtime='echo "runtime=$TROUPE_RUNTIME_CPU cpu=$TROUPE_CPU allowed=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
 expect 0 --verbose -np 1 --cpu-binding cpu sh -c "$show"
 grep -q '^troupe-run: rank 0 on localhost (local rank 0 of 1, bound to CPU [0-9]*): ' "$dir/err" \
   || fail "verbose binding: $(cat "$dir/err")"
@@ -46,15 +49,26 @@ expect 0 -np "$cpus" --cpu-binding cpu sh -c "$show"
 [ "$(grep -Ec '<stdout>:cpu=([0-9]+) allowed=\1$' "$dir/out")" = "$cpus" ] &&
   [ "$(sort -u -t= -k2,2 "$dir/out" | wc -l)" = "$cpus" ] \
   || fail "cpu binding of $cpus ranks: $(cat "$dir/out")"
-expect 0 -np "$cpus" sh -c "$show"
-[ "$(grep -c "<stdout>:cpu= allowed=$(allowed)$" "$dir/out")" = "$cpus" ] \
+expect 0 -np "$cpus" sh -c "$show_runtime"
+[ "$(grep -Ec "<stdout>:runtime=[0-9]+ cpu= allowed=$(allowed)$" "$dir/out")" = "$cpus" ] &&
+  [ "$(sort -u -t= -k2,2 "$dir/out" | wc -l)" = "$cpus" ] \
   || fail "auto binding in Gloo mode: $(cat "$dir/out")"
+expect 0 --verbose -np 1 --cpu-binding runtime sh -c "$show_runtime"
+grep -q '^troupe-run: rank 0 on localhost (local rank 0 of 1, runtime threads on CPU [0-9]*): ' \
+  "$dir/err" || fail "verbose runtime binding: $(cat "$dir/err")"
+grep -Eq "^\[0\]<stdout>:runtime=[0-9]+ cpu= allowed=$(allowed)$" "$dir/out" \
+  || fail "runtime binding: $(cat "$dir/out")"
+expect 0 -np "$cpus" --cpu-binding none sh -c "$show_runtime"
+[ "$(grep -c "<stdout>:runtime= cpu= allowed=$(allowed)$" "$dir/out")" = "$cpus" ] \
+  || fail "no binding: $(cat "$dir/out")"
 if command -v mpirun >/dev/null; then
   expect 0 --verbose --mpi -np "$cpus" true
   grep -q -- '--map-by hwthread --bind-to hwthread' "$dir/err" || fail "auto, mpirun: $(cat "$dir/err")"
   # Threads the user pins (--thread-affinity) keep the process's CPUs.
   expect 0 --verbose --mpi -np "$cpus" --thread-affinity 0 true
   grep -q -- '--bind-to none' "$dir/err" || fail "auto next to --thread-affinity: $(cat "$dir/err")"
+  expect 2 --mpi -np 1 --cpu-binding runtime true
+  grep -q -- '--cpu-binding runtime is for troupe-run' "$dir/err" || fail "runtime, mpirun: $(cat "$dir/err")"
 fi
 expect 2 -np $((cpus + 1)) --cpu-binding cpu true
 grep -q -- "--cpu-binding cpu: $((cpus + 1)) ranks on this host but only $cpus CPUs" "$dir/err" \

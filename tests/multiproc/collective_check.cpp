@@ -75,11 +75,17 @@
 //                               after allreduces, one of the rank's threads
 //                               runs on exactly that core only
 //                               (TROUPE_THREAD_AFFINITY), or none is pinned
+//   collective_check runtime-cpu
+//                               after allreduces, the control channel's
+//                               reader runs on TROUPE_RUNTIME_CPU only, and
+//                               the main and backend threads where the
+//                               process may (troupe-run --cpu-binding runtime)
 // Prints "rank R: PASS ..." per rank; exit 0 on success.
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -89,6 +95,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -288,19 +295,32 @@ bool allreduce_series(int rank, int size, const std::string& prefix, int n) {
   return true;
 }
 
-// Cpus_allowed_list of each thread of this process, the main thread first.
-std::vector<std::string> thread_cores() {
-  std::vector<std::string> out;
+// Name and Cpus_allowed_list of each thread of this process, the main
+// thread first.
+std::vector<std::pair<std::string, std::string>> named_thread_cores() {
+  std::vector<std::pair<std::string, std::string>> out;
   const auto read = [&](const std::string& task) {
     std::ifstream status("/proc/self/task/" + task + "/status");
-    for (std::string line; std::getline(status, line);)
-      if (line.rfind("Cpus_allowed_list:", 0) == 0)
-        out.push_back(line.substr(line.find_first_not_of(" \t", 18)));
+    std::string name;
+    for (std::string line; std::getline(status, line);) {
+      const auto value = [&](size_t at) { return line.substr(line.find_first_not_of(" \t", at)); };
+      if (line.rfind("Name:", 0) == 0)
+        name = value(5);
+      else if (line.rfind("Cpus_allowed_list:", 0) == 0)
+        out.emplace_back(name, value(18));
+    }
   };
   read(std::to_string(::getpid()));
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
     if (entry.path().filename() != std::to_string(::getpid()))
       read(entry.path().filename());
+  return out;
+}
+
+std::vector<std::string> thread_cores() {
+  std::vector<std::string> out;
+  for (auto& [name, cores] : named_thread_cores())
+    out.push_back(cores);
   return out;
 }
 
@@ -331,6 +351,32 @@ int affinity(int rank, int size, const std::string& cores) {
     ok = threads[0] != mine && std::find(threads.begin() + 1, threads.end(), mine) != threads.end();
   std::printf("rank %d: %s thread affinity %s (threads' cores: %s)\n", rank, ok ? "PASS" : "FAIL",
               mine.c_str(), seen.c_str());
+  return ok ? 0 : 1;
+}
+
+int runtime_cpu(int rank, int size) {
+  const char* cpu = std::getenv("TROUPE_RUNTIME_CPU");
+  if (!cpu || !allreduce_series(rank, size, "runtime", 5)) {
+    std::printf("rank %d: FAIL no TROUPE_RUNTIME_CPU, or an allreduce failed\n", rank);
+    return 1;
+  }
+  const auto threads = named_thread_cores();
+  const auto& process = threads[0].second;
+  std::string seen;
+  int readers = 0, backends = 0, elsewhere = 0;
+  for (const auto& [name, cores] : threads) {
+    seen += (seen.empty() ? "" : " ") + name + "=" + cores;
+    if (name == "troupe.channel") {
+      ++readers;
+      elsewhere += cores != cpu;
+    } else if (name == "troupe.backend") {
+      ++backends;
+      elsewhere += cores != process;
+    }
+  }
+  const bool ok = process != cpu && readers > 0 && backends > 0 && elsewhere == 0;
+  std::printf("rank %d: %s runtime threads on CPU %s, the process on %s (%s)\n", rank,
+              ok ? "PASS" : "FAIL", cpu, process.c_str(), seen.c_str());
   return ok ? 0 : 1;
 }
 
@@ -437,6 +483,8 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_late_set_check(rank, size, std::atof(argv[2]));
   else if (mode == "affinity" && argc == 3)
     rc = affinity(rank, size, argv[2]);
+  else if (mode == "runtime-cpu")
+    rc = runtime_cpu(rank, size);
   else if (mode == "timeline-dynamic" && argc == 3)
     rc = timeline_dynamic(rank, size, argv[2]);
   else if (mode == "serialized-mpi" && size == 3)

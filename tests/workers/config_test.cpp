@@ -253,8 +253,9 @@ TEST(identity, own_core_needs_the_binding_it_names) {
   const auto with_cpu = [](int c) {
     return identity_from_env(fake_env({{"TROUPE_CPU", std::to_string(c)}}), {});
   };
-  if (CPU_COUNT(&before) > 1)
+  if (CPU_COUNT(&before) > 1) {
     EXPECT_FALSE(with_cpu(cpu).own_core);  // not bound
+  }
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
@@ -266,6 +267,35 @@ TEST(identity, own_core_needs_the_binding_it_names) {
   EXPECT_TRUE(named);
   EXPECT_FALSE(other);
   EXPECT_FALSE(unset);
+}
+
+// TROUPE_RUNTIME_CPU counts while the process may run on that CPU, and not
+// beside a binding of the whole process (TROUPE_CPU).
+TEST(identity, runtime_cpu_needs_a_cpu_the_process_may_use) {
+  cpu_set_t mask;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &mask))
+    ++cpu;
+  const auto with = [](std::map<std::string, std::string> vars) {
+    return identity_from_env(fake_env(std::move(vars)), {});
+  };
+  const auto id = with({{"TROUPE_RUNTIME_CPU", std::to_string(cpu)}});
+  EXPECT_EQ(id.runtime_cpu, cpu);
+  EXPECT_TRUE(id.runtime_on_one_cpu());
+  EXPECT_EQ(static_cast<int>(id.process_cpus.size()), CPU_COUNT(&mask));
+  EXPECT_EQ(with({{"TROUPE_RUNTIME_CPU", std::to_string(CPU_SETSIZE + 1)}}).runtime_cpu, -1);
+  EXPECT_EQ(with({}).runtime_cpu, -1);
+  EXPECT_FALSE(with({}).runtime_on_one_cpu());
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const auto bound = with({{"TROUPE_CPU", std::to_string(cpu)},
+                           {"TROUPE_RUNTIME_CPU", std::to_string(cpu)}});
+  ASSERT_EQ(sched_setaffinity(0, sizeof mask, &mask), 0);
+  EXPECT_TRUE(bound.own_core);
+  EXPECT_EQ(bound.runtime_cpu, -1);
 }
 
 TEST(identity, inconsistent_values_are_rejected) {
