@@ -243,23 +243,33 @@ TEST(identity, horovod_names_are_accepted) {
   EXPECT_EQ(id.size, 2);
 }
 
+// The calling thread's CPUs, the first of them, and a mask of it alone.
+struct cpu_masks {
+  cpu_set_t all;
+  int first = 0;
+  cpu_set_t first_alone;
+  cpu_masks() {
+    CPU_ZERO(&all);
+    sched_getaffinity(0, sizeof all, &all);
+    while (first < CPU_SETSIZE - 1 && !CPU_ISSET(first, &all))
+      ++first;
+    CPU_ZERO(&first_alone);
+    CPU_SET(first, &first_alone);
+  }
+};
+
 // TROUPE_CPU counts only while the process runs on that CPU alone.
 TEST(identity, own_core_needs_the_binding_it_names) {
-  cpu_set_t before;
-  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
-  int cpu = 0;
-  while (!CPU_ISSET(cpu, &before))
-    ++cpu;
+  const cpu_masks masks;
+  const cpu_set_t& before = masks.all;
+  const int cpu = masks.first;
   const auto with_cpu = [](int c) {
     return identity_from_env(fake_env({{"TROUPE_CPU", std::to_string(c)}}), {});
   };
   if (CPU_COUNT(&before) > 1) {
     EXPECT_FALSE(with_cpu(cpu).own_core);  // not bound
   }
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  ASSERT_EQ(sched_setaffinity(0, sizeof masks.first_alone, &masks.first_alone), 0);
   const bool named = with_cpu(cpu).own_core;
   const bool other = with_cpu(cpu + 1).own_core;
   const bool unset = identity_from_env(fake_env({}), {}).own_core;
@@ -272,11 +282,9 @@ TEST(identity, own_core_needs_the_binding_it_names) {
 // TROUPE_RUNTIME_CPU counts while the process may run on that CPU, and not
 // beside a binding of the whole process (TROUPE_CPU).
 TEST(identity, runtime_cpu_needs_a_cpu_the_process_may_use) {
-  cpu_set_t mask;
-  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
-  int cpu = 0;
-  while (!CPU_ISSET(cpu, &mask))
-    ++cpu;
+  const cpu_masks masks;
+  const cpu_set_t& mask = masks.all;
+  const int cpu = masks.first;
   const auto with = [](std::map<std::string, std::string> vars) {
     return identity_from_env(fake_env(std::move(vars)), {});
   };
@@ -287,10 +295,7 @@ TEST(identity, runtime_cpu_needs_a_cpu_the_process_may_use) {
   EXPECT_EQ(with({{"TROUPE_RUNTIME_CPU", std::to_string(CPU_SETSIZE + 1)}}).runtime_cpu, -1);
   EXPECT_EQ(with({}).runtime_cpu, -1);
   EXPECT_FALSE(with({}).runtime_on_one_cpu());
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  ASSERT_EQ(sched_setaffinity(0, sizeof masks.first_alone, &masks.first_alone), 0);
   const auto bound = with({{"TROUPE_CPU", std::to_string(cpu)},
                            {"TROUPE_RUNTIME_CPU", std::to_string(cpu)}});
   ASSERT_EQ(sched_setaffinity(0, sizeof mask, &mask), 0);
