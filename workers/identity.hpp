@@ -39,8 +39,8 @@ struct identity : backends::rank_layout {
   /// troupe-run's --cpu-binding runtime, or auto in Gloo mode; taken while
   /// the process may run there), -1 if not.
   int runtime_cpu = -1;
-  /// The CPUs the process may run on, as it started: where the threads the
-  /// runtime does not pin run (the backend's, beside a runtime_cpu).
+  /// The CPUs the thread that read the identity (init's caller) may run
+  /// on: where a backend's thread runs beside a runtime_cpu.
   std::vector<int> process_cpus;
 
   /// The runtime's own threads share one CPU (own_core or runtime_cpu).
