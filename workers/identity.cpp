@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include <sched.h>
-
 #include "ipc/cpu_affinity.hpp"
 
 namespace troupe::workers {
@@ -15,14 +13,6 @@ std::optional<std::string> lookup_either(const env_lookup& lookup,
   if (auto v = lookup(("TROUPE_" + suffix).c_str()))
     return v;
   return lookup(("HOROVOD_" + suffix).c_str());
-}
-
-// Whether the calling thread may run on `cpu` and on no other.
-bool bound_to_exactly(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  return cpu < CPU_SETSIZE && sched_getaffinity(0, sizeof set, &set) == 0 &&
-         CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set);
 }
 
 int read_int(const env_lookup& lookup, const std::string& suffix, int fallback,
@@ -69,11 +59,12 @@ identity identity_from_env(const env_lookup& lookup, const config& cfg) {
   }
   // Taken only while the process is bound to exactly that CPU: a
   // TROUPE_CPU inherited from an outer job, say, is not.
-  const int cpu = read_int(lookup, "CPU", -1, 0);
-  id.own_core = cpu >= 0 && bound_to_exactly(cpu);
   id.process_cpus = ipc::usable_cpu_list();
+  const int cpu = read_int(lookup, "CPU", -1, 0);
+  id.own_core = cpu >= 0 && id.process_cpus == std::vector<int>{cpu};
   const int runtime_cpu = read_int(lookup, "RUNTIME_CPU", -1, 0);
-  if (!id.own_core && std::count(id.process_cpus.begin(), id.process_cpus.end(), runtime_cpu) > 0)
+  const auto& usable = id.process_cpus;
+  if (!id.own_core && std::find(usable.begin(), usable.end(), runtime_cpu) != usable.end())
     id.runtime_cpu = runtime_cpu;
   id.elastic = read_int(lookup, "ELASTIC", 0, 0) != 0;
   if (id.elastic) {

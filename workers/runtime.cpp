@@ -61,10 +61,11 @@ caf::actor_system_config make_caf_config(const identity& id, const config& cfg,
   // bound to one CPU a second one only takes turns with the threads a
   // collective needs (2 bound ranks, a 4-byte allreduce: 40.8 -> 34.2 us
   // with one; docs/benchmarks.md run (18)).
-  const bool one_cpu = id.runtime_cpu >= 0 || backends::usable_cpus() < 2;
+  const int cpus = id.runtime_cpu >= 0 ? 1 : backends::usable_cpus();
+  const bool one_cpu = cpus < 2;
   const int threads = cfg.is_explicit("TROUPE_SCHEDULER_THREADS")
                         ? cfg.scheduler_threads
-                        : std::min(cfg.scheduler_threads, one_cpu ? 1 : backends::usable_cpus());
+                        : std::min(cfg.scheduler_threads, cpus);
   c.set("scheduler.max-threads", static_cast<size_t>(threads));
   // CAF's default idle loop sleeps 50 us between polls, adding ~100 us to
   // every hop from a foreign thread or the network (see caf-0.17 notes).

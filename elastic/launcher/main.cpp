@@ -263,9 +263,10 @@ std::string launch_summary(const launcher::launch_options& opts,
     return out + "troupe-run: elastic job of " + std::to_string(opts.np) +
            " ranks to start with: " + words(opts.command) + "\n";
   const auto self = own_hostname();
+  const std::string where =
+    placement.whole_process ? ", bound to CPU " : ", runtime threads on CPU ";
   for (const auto& slot : ranks) {
     const int cpu = rank_cpu(placement, slot, self);
-    const std::string where = placement.whole_process ? ", bound to CPU " : ", runtime threads on CPU ";
     out += "troupe-run: rank " + std::to_string(slot.rank) + " on " + slot.host +
            " (local rank " + std::to_string(slot.local_rank) + " of " +
            std::to_string(slot.local_size) +
