@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <memory>
 #include <string>
@@ -25,15 +26,20 @@ class gloo_abort_test : public ::testing::Test {
 protected:
   // Two connected ranks whose collectives would wait 30 s for each other.
   void SetUp() override {
+    connect_ranks(2);
+  }
+
+  void connect_ranks(int size) {
+    ranks_.clear();
     std::vector<std::future<void>> connecting;
-    for (int rank = 0; rank < 2; ++rank) {
+    for (int rank = 0; rank < size; ++rank) {
       backend_context ctx;
       ctx.rank = rank;
-      ctx.size = 2;
+      ctx.size = size;
       ctx.advertise_host = "127.0.0.1";
       ctx.store =
         std::make_shared<elastic::embedded_store_client>("127.0.0.1", store_.port(), secret, 5s);
-      ctx.store_prefix = "abort-test/";
+      ctx.store_prefix = "abort-test/" + std::to_string(size) + "/";
       ctx.timeout = 30s;
       ranks_.push_back(std::make_unique<gloo_communicator>(ctx));
       connecting.push_back(
@@ -85,6 +91,59 @@ TEST_F(gloo_abort_test, an_allreduce_waiting_for_a_silent_peer_fails_at_the_abor
   const auto start = clock::now();
   EXPECT_THROW(ranks_[0]->allreduce(opts), backend_error);
   EXPECT_LT(clock::now() - start, 1s);
+}
+
+TEST_F(gloo_abort_test, a_small_allreduce_waiting_for_a_silent_peer_fails_at_the_abort) {
+  // Small enough for one exchange of whole buffers (direct_allreduce).
+  std::vector<float> data(16, 1.0f);
+  const double after = allreduce_aborted_after(data, 300ms);
+  EXPECT_GT(after, 0.0);
+  EXPECT_LT(after, 2.0);
+}
+
+// Small allreduces go as one exchange of whole buffers, large ones around a
+// ring: calls of both kinds in a row, on 3 ranks, with values whose float
+// sum depends on the order it is taken in. Every rank must hold the sum in
+// rank order, bit for bit, in every call.
+TEST_F(gloo_abort_test, small_and_large_allreduces_hold_the_same_bits_on_every_rank) {
+  connect_ranks(3);
+  const float values[3] = {1.0f, 1e8f, -1e8f};
+  const float in_rank_order = (values[0] + values[1]) + values[2];
+  ASSERT_NE(in_rank_order, values[0] + (values[1] + values[2]));  // the order shows
+  const std::vector<size_t> counts = {1, 7, 4096, 1 << 16, 3, 8192 + 1, 1};
+  std::vector<std::future<std::vector<std::vector<float>>>> runs;
+  for (int rank = 0; rank < 3; ++rank)
+    runs.push_back(std::async(std::launch::async, [&, rank] {
+      std::vector<std::vector<float>> results;
+      for (auto count : counts) {
+        std::vector<float> data(count, values[rank]);
+        allreduce_options opts;
+        opts.data = data.data();
+        opts.count = count;
+        opts.dtype = data_type::float32;
+        if (count % 2 == 1)
+          ranks_[rank]->ring_allreduce(opts);
+        else
+          ranks_[rank]->allreduce(opts);
+        results.push_back(std::move(data));
+      }
+      return results;
+    }));
+  std::vector<std::vector<std::vector<float>>> results;
+  for (auto& r : runs)
+    results.push_back(r.get());
+  for (size_t call = 0; call < counts.size(); ++call) {
+    // Small calls reduce in rank order everywhere; large ones as the ring
+    // does, each chunk on one rank: the same bits on every rank either way.
+    for (int rank = 1; rank < 3; ++rank) {
+      EXPECT_EQ(0, std::memcmp(results[0][call].data(), results[rank][call].data(),
+                               counts[call] * sizeof(float)))
+        << "call " << call << " (" << counts[call] << " floats), rank " << rank;
+    }
+    if (counts[call] * sizeof(float) * 2 <= (size_t{64} << 10)) {
+      EXPECT_EQ(results[0][call].front(), in_rank_order) << "call " << call;
+    }
+  }
 }
 
 TEST_F(gloo_abort_test, an_abort_before_the_call_fails_it_at_once) {
