@@ -183,8 +183,12 @@ std::vector<series> measure(const workload& w, std::vector<std::unique_ptr<conte
 int run(const options& opts) {
   const int rank = troupe::rank();
   const char* backend_env = std::getenv("TROUPE_CPU_OPERATIONS");
+  // Without the host's shared segment (troupe-run --shm 0), every
+  // allreduce crosses the backend's transport: labelled apart.
+  const char* shm_env = std::getenv("TROUPE_SHM");
   const std::string backend =
-    backend_env ? backend_env : std::getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : "gloo";
+    std::string(backend_env ? backend_env : std::getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : "gloo") +
+    (shm_env && std::string(shm_env) == "0" ? "-noshm" : "");
   std::vector<std::unique_ptr<contender>> contenders;
   job_result job;  // troupe_label stays empty without Troupe: no idle share either
   if (!opts.raw_only) {

@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 
-TROUPE = ["troupe-mpi", "troupe-gloo"]
+TROUPE = ["troupe-mpi", "troupe-gloo", "troupe-gloo-noshm"]
 PEERS = ["raw-mpi", "raw-gloo", "torch-gloo"]
 HOROVOD = "horovod-0.28.1 (reference)"
 
@@ -111,9 +111,9 @@ def print_summary(rows):
     for r in rows:
         groups.setdefault((r["workload"], r["bytes"]), {})[r["impl"]] = r
     cols = TROUPE + PEERS
-    print("| median | " + " | ".join(cols) + " | Horovod (ref.) | troupe-mpi / best peer"
-          " | troupe-gloo / best peer |")
-    print("|---" * (len(cols) + 4) + "|")
+    print("| median | " + " | ".join(cols) + " | Horovod (ref.) | "
+          + " | ".join(f"{t} / best peer" for t in TROUPE) + " |")
+    print("|---" * (len(cols) + len(TROUPE) + 2) + "|")
     for (workload, nbytes), by_impl in groups.items():
         cells = [human_seconds(by_impl[c]["median_s"]) if c in by_impl else "-" for c in cols]
         hvd = by_impl.get(HOROVOD)
@@ -168,6 +168,11 @@ def targets(rows, idle):
 
     latency("troupe-mpi", "allreduce", 4, 100e-6, "4 B allreduce, mpi <= 100 µs")
     latency("troupe-gloo", "allreduce", 4, 235e-6, "4 B allreduce, gloo <= 235 µs")
+    raw_gloo = find("raw-gloo", "allreduce", 4)
+    if raw_gloo:
+        latency("troupe-gloo-noshm", "allreduce", 4, raw_gloo["median_s"],
+                "4 B allreduce, gloo without the shm path <= raw Gloo (issue 15; raw Gloo "
+                f"{human_seconds(raw_gloo['median_s'])})")
     busbw("troupe-mpi", 1 << 20, 4.0, "1 MiB busbw, mpi >= 4 GB/s")
     busbw("troupe-mpi", 64 << 20, 3.5, "64 MiB busbw, mpi >= 3.5 GB/s")
     latency("troupe-mpi", "small_tensors", 200 * 4096, 0.5e-3, "200 x 4 KiB step, mpi <= 0.5 ms")
@@ -207,7 +212,7 @@ def main():
     print()
     print_detail(rows)
     print()
-    print("| issue-4 target | measured (median) | met |")
+    print("| target | measured (median) | met |")
     print("|---|---|---|")
     for c in checks:
         met = "not measured" if c["met"] is None else "yes" if c["met"] else "no"

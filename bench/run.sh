@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The issue-4 benchmark suite in one command, 2 ranks on this host:
 #   flock /tmp/troupe-build.lock bash bench/run.sh [--quick] [--passes N] [--rounds N] [--out DIR]
-# Each pass runs three jobs one after the other:
+# Each pass runs four jobs one after the other:
 #   troupe-run --mpi  allreduce_bench   troupe-mpi and raw MPI_Allreduce, alternating rounds
 #   troupe-run --gloo allreduce_bench   troupe-gloo and raw gloo::allreduce, alternating rounds
+#   troupe-run --gloo --shm 0 allreduce_bench --only allreduce:4
+#                                       troupe-gloo-noshm (over Gloo's TCP) and raw Gloo
 #   troupe-run python3 torch_bench.py   torch.distributed (gloo)
 # and report.py pools the passes, prints the markdown tables and writes
 # DIR/allreduce.json. Build first: cmake --build build --target allreduce_bench troupe-run.
@@ -51,6 +53,10 @@ for pass in $(seq 1 "$passes"); do
     "$run" --"$backend" -np 2 "$bench" --rounds "$rounds" --idle-seconds "$idle" "${quick[@]}" \
       --json "$out/pass-$pass-$backend.json"
   done
+  # Issue 15's "4 B troupe-gloo <= raw Gloo without the shm path".
+  echo "bench/run.sh: pass $pass/$passes: troupe-gloo-noshm" >&2
+  "$run" --gloo --shm 0 -np 2 "$bench" --only allreduce:4 --rounds "$rounds" \
+    --idle-seconds "$idle" "${quick[@]}" --json "$out/pass-$pass-gloo-noshm.json"
   if ! "$python" -c 'import torch.distributed' 2>/dev/null; then
     echo "bench/run.sh: $python has no torch.distributed (apt-get install python3-torch): no torch column" >&2
     continue
