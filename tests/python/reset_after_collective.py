@@ -1,10 +1,10 @@
 """A rank that resets right after a collective does not fail that
 collective on the ranks still finishing it: run on 3 ranks, each step a
 broadcast and then reset() on every rank, with a busy process beside them
-(rank 0 starts it, bounded by `timeout`) so that the ranks drift apart.
+(rank 0 starts it; it stops itself after 60 s and is killed when the steps
+end) so that the ranks drift apart.
 A reset's goodbye used to fail a peer's collective at once when it overtook
 the coordinator's response list there (9 of 300 steps failed on rank 0)."""
-import os
 import subprocess
 import sys
 
@@ -16,7 +16,12 @@ steps = int(sys.argv[1]) if len(sys.argv) > 1 else 200
 hvd.init()
 busy = None
 if hvd.rank() == 0:
-    busy = subprocess.Popen(['timeout', '120', 'sh', '-c', 'while :; do :; done'])
+    # The spinning process itself, not a wrapper whose child would outlive
+    # a kill.
+    busy = subprocess.Popen([sys.executable, '-c', 'import time\n'
+                             'end = time.monotonic() + 60\n'
+                             'while time.monotonic() < end:\n'
+                             '    pass\n'])
 failed = []
 try:
     first = hvd.epoch()
