@@ -19,10 +19,15 @@ shm_communicator::shm_communicator(backend_context ctx)
 }
 
 shm_communicator::~shm_communicator() {
-  if (group_)
-    spdlog::info("troupe set rank {}/{}: shared-memory allreduce: {} allreduces, {} bytes through "
-                 "segment {}, {} bytes of this rank's shares across hosts",
-                 ctx_.rank, ctx_.size, allreduces_, bytes_, segment_name_, cross_bytes_);
+  if (!group_)
+    return;
+  spdlog::info("troupe set rank {}/{}: shared-memory allreduce: {} allreduces, {} bytes through "
+               "segment {}, {} bytes of this rank's shares across hosts",
+               ctx_.rank, ctx_.size, allreduces_, bytes_, segment_name_, cross_bytes_);
+  if (one_host_)
+    spdlog::info("troupe set rank {}/{}: shared-memory broadcasts, allgathers and barriers: {} "
+                 "calls, {} bytes through segment {}",
+                 ctx_.rank, ctx_.size, others_, other_bytes_, segment_name_);
 }
 
 void shm_communicator::connect() {
@@ -67,6 +72,7 @@ void shm_communicator::connect() {
   std::lock_guard<std::mutex> lock(mutex_);
   group_ = std::move(group);
   cross_ = std::move(cross);
+  one_host_ = layout.hosts == 1;
   if (aborted_) {
     group_->abort();
     if (cross_)
@@ -120,6 +126,41 @@ void shm_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
   ++allreduces_;
   for (const auto& p : pieces)
     bytes_ += p.bytes;
+}
+
+void shm_communicator::allgather(const allgather_options& opts) {
+  if (!one_host_) {
+    gloo_communicator::allgather(opts);
+    return;
+  }
+  const size_t element_bytes = element_size(opts.dtype);
+  std::vector<size_t> bytes;
+  bytes.reserve(opts.counts.size());
+  for (auto c : opts.counts)
+    bytes.push_back(c * element_bytes);
+  group_->allgather(opts.input, opts.output, bytes);
+  ++others_;
+  other_bytes_ += bytes.at(static_cast<size_t>(ctx_.rank));
+}
+
+void shm_communicator::broadcast(const broadcast_options& opts) {
+  if (!one_host_) {
+    gloo_communicator::broadcast(opts);
+    return;
+  }
+  const size_t bytes = opts.count * element_size(opts.dtype);
+  group_->broadcast(opts.data, bytes, opts.root);
+  ++others_;
+  other_bytes_ += bytes;
+}
+
+void shm_communicator::barrier() {
+  if (!one_host_) {
+    gloo_communicator::barrier();
+    return;
+  }
+  group_->sync();
+  ++others_;
 }
 
 } // namespace troupe::backends

@@ -16,8 +16,10 @@ class shm_group;
 /// segment (shm_group), each rank's share with the ranks of the same local
 /// index on the other hosts over a Gloo context of their own, and copied
 /// out by every rank. Used when every host of the set has the same number
-/// (two or more) of its ranks; otherwise, and for every other collective,
-/// the set's full Gloo context runs it as gloo_communicator does.
+/// (two or more) of its ranks. A set on one host also broadcasts, gathers
+/// and meets at barriers through the segment. Otherwise, and for every
+/// other collective, the set's full Gloo context runs it as
+/// gloo_communicator does.
 class shm_communicator : public gloo_communicator {
 public:
   explicit shm_communicator(backend_context ctx);
@@ -38,6 +40,10 @@ public:
   /// buffer's copies then stay in cache too, and the cross-host step makes
   /// the same calls. Plain Gloo (per-call cost over loopback): at once.
   size_t chunk_bytes() const override;
+  /// Through the segment on one host; else Gloo's.
+  void allgather(const allgather_options& opts) override;
+  void broadcast(const broadcast_options& opts) override;
+  void barrier() override;
   /// Fails the waits of this host's ranks in the segment and every Gloo
   /// context.
   void abort() override;
@@ -54,6 +60,13 @@ private:
   uint64_t allreduces_ = 0;
   uint64_t bytes_ = 0;
   uint64_t cross_bytes_ = 0;
+  // Broadcasts, allgathers and barriers through the segment, and the
+  // bytes they moved. The backend's thread only.
+  uint64_t others_ = 0;
+  uint64_t other_bytes_ = 0;
+  // Whether the set's ranks are all on this host (a member's set rank is
+  // then its index in the group). Set by connect().
+  bool one_host_ = false;
 };
 
 } // namespace troupe::backends

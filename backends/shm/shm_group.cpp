@@ -158,26 +158,28 @@ void shm_group::throw_failure() const {
   const uint64_t failure = header_->failure.load();
   const auto who = static_cast<int>(failure & 0xffffffffu);
   if (who < 0 || who >= members_)  // only a process writing into the segment makes one
-    throw backend_error("shared-memory allreduce failed (an unreadable failure word " +
+    throw backend_error("shared-memory " + std::string(running_) +
+                        " failed (an unreadable failure word " +
                         std::to_string(failure) + " in the segment)");
   const auto local = "local rank " + std::to_string(who) + " of this host's shared segment";
+  const auto failed = "shared-memory " + std::string(running_) + " failed: ";
   switch (failure >> 32) {
     case aborted:
-      throw backend_error("shared-memory allreduce was aborted: a peer of the process set was lost");
+      throw backend_error("shared-memory " + std::string(running_) +
+                          " was aborted: a peer of the process set was lost");
     case closed:
-      throw backend_error("shared-memory allreduce failed: " + local +
-                          " closed its side (reset, shutdown or set removed)");
+      throw backend_error(failed + local + " closed its side (reset, shutdown or set removed)");
     case exited:
-      throw backend_error("shared-memory allreduce failed: the process of " + local + " (pid " +
+      throw backend_error(failed + "the process of " + local + " (pid " +
                           std::to_string(header_->pids[who].load()) + ") exited");
     case timed_out:
-      throw backend_error("shared-memory allreduce failed: " + local + " did not arrive within " +
+      throw backend_error(failed + local + " did not arrive within " +
                           std::to_string(timeout_.count()) + " ms");
     case cross_failed:
-      throw backend_error("shared-memory allreduce failed: the cross-host allreduce of " + local +
+      throw backend_error(failed + "the cross-host allreduce of " + local +
                           " failed");
     default:
-      throw backend_error("shared-memory allreduce failed");
+      throw backend_error("shared-memory " + std::string(running_) + " failed");
   }
 }
 
@@ -259,6 +261,16 @@ char* shm_group::result(int parity) const {
   return slot(parity, members_);
 }
 
+int shm_group::next_parity() {
+  const int p = parity_;
+  parity_ ^= 1;
+  return p;
+}
+
+std::chrono::microseconds shm_group::spin_for(size_t bytes) const {
+  return bytes <= tiny_round_bytes ? spin_.tiny_round : spin_.round;
+}
+
 namespace {
 
 // The concatenation of a list of pieces, addressed by byte offsets.
@@ -319,6 +331,7 @@ void shm_group::allreduce(piece_span pieces, size_t element_bytes,
   // round instead of two. Above it, reading the others' shares once beats
   // the second wait (two members, 1 MiB: 206 -> 152 us, docs/benchmarks.md).
   constexpr size_t whole_round_bytes = size_t{16} << 10;
+  running_ = "allreduce";
   const piece_view mine(pieces);
   const size_t count = mine.bytes() / element_bytes;
   const size_t per_round = slot_bytes_ / element_bytes;
@@ -327,8 +340,7 @@ void shm_group::allreduce(piece_span pieces, size_t element_bytes,
     const size_t base = done * element_bytes;
     const size_t end = n * element_bytes;
     done += n;
-    const int p = parity_;
-    parity_ ^= 1;
+    const int p = next_parity();
     // A piece's part of the round reduced into `out` from each member's
     // `input(m, off)` (`off`: the part's offset in the round).
     const auto reduce_part = [&](char* out, size_t off, size_t bytes, const auto& input) {
@@ -339,7 +351,7 @@ void shm_group::allreduce(piece_span pieces, size_t element_bytes,
     };
     if (!cross && end <= whole_round_bytes) {
       mine.copy_out(base, end, slot(p, member_));
-      barrier(end <= tiny_round_bytes ? spin_.tiny_round : spin_.round);
+      barrier(spin_for(end));
       // Same order on every member: bitwise the same result everywhere.
       mine.each(base, end, [&](char* at, size_t off, size_t bytes) {
         reduce_part(at, off, bytes, [&](int m, size_t o) { return slot(p, m) + o; });
@@ -373,6 +385,66 @@ void shm_group::allreduce(piece_span pieces, size_t element_bytes,
     mine.copy_in(base, lo, out);
     mine.copy_in(base + hi, end - hi, out + hi);
   }
+}
+
+// Every round of these writes slots of one parity before its barrier and
+// reads them after it, before the next round's barrier: as for allreduce,
+// nobody writes a slot that another member may still read.
+
+void shm_group::broadcast(void* data, size_t bytes, int root) {
+  running_ = "broadcast";
+  if (root < 0 || root >= members_)
+    throw backend_error("shared-memory broadcast: root " + std::to_string(root) +
+                        " is not a member of this host's group of " + std::to_string(members_));
+  auto* at = static_cast<char*>(data);
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(slot_bytes_, bytes - done);
+    const int p = next_parity();
+    if (member_ == root)
+      std::memcpy(slot(p, root), at + done, n);
+    barrier(spin_for(n));
+    if (member_ != root)
+      std::memcpy(at + done, slot(p, root), n);
+    done += n;
+  }
+}
+
+void shm_group::allgather(const void* input, void* output, const std::vector<size_t>& bytes) {
+  running_ = "allgather";
+  if (bytes.size() != static_cast<size_t>(members_))
+    throw backend_error("shared-memory allgather: " + std::to_string(bytes.size()) +
+                        " sizes for a group of " + std::to_string(members_));
+  std::vector<size_t> offset(bytes.size());
+  size_t total = 0;
+  size_t most = 0;
+  for (size_t m = 0; m < bytes.size(); ++m) {
+    offset[m] = total;
+    total += bytes[m];
+    most = std::max(most, bytes[m]);
+  }
+  const auto* in = static_cast<const char*>(input);
+  auto* out = static_cast<char*>(output);
+  const auto me = static_cast<size_t>(member_);
+  const auto part = [&](size_t m, size_t done) {
+    return done < bytes[m] ? std::min(slot_bytes_, bytes[m] - done) : size_t{0};
+  };
+  for (size_t done = 0; done < most; done += slot_bytes_) {
+    const int p = next_parity();
+    if (const size_t n = part(me, done); n > 0)
+      std::memcpy(slot(p, member_), in + done, n);
+    barrier(spin_for(std::min(slot_bytes_, most - done)));
+    for (size_t m = 0; m < bytes.size(); ++m)
+      if (const size_t n = part(m, done); m != me && n > 0)
+        std::memcpy(out + offset[m] + done, slot(p, static_cast<int>(m)), n);
+  }
+  // Last: the others' parts were read from the slots, never from `input`.
+  if (bytes[me] > 0 && out + offset[me] != in)
+    std::memmove(out + offset[me], in, bytes[me]);
+}
+
+void shm_group::sync() {
+  running_ = "barrier";
+  barrier(spin_.tiny_round);
 }
 
 } // namespace troupe::backends

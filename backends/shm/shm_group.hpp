@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "backends/buffer_piece.hpp"
 #include "backends/cpu/arith.hpp"
@@ -48,7 +49,9 @@ struct shm_spin_times {
 /// others reduce, reduces its own share (from its buffer and their slots),
 /// and copies the others' shares of the result, a round of `slot_bytes` at
 /// a time so the copies and the reduction stay in cache (a small round:
-/// every member reduces all of it). Members wait for each other on
+/// every member reduces all of it). A broadcast or an allgather goes
+/// through the slots too, a round at a time: one copy in, one wait, one
+/// copy out. Members wait for each other on
 /// counters in the segment (a short spin, then a futex); every wait ends at
 /// the timeout, at abort(), when a member's process has exited or a member
 /// closed its side, whichever comes first. Used from one thread per member
@@ -99,6 +102,18 @@ public:
   /// without a fusion buffer to pack them into and unpack them from.
   void allreduce(piece_span pieces, size_t element_bytes, element_reduction reduce,
                  const cross_step& cross);
+  /// Copies `bytes` at `data` of member `root` to `data` of every other
+  /// member, a slot at a time (the same `bytes` and `root` on every
+  /// member). Throws backend_error as allreduce().
+  void broadcast(void* data, size_t bytes, int root);
+  /// Gathers member m's `bytes[m]` bytes (this member's from `input`) into
+  /// `output` of every member, in member order (the same `bytes` on every
+  /// member; `input` outside `output` or at this member's place in it).
+  /// Throws backend_error as allreduce().
+  void allgather(const void* input, void* output, const std::vector<size_t>& bytes);
+  /// Returns once every member has called it. Throws backend_error as
+  /// allreduce().
+  void sync();
 
   /// Makes a wait of any member fail with "aborted" (a peer of the process
   /// set was lost). Any thread, any number of times.
@@ -111,6 +126,10 @@ public:
 private:
   // Arrives and waits for every member, spinning `spin` before sleeping.
   void barrier(std::chrono::microseconds spin);
+  // The spin before sleeping in the barrier of a round of `bytes`.
+  std::chrono::microseconds spin_for(size_t bytes) const;
+  // Takes the next of the two slot sets, used by alternate rounds.
+  int next_parity();
   // Marks the group failed for every member (the first cause wins) and
   // wakes them.
   void fail(uint32_t kind, int member);
@@ -134,6 +153,7 @@ private:
   spin_times spin_;
   uint64_t barriers_ = 0;  // barriers this member has entered
   int parity_ = 0;         // which of the two slot sets the next round uses
+  const char* running_ = "allreduce";  // the collective a failure message names
 };
 
 } // namespace troupe::backends

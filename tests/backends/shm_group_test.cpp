@@ -5,6 +5,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -252,6 +254,124 @@ TEST_P(shm_group_members, reduce_pieces_where_they_lie) {
     });
     return wrong == 0 ? 0 : 1;
   });
+  EXPECT_EQ(status, std::vector<int>(members, 0));
+}
+
+// Byte i of member m's data in the broadcast and allgather tests.
+char pattern(int m, size_t i) {
+  return static_cast<char>((i * 131 + static_cast<size_t>(m) * 29 + 7) % 251);
+}
+
+// Broadcasts from every root, of sizes from none to several rounds, each
+// followed by a 1-element allreduce: the kinds share the segment's barriers
+// and slot sets, so a member that ran out of step with the others would
+// read the wrong round.
+TEST_P(shm_group_members, broadcast_from_every_root_between_allreduces) {
+  const int members = GetParam();
+  const test_group g("broadcast");
+  const auto status = run_children(members, [&](int m) {
+    auto group = join(g, m, members);
+    int wrong = 0;
+    const size_t sizes[] = {0, 1, 5, test_slot_bytes - 1, test_slot_bytes,
+                            3 * test_slot_bytes + 5};
+    for (int root = 0; root < members; ++root)
+      for (const size_t bytes : sizes) {
+        std::vector<char> data(bytes, static_cast<char>(0x5a));
+        if (m == root)
+          for (size_t i = 0; i < bytes; ++i)
+            data[i] = pattern(root, i);
+        group.broadcast(data.data(), bytes, root);
+        for (size_t i = 0; i < bytes; ++i)
+          if (data[i] != pattern(root, i) && wrong++ < 5)
+            std::fprintf(stderr, "member %d: broadcast of %zu bytes from %d: byte %zu wrong\n", m,
+                         bytes, root, i);
+        float x = 1;
+        group.allreduce(&x, 1, sizeof x, reduction_of(data_type::float32, reduce_op::sum), {});
+        if (x != static_cast<float>(members) && wrong++ < 5)
+          std::fprintf(stderr, "member %d: allreduce after a broadcast gave %g\n", m, x);
+      }
+    return wrong == 0 ? 0 : 1;
+  });
+  EXPECT_EQ(status, std::vector<int>(members, 0));
+}
+
+// Allgathers of unequal parts (none, less than a slot, several slots) into
+// a buffer of their concatenation, with barriers in between; a member's
+// part at its own place in the output, as an in-place caller passes it.
+TEST_P(shm_group_members, allgather_unequal_parts_and_barriers) {
+  const int members = GetParam();
+  const test_group g("allgather");
+  const auto status = run_children(members, [&](int m) {
+    auto group = join(g, m, members);
+    int wrong = 0;
+    const std::vector<std::vector<size_t>> layouts = {
+      std::vector<size_t>(static_cast<size_t>(members), 4),
+      [&] {
+        std::vector<size_t> b;
+        for (int k = 0; k < members; ++k)
+          b.push_back(k == 1 ? 0 : static_cast<size_t>(k + 1) * test_slot_bytes + 3 * k + 1);
+        return b;
+      }(),
+      std::vector<size_t>(static_cast<size_t>(members), 0),
+    };
+    for (const auto& bytes : layouts)
+      for (const bool in_place : {false, true}) {
+        size_t total = 0;
+        std::vector<size_t> offset;
+        for (auto b : bytes) {
+          offset.push_back(total);
+          total += b;
+        }
+        const auto me = static_cast<size_t>(m);
+        std::vector<char> input(bytes[me]);
+        for (size_t i = 0; i < input.size(); ++i)
+          input[i] = pattern(m, i);
+        std::vector<char> output(total + 1, static_cast<char>(0x5a));
+        if (in_place)
+          std::copy(input.begin(), input.end(), output.begin() + static_cast<long>(offset[me]));
+        group.allgather(in_place ? output.data() + offset[me] : input.data(), output.data(),
+                        bytes);
+        for (size_t k = 0; k < bytes.size(); ++k)
+          for (size_t i = 0; i < bytes[k]; ++i)
+            if (output[offset[k] + i] != pattern(static_cast<int>(k), i) && wrong++ < 5)
+              std::fprintf(stderr, "member %d: allgather part of %zu, byte %zu wrong\n", m, k, i);
+        if (output[total] != static_cast<char>(0x5a) && wrong++ < 5)
+          std::fprintf(stderr, "member %d: allgather wrote past its output\n", m);
+        group.sync();
+      }
+    return wrong == 0 ? 0 : 1;
+  });
+  EXPECT_EQ(status, std::vector<int>(members, 0));
+}
+
+// A barrier holds every member until the last arrives: each member counts
+// its steps in memory shared by the forked children and, past the barrier
+// of step k, finds every other member at step k or later.
+TEST_P(shm_group_members, sync_waits_for_every_member) {
+  const int members = GetParam();
+  const test_group g("sync");
+  auto* steps = static_cast<std::atomic<int>*>(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
+                                                      MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(steps, MAP_FAILED);
+  for (int k = 0; k < members; ++k)
+    new (&steps[k]) std::atomic<int>(0);
+  const auto status = run_children(members, [&](int m) {
+    auto group = join(g, m, members);
+    for (int step = 1; step <= 200; ++step) {
+      if ((step + m) % 7 == 0)
+        std::this_thread::sleep_for(1ms);  // someone is late now and then
+      steps[m].store(step);
+      group.sync();
+      for (int k = 0; k < members; ++k)
+        if (steps[k].load() < step) {
+          std::fprintf(stderr, "member %d passed barrier %d before member %d arrived\n", m,
+                       step, k);
+          return 1;
+        }
+    }
+    return 0;
+  });
+  ::munmap(steps, 4096);
   EXPECT_EQ(status, std::vector<int>(members, 0));
 }
 
