@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -88,6 +89,51 @@ std::string check_one(unsigned tag, int rank, int size, data_type t, reduce_op o
   return {};
 }
 
+// Byte i of `rank`'s data in broadcast / allgather check `tag`.
+char byte_of(unsigned tag, int rank, size_t i) {
+  return static_cast<char>((i * 131 + static_cast<size_t>(rank) * 29 + tag * 7) % 251);
+}
+
+// "" when a broadcast of `n` bytes from `root` (check `tag`) arrived whole.
+std::string check_broadcast(unsigned tag, int rank, int root, size_t n) {
+  std::vector<char> bytes(n, static_cast<char>(0x5a));
+  if (rank == root)
+    for (size_t i = 0; i < n; ++i)
+      bytes[i] = byte_of(tag, root, i);
+  const tensor view{bytes.data(), data_type::uint8, {static_cast<int64_t>(n)}};
+  const auto name = "shm-broadcast." + std::to_string(tag);
+  if (auto s = broadcast(view, root, name).wait_for(std::chrono::seconds(60)); !s.ok())
+    return s.message();
+  for (size_t i = 0; i < n; ++i)
+    if (bytes[i] != byte_of(tag, root, i))
+      return "byte " + std::to_string(i) + " differs from the root's";
+  return {};
+}
+
+// "" when an allgather of rows(r) rows of 3 bytes from each rank r (check
+// `tag`) gave every rank's rows in rank order.
+std::string check_allgather(unsigned tag, int rank, int size,
+                            const std::function<size_t(int)>& rows) {
+  constexpr size_t row = 3;
+  std::vector<char> mine(rows(rank) * row);
+  for (size_t i = 0; i < mine.size(); ++i)
+    mine[i] = byte_of(tag, rank, i);
+  const tensor view{mine.data(), data_type::uint8,
+                    {static_cast<int64_t>(rows(rank)), static_cast<int64_t>(row)}};
+  auto h = allgather(view, "shm-allgather." + std::to_string(tag));
+  if (auto s = h.wait_for(std::chrono::seconds(60)); !s.ok())
+    return s.message();
+  const auto& got = h.output();
+  size_t at = 0;
+  for (int r = 0; r < size; ++r)
+    for (size_t i = 0; i < rows(r) * row; ++i, ++at)
+      if (at >= got.size() || got[at] != byte_of(tag, r, i))
+        return "byte " + std::to_string(i) + " of rank " + std::to_string(r) + "'s rows differs";
+  if (at != got.size())
+    return std::to_string(got.size()) + " bytes, want " + std::to_string(at);
+  return {};
+}
+
 double now_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -121,10 +167,34 @@ int run_shm_size_checks(int rank, int size) {
         }
       }
   }
+  const unsigned allreduces = tag;
+  // Broadcasts from every root and allgathers of unequal parts (one rank's
+  // empty), of sizes around the segment's rounds, between allreduces.
+  for (size_t b : {size_t{1}, whole_round + 1, round - 1, round, 4 * round + 3})
+    for (int root = 0; root < size; ++root) {
+      const auto err = check_broadcast(++tag, rank, root, b);
+      if (!err.empty()) {
+        ++failed;
+        std::printf("rank %d: FAIL shm broadcast of %zu bytes from %d: %s\n", rank, b, root,
+                    err.c_str());
+      }
+      if (!check_one(++tag, rank, size, data_type::float32, reduce_op::sum, 7).empty())
+        ++failed;
+    }
+  for (size_t most : {size_t{1}, round / 3 + 1, 3 * round / 3 + 5}) {
+    const auto rows = [&](int r) { return r == 1 ? size_t{0} : most / static_cast<size_t>(r + 1); };
+    const auto err = check_allgather(++tag, rank, size, rows);
+    if (!err.empty()) {
+      ++failed;
+      std::printf("rank %d: FAIL shm allgather of up to %zu rows: %s\n", rank, most,
+                  err.c_str());
+    }
+  }
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   if (failed == 0)
-    std::printf("rank %d: PASS %u allreduces of 1 B to 10 rounds, exact, in %.3f s\n", rank,
-                tag, took.count());
+    std::printf("rank %d: PASS %u allreduces of 1 B to 10 rounds, exact, then broadcasts and "
+                "allgathers around the rounds, %u checks in %.3f s\n",
+                rank, allreduces, tag, took.count());
   std::fflush(stdout);
   return failed == 0 ? 0 : 1;
 }
