@@ -16,15 +16,14 @@
 
 namespace troupe::actors::negotiation {
 
-// Posts this rank's arrival for a cached allreduce on the channel's board
-// when the fast lane is on (every member reads the channel, the set is a
-// star, nobody joined). A grouped allreduce waits for its whole group at the
-// coordinator, and a joined rank asks for nothing: both go the slow way.
+// Posts this rank's arrival for a cached allreduce or broadcast on the
+// channel's board when the fast lane is on (every member reads the
+// channel, the set is a star, nobody joined). What
+// agreed_without_coordinator() leaves out, and a joined rank (which asks
+// for nothing), go the slow way.
 arrival post_arrival(negotiator_state& st, const tensor_entry_ptr& e, cache_ref ref) {
-  const auto& request = e->request;
   auto* board = st.channel ? st.channel->board() : nullptr;
-  if (!st.lane_on || !board || st.joined || request.op() != v1::OP_TYPE_ALLREDUCE ||
-      !request.group_name().empty())
+  if (!st.lane_on || !board || st.joined || !agreed_without_coordinator(e->request))
     return arrival::slow;
   // Another tensor's post under this id outlived the list that moved the id
   // (repost_changed drops such posts): the coordinator sorts it out.

@@ -11,6 +11,7 @@
 #include "autotune/step_detector.hpp"
 #include "control/shm_channel.hpp"
 #include "control/control_tree.hpp"
+#include "proto/agreed_response.hpp"
 #include "proto/fusion.hpp"
 #include "coordinator/message_table.hpp"
 #include "coordinator/request_intake.hpp"
@@ -181,7 +182,8 @@ void uncache(coordinator_state& st, const std::string& name) {
   st.uncached.push_back(name);
 }
 
-// With the lane on, a cached allreduce reaches the coordinator only when
+// With the lane on, a cached tensor of the lane's (an allreduce or a
+// broadcast, agreed_without_coordinator) reaches the coordinator only when
 // its request changed or its sender's cache lagged; other members may have
 // posted it on the board, where it would wait for this member for ever.
 // Dropping it from the cache (the next list says so) sends them here too.
@@ -195,8 +197,7 @@ void uncache_asked(coordinator_state& st, const v1::RequestList& list) {
                                                                 : list.lists_applied()))
       cached = st.cache->find(seen->name);
     if (!cached || cached->by_rank.empty() ||
-        cached->by_rank.front()->op() != v1::OP_TYPE_ALLREDUCE ||
-        !cached->by_rank.front()->group_name().empty())
+        !agreed_without_coordinator(*cached->by_rank.front()))
       continue;
     uncache(st, cached->name);
   }

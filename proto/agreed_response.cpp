@@ -19,4 +19,9 @@ v1::Response agreed_response_of(const std::string& name, const v1::Request& requ
   return resp;
 }
 
+bool agreed_without_coordinator(const v1::Request& request) {
+  return (request.op() == v1::OP_TYPE_ALLREDUCE || request.op() == v1::OP_TYPE_BROADCAST) &&
+         request.group_name().empty();
+}
+
 } // namespace troupe

@@ -153,6 +153,23 @@ void add_broadcast(std::vector<job>& out, int rank, int size, int step) {
                  }});
 }
 
+// A broadcast from rank 0 under one name every step (cached, so agreed on
+// the fast lane's board); on `odd_rank` at this step the rank names root 1
+// instead, which every rank must see fail, naming the tensor.
+void add_stable_broadcast(std::vector<job>& out, int rank, int step, int odd_rank) {
+  const std::string name = "stable.broadcast";
+  const int root = rank == odd_rank ? 1 : 0;
+  auto buf = std::make_shared<std::vector<int32_t>>(4);
+  for (size_t i = 0; i < buf->size(); ++i)
+    (*buf)[i] = rank * 10 + step + static_cast<int32_t>(i);
+  const tensor t{buf->data(), data_type::int32, {4}};
+  out.push_back({name, [=] { return broadcast(t, root, name); }, [=](const handle&) {
+                   return expect_equal(name, *buf, {step, step + 1, step + 2, step + 3});
+                 }});
+  if (odd_rank >= 0)  // the handle must fail: checked in check_step
+    out.back().verify = nullptr;
+}
+
 // A float32 allreduce of integral values under `name` (exact in any order
 // of summation); on `odd_rank` at this step the rank sends float64
 // instead, which every rank must see fail, naming the tensor.
@@ -197,7 +214,7 @@ bool check_step(int rank, int step, const std::vector<job>& jobs) {
     std::string problem;
     if (!jobs[i].verify) {
       if (s.ok())
-        problem = "succeeded although one rank sent float64";
+        problem = "succeeded although one rank sent another dtype or root";
       else if (s.message().find(jobs[i].name) == std::string::npos)
         problem = "failed without naming it: " + s.message();
     } else {
@@ -225,8 +242,10 @@ int run_fast_lane_checks(int rank, int size, int steps) {
     add_allreduce(jobs, rank, size, step, 1, 7, true);  // shape and dtype changes
     if (step % 97 == 0)  // a name seen once: evicts from a small cache
       add_allreduce(jobs, rank, size, step, 1000 + step, 1, false);
-    if (step % 10 == 0)  // another op among the allreduces: by the coordinator
+    if (step % 10 == 0)  // a broadcast whose root moves: a new request each time
       add_broadcast(jobs, rank, size, step);
+    // A cached broadcast; every 50 steps one rank names another root.
+    add_stable_broadcast(jobs, rank, step, step % 50 == 35 ? (step / 50) % size : -1);
     std::shuffle(jobs.begin(), jobs.end(), gen);
     if (!check_step(rank, step, jobs))
       return 1;
