@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "troupe/v1/control.pb.h"
 
@@ -41,7 +42,8 @@ public:
         if (resp.op() == v1::OP_TYPE_ERROR)
           erase(name);
         else if (i < resp.cache_ids_size() && resp.cache_ids(i) != 0)
-          assign(resp.cache_ids(i), name, local(name), lists_applied_ + 1);
+          assign(resp.cache_ids(i), name, local(name), lists_applied_ + 1,
+                 first_dims_in(resp, i));
       }
     }
     ++lists_applied_;
@@ -55,6 +57,10 @@ public:
 
   /// The id to send instead of `request`, or none when it must go in full.
   cache_ref hit(const v1::Request& request) const;
+
+  /// Every rank's first dimension in the response that cached allgather
+  /// `name` (set-rank order; empty for other tensors).
+  const std::vector<int64_t>& first_dims(const std::string& name) const;
 
   /// The tensor that `id` names as of list `list` (the last that named
   /// it), if this view holds exactly that (null otherwise); valid until
@@ -73,9 +79,17 @@ private:
     uint32_t id = 0;  // by_id_ holds the list that last named it
     bool has_request = false;
     v1::Request request;
+    // An allgather's: every rank's first dimension (the fast lane builds
+    // its response from them). Others' may change while this rank's
+    // request does not.
+    std::vector<int64_t> first_dims;
   };
 
-  void assign(uint32_t id, const std::string& name, const v1::Request* local, uint64_t list);
+  // Tensor i's per-rank first dimensions in an allgather response (fused:
+  // each tensor's ranks in turn); empty for other ops.
+  static std::vector<int64_t> first_dims_in(const v1::Response& resp, int i);
+  void assign(uint32_t id, const std::string& name, const v1::Request* local, uint64_t list,
+              std::vector<int64_t> first_dims);
   void erase(const std::string& name);
 
   std::unordered_map<std::string, slot> by_name_;

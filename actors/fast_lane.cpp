@@ -16,14 +16,19 @@
 
 namespace troupe::actors::negotiation {
 
-// Posts this rank's arrival for a cached allreduce or broadcast on the
-// channel's board when the fast lane is on (every member reads the
+// Posts this rank's arrival for a cached allreduce, broadcast or allgather
+// on the channel's board when the fast lane is on (every member reads the
 // channel, the set is a star, nobody joined). What
 // agreed_without_coordinator() leaves out, and a joined rank (which asks
-// for nothing), go the slow way.
+// for nothing), go the slow way; so does an allgather whose ranks' first
+// dimensions this view lacks (every member's view of an id's version is
+// the same: all decide alike).
 arrival post_arrival(negotiator_state& st, const tensor_entry_ptr& e, cache_ref ref) {
   auto* board = st.channel ? st.channel->board() : nullptr;
-  if (!st.lane_on || !board || st.joined || !agreed_without_coordinator(e->request))
+  const auto& request = e->request;
+  if (!st.lane_on || !board || st.joined || !agreed_without_coordinator(request) ||
+      (request.op() == v1::OP_TYPE_ALLGATHER &&
+       st.cache.first_dims(request.tensor_name()).size() != static_cast<size_t>(st.set_size)))
     return arrival::slow;
   // Another tensor's post under this id outlived the list that moved the id
   // (repost_changed drops such posts): the coordinator sorts it out.
@@ -154,7 +159,9 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
       trace(self, *e, "E", e->request.op(), true);
       st.metrics->negotiated(e->submitted, now);
       if (work->entries.empty())
-        resp = agreed_response_of(*name, e->request);
+        resp = e->request.op() == v1::OP_TYPE_ALLGATHER
+                 ? agreed_allgather_of(*name, e->request, st.cache.first_dims(*name))
+                 : agreed_response_of(*name, e->request);
       else
         fuses = fuses && append_allreduce(resp, *name, e->request);
       work->entries.push_back(std::move(e));

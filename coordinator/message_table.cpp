@@ -194,13 +194,13 @@ v1::Response agreed_response(const std::string& name,
                              const requests& by_rank) {
   const auto& first = **std::find_if(by_rank.begin(), by_rank.end(),
                                      [](const auto& r) { return r != nullptr; });
-  auto resp = agreed_response_of(name, first);
-  if (first.op() == v1::OP_TYPE_ALLGATHER) {
-    for (const auto& r : by_rank)
-      resp.add_tensor_sizes(r->shape(0));
-    resp.add_row_elements(num_elements(shape_t(first.shape().begin() + 1, first.shape().end())));
-  }
-  return resp;
+  if (first.op() != v1::OP_TYPE_ALLGATHER)
+    return agreed_response_of(name, first);
+  std::vector<int64_t> first_dims;
+  first_dims.reserve(by_rank.size());
+  for (const auto& r : by_rank)
+    first_dims.push_back(r->shape(0));
+  return agreed_allgather_of(name, first, first_dims);
 }
 
 message_table::message_table(int32_t set_size)

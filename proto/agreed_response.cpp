@@ -19,8 +19,18 @@ v1::Response agreed_response_of(const std::string& name, const v1::Request& requ
   return resp;
 }
 
+v1::Response agreed_allgather_of(const std::string& name, const v1::Request& request,
+                                 const std::vector<int64_t>& first_dims) {
+  auto resp = agreed_response_of(name, request);
+  for (auto rows : first_dims)
+    resp.add_tensor_sizes(rows);
+  resp.add_row_elements(num_elements(shape_t(request.shape().begin() + 1, request.shape().end())));
+  return resp;
+}
+
 bool agreed_without_coordinator(const v1::Request& request) {
-  return (request.op() == v1::OP_TYPE_ALLREDUCE || request.op() == v1::OP_TYPE_BROADCAST) &&
+  return (request.op() == v1::OP_TYPE_ALLREDUCE || request.op() == v1::OP_TYPE_BROADCAST ||
+          request.op() == v1::OP_TYPE_ALLGATHER) &&
          request.group_name().empty();
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "troupe/v1/control.pb.h"
 
@@ -13,12 +15,17 @@ namespace troupe {
 /// builds it from its own request, so every member holds the same one.
 v1::Response agreed_response_of(const std::string& name, const v1::Request& request);
 
+/// agreed_response_of() for an allgather whose ranks contribute
+/// `first_dims[r]` rows each (in set-rank order): the whole response.
+v1::Response agreed_allgather_of(const std::string& name, const v1::Request& request,
+                                 const std::vector<int64_t>& first_dims);
+
 /// Whether members may agree on `request`, once cached, among themselves
-/// (the fast lane's arrival board): an allreduce or a broadcast outside a
-/// group, whose whole response agreed_response_of() builds from a member's
-/// own request. A grouped call waits for its whole group at the
-/// coordinator; an allgather's response needs every rank's first
-/// dimension.
+/// (the fast lane's arrival board): an allreduce, a broadcast or an
+/// allgather outside a group. A member builds the response from its own
+/// request (agreed_response_of), an allgather's with every rank's first
+/// dimension as the response that cached it gave them. A grouped call
+/// waits for its whole group at the coordinator.
 bool agreed_without_coordinator(const v1::Request& request);
 
 } // namespace troupe

@@ -170,6 +170,29 @@ void add_stable_broadcast(std::vector<job>& out, int rank, int step, int odd_ran
     out.back().verify = nullptr;
 }
 
+// An allgather under one name every step (cached: agreed on the board)
+// whose first dimension changes every 7 steps on rank 0 alone: the others'
+// requests stay the same, so they must take the new sizes from the list
+// that cached it again, or their response disagrees with rank 0's.
+void add_stable_allgather(std::vector<job>& out, int rank, int size, int step) {
+  const std::string name = "stable.gather";
+  auto rows_of = [=](int r) { return r == 0 ? 1 + (step / 7) % 3 : 2; };
+  auto buf = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(rows_of(rank)) * 3);
+  for (size_t i = 0; i < buf->size(); ++i)
+    (*buf)[i] = rank * 1000 + step + static_cast<int32_t>(i);
+  const tensor t{buf->data(), data_type::int32, {rows_of(rank), 3}};
+  out.push_back({name, [t, name, buf] { return allgather(t, name); }, [=](const handle& h) {
+                   std::vector<int32_t> want;
+                   for (int r = 0; r < size; ++r)
+                     for (int i = 0; i < rows_of(r) * 3; ++i)
+                       want.push_back(r * 1000 + step + i);
+                   const auto& bytes = h.output();
+                   std::vector<int32_t> got(bytes.size() / sizeof(int32_t));
+                   std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(got.data()));
+                   return expect_equal(name, got, want);
+                 }});
+}
+
 // A float32 allreduce of integral values under `name` (exact in any order
 // of summation); on `odd_rank` at this step the rank sends float64
 // instead, which every rank must see fail, naming the tensor.
@@ -246,6 +269,7 @@ int run_fast_lane_checks(int rank, int size, int steps) {
       add_broadcast(jobs, rank, size, step);
     // A cached broadcast; every 50 steps one rank names another root.
     add_stable_broadcast(jobs, rank, step, step % 50 == 35 ? (step / 50) % size : -1);
+    add_stable_allgather(jobs, rank, size, step);
     std::shuffle(jobs.begin(), jobs.end(), gen);
     if (!check_step(rank, step, jobs))
       return 1;
