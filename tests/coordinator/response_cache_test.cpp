@@ -27,6 +27,49 @@ response_cache::requests both(const std::string& name, int64_t length) {
           std::make_shared<const v1::Request>(request(name, 1, length))};
 }
 
+// A member keeps every rank's first dimension of a cached allgather (the
+// fast lane builds its response from them), per tensor of a fused response,
+// and takes new ones when the id is named again although its own request
+// did not change (another rank's did).
+TEST(cache_view, keeps_every_ranks_first_dimension_of_a_cached_allgather) {
+  const auto gather = [](const std::string& name, int64_t rows) {
+    v1::Request r;
+    r.set_tensor_name(name);
+    r.set_op(v1::OP_TYPE_ALLGATHER);
+    r.set_dtype(v1::DATA_TYPE_INT32);
+    r.add_shape(rows);
+    r.add_shape(3);
+    return r;
+  };
+  const auto mine_a = gather("a", 2), mine_b = gather("b", 1);
+  const auto local = [&](const std::string& name) { return name == "a" ? &mine_a : &mine_b; };
+  v1::ResponseList list;
+  auto* fused = list.add_responses();  // a and b fused: each tensor's ranks in turn
+  fused->set_op(v1::OP_TYPE_ALLGATHER);
+  for (const char* name : {"a", "b"})
+    fused->add_tensor_names(name);
+  for (int64_t rows : {2, 5, 1, 4})
+    fused->add_tensor_sizes(rows);
+  fused->add_cache_ids(1);
+  fused->add_cache_ids(2);
+  actors::cache_view view;
+  view.apply(list, local);
+  EXPECT_EQ(view.first_dims("a"), (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(view.first_dims("b"), (std::vector<int64_t>{1, 4}));
+  EXPECT_TRUE(view.first_dims("c").empty());
+
+  v1::ResponseList again;  // rank 1 changed a's rows; this rank did not
+  auto* single = again.add_responses();
+  single->set_op(v1::OP_TYPE_ALLGATHER);
+  single->add_tensor_names("a");
+  single->add_tensor_sizes(2);
+  single->add_tensor_sizes(7);
+  single->add_cache_ids(1);
+  view.apply(again, local);
+  EXPECT_EQ(view.first_dims("a"), (std::vector<int64_t>{2, 7}));
+  EXPECT_TRUE(view.hit(mine_a));
+}
+
 TEST(response_cache, same_tensor_keeps_its_id_and_new_tensors_reuse_evicted_ids) {
   response_cache cache(2, 2);
   EXPECT_EQ(cache.put("a", both("a", 4), 1), 1u);
