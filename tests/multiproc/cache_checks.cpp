@@ -118,26 +118,32 @@ tuning tuning_at(int step) {
   return t;
 }
 
-// Allgather whose per-rank row count changes with the step.
-void add_allgather(std::vector<job>& out, int rank, int size, int step) {
-  auto rows_of = [=](int r) { return 1 + (r + step / 11) % 2; };
-  const std::string name = "gather";
-  auto buf = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(rows_of(rank)) * 2);
+// An allgather of `name` in which rank r sends rows_of(r) rows of
+// `columns` int32 values (r * scale + step + i), checked on every rank.
+void add_gather_job(std::vector<job>& out, const std::string& name, int rank, int size, int step,
+                    const std::function<int(int)>& rows_of, int columns, int scale) {
+  auto buf = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(rows_of(rank) * columns));
   for (size_t i = 0; i < buf->size(); ++i)
-    (*buf)[i] = rank * 100 + static_cast<int32_t>(i) + step;
-  const tensor t{buf->data(), data_type::int32, {rows_of(rank), 2}};
+    (*buf)[i] = rank * scale + step + static_cast<int32_t>(i);
+  const tensor t{buf->data(), data_type::int32, {rows_of(rank), columns}};
   // The submit closure owns the input: nothing else keeps it alive.
   out.push_back({name, [t, name, buf] { return allgather(t, name); },
                  [=](const handle& h) {
                    std::vector<int32_t> want;
                    for (int r = 0; r < size; ++r)
-                     for (int i = 0; i < rows_of(r) * 2; ++i)
-                       want.push_back(r * 100 + i + step);
+                     for (int i = 0; i < rows_of(r) * columns; ++i)
+                       want.push_back(r * scale + step + i);
                    const auto& bytes = h.output();
                    std::vector<int32_t> got(bytes.size() / sizeof(int32_t));
                    std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(got.data()));
                    return expect_equal(name, got, want);
                  }});
+}
+
+// Allgather whose per-rank row count changes with the step.
+void add_allgather(std::vector<job>& out, int rank, int size, int step) {
+  add_gather_job(out, "gather", rank, size, step,
+                 [=](int r) { return 1 + (r + step / 11) % 2; }, 2, 100);
 }
 
 // Broadcast from a root that moves every step.
@@ -175,22 +181,8 @@ void add_stable_broadcast(std::vector<job>& out, int rank, int step, int odd_ran
 // requests stay the same, so they must take the new sizes from the list
 // that cached it again, or their response disagrees with rank 0's.
 void add_stable_allgather(std::vector<job>& out, int rank, int size, int step) {
-  const std::string name = "stable.gather";
-  auto rows_of = [=](int r) { return r == 0 ? 1 + (step / 7) % 3 : 2; };
-  auto buf = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(rows_of(rank)) * 3);
-  for (size_t i = 0; i < buf->size(); ++i)
-    (*buf)[i] = rank * 1000 + step + static_cast<int32_t>(i);
-  const tensor t{buf->data(), data_type::int32, {rows_of(rank), 3}};
-  out.push_back({name, [t, name, buf] { return allgather(t, name); }, [=](const handle& h) {
-                   std::vector<int32_t> want;
-                   for (int r = 0; r < size; ++r)
-                     for (int i = 0; i < rows_of(r) * 3; ++i)
-                       want.push_back(r * 1000 + step + i);
-                   const auto& bytes = h.output();
-                   std::vector<int32_t> got(bytes.size() / sizeof(int32_t));
-                   std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(got.data()));
-                   return expect_equal(name, got, want);
-                 }});
+  add_gather_job(out, "stable.gather", rank, size, step,
+                 [=](int r) { return r == 0 ? 1 + (step / 7) % 3 : 2; }, 3, 1000);
 }
 
 // A float32 allreduce of integral values under `name` (exact in any order
