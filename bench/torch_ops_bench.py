@@ -1,5 +1,5 @@
-"""Per-call cost of small and 1 MiB broadcasts, allgathers and allreduces
-from Python: troupe.torch (Horovod's calls) or torch.distributed (gloo), the
+"""Per-call cost of small and 1 MiB broadcasts, allgathers, allreduces and
+alltoalls from Python: troupe.torch (Horovod's calls) or torch.distributed (gloo), the
 same tensors and loop. Run by bench/torch_ops.sh, which alternates the two
 in one session and prints the table:
 
@@ -8,6 +8,8 @@ in one session and prints the table:
         bench/torch_ops_bench.py --impl torch --json F
 
 Rank 0 writes F: {"impl", "ranks", "rows": {"<op> <bytes>": median seconds}}.
+The small size is 8 bytes (two float32), so that an alltoall of 2 ranks
+sends each one element.
 Every call is timed alone (blocking, as a training script's metric
 averaging, parameter broadcast or gather is); the ops alternate within each
 round so noise hits all alike.
@@ -23,7 +25,7 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument('--impl', choices=('troupe', 'torch'), required=True)
 parser.add_argument('--json', required=True)
 parser.add_argument('--rounds', type=int, default=3)
-parser.add_argument('--iters', type=int, default=300, help='calls of 4 bytes per op and round')
+parser.add_argument('--iters', type=int, default=300, help='calls of the small size per op and round')
 args = parser.parse_args()
 torch.set_num_threads(1)
 
@@ -37,6 +39,7 @@ if args.impl == 'troupe':
             'broadcast': lambda: hvd.broadcast_(t, 0, name='b' + tag),
             'allgather': lambda: hvd.allgather(t, name='g' + tag),
             'allreduce': lambda: hvd.allreduce_(t, name='a' + tag, op=hvd.Sum),
+            'alltoall': lambda: hvd.alltoall(t, name='x' + tag),
         }
 
     barrier = hvd.barrier
@@ -50,12 +53,15 @@ else:
             'broadcast': lambda: dist.broadcast(t, 0),
             'allgather': lambda: dist.all_gather(outs, t),
             'allreduce': lambda: dist.all_reduce(t),
+            'alltoall': lambda: dist.all_to_all_single(torch.empty_like(t), t),
         }
 
     barrier = dist.barrier
 
 samples = {}
-for nbytes in (4, 1 << 20):
+# An alltoall splits the first dimension evenly: 8 bytes, two floats, so
+# that each of 2 ranks sends one; 1 MiB as the others.
+for nbytes in (8, 1 << 20):
     n = nbytes // 4
     t = torch.ones(n)
     outs = [torch.empty(n) for _ in range(size)]

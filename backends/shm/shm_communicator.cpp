@@ -1,5 +1,6 @@
 #include "backends/shm/shm_communicator.hpp"
 
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,8 @@ shm_communicator::~shm_communicator() {
                "segment {}, {} bytes of this rank's shares across hosts",
                ctx_.rank, ctx_.size, allreduces_, bytes_, segment_name_, cross_bytes_);
   if (one_host_)
-    spdlog::info("troupe set rank {}/{}: shared-memory broadcasts, allgathers and barriers: {} "
-                 "calls, {} bytes through segment {}",
+    spdlog::info("troupe set rank {}/{}: shared-memory broadcasts, allgathers, alltoalls and "
+                 "barriers: {} calls, {} bytes through segment {}",
                  ctx_.rank, ctx_.size, others_, other_bytes_, segment_name_);
 }
 
@@ -152,6 +153,18 @@ void shm_communicator::broadcast(const broadcast_options& opts) {
   group_->broadcast(opts.data, bytes, opts.root);
   ++others_;
   other_bytes_ += bytes;
+}
+
+void shm_communicator::alltoall(const alltoall_options& opts) {
+  if (!one_host_) {
+    gloo_communicator::alltoall(opts);
+    return;
+  }
+  const std::vector<size_t> send(opts.send_bytes.begin(), opts.send_bytes.end());
+  const std::vector<size_t> recv(opts.recv_bytes.begin(), opts.recv_bytes.end());
+  group_->alltoall(opts.input, send, opts.output, recv);
+  ++others_;
+  other_bytes_ += std::accumulate(send.begin(), send.end(), size_t{0});
 }
 
 void shm_communicator::barrier() {

@@ -16,8 +16,8 @@ class shm_group;
 /// segment (shm_group), each rank's share with the ranks of the same local
 /// index on the other hosts over a Gloo context of their own, and copied
 /// out by every rank. Used when every host of the set has the same number
-/// (two or more) of its ranks. A set on one host also broadcasts, gathers
-/// and meets at barriers through the segment. Otherwise, and for every
+/// (two or more) of its ranks. A set on one host also broadcasts, gathers,
+/// exchanges (alltoall) and meets at barriers through the segment. Otherwise, and for every
 /// other collective, the set's full Gloo context runs it as
 /// gloo_communicator does.
 class shm_communicator : public gloo_communicator {
@@ -43,6 +43,7 @@ public:
   /// Through the segment on one host; else Gloo's.
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;
+  void alltoall(const alltoall_options& opts) override;
   void barrier() override;
   /// Fails the waits of this host's ranks in the segment and every Gloo
   /// context.
@@ -60,7 +61,7 @@ private:
   uint64_t allreduces_ = 0;
   uint64_t bytes_ = 0;
   uint64_t cross_bytes_ = 0;
-  // Broadcasts, allgathers and barriers through the segment, and the
+  // Broadcasts, allgathers, alltoalls and barriers through the segment, and the
   // bytes they moved. The backend's thread only.
   uint64_t others_ = 0;
   uint64_t other_bytes_ = 0;

@@ -442,6 +442,60 @@ void shm_group::allgather(const void* input, void* output, const std::vector<siz
     std::memmove(out + offset[me], in, bytes[me]);
 }
 
+void shm_group::alltoall(const void* input, const std::vector<size_t>& send_bytes,
+                         void* output, const std::vector<size_t>& recv_bytes) {
+  running_ = "alltoall";
+  const auto n = static_cast<size_t>(members_);
+  // A round carries a part of this width from every member to every other:
+  // part k of member m's slot is for member k.
+  const size_t part = slot_bytes_ / n / 64 * 64;
+  if (send_bytes.size() != n || recv_bytes.size() != n || part == 0)
+    throw backend_error("shared-memory alltoall: " + std::to_string(send_bytes.size()) + " and " +
+                        std::to_string(recv_bytes.size()) + " sizes for a group of " +
+                        std::to_string(members_) + " in slots of " + std::to_string(slot_bytes_) +
+                        " bytes");
+  const auto me = static_cast<size_t>(member_);
+  std::vector<size_t> send_at(n), recv_at(n);
+  uint64_t need = 0;  // rounds this member's blocks take
+  for (size_t k = 0, s = 0, r = 0; k < n; s += send_bytes[k], r += recv_bytes[k], ++k) {
+    send_at[k] = s;
+    recv_at[k] = r;
+    if (k != me)
+      need = std::max<uint64_t>(need, (std::max(send_bytes[k], recv_bytes[k]) + part - 1) / part);
+  }
+  // Every member takes part in every round, but knows only its own blocks:
+  // the members agree on the most any of them needs first.
+  int p = next_parity();
+  std::memcpy(slot(p, member_), &need, sizeof need);
+  barrier(spin_.tiny_round);
+  uint64_t rounds = 0;
+  for (int m = 0; m < members_; ++m) {
+    uint64_t theirs;
+    std::memcpy(&theirs, slot(p, m), sizeof theirs);
+    rounds = std::max(rounds, theirs);
+  }
+  const auto* in = static_cast<const char*>(input);
+  auto* out = static_cast<char*>(output);
+  const auto chunk = [&](size_t bytes, size_t at) {
+    return at < bytes ? std::min(part, bytes - at) : size_t{0};
+  };
+  for (uint64_t j = 0; j < rounds; ++j) {
+    const size_t at = j * part;
+    p = next_parity();
+    for (size_t k = 0; k < n; ++k)
+      if (const size_t c = chunk(send_bytes[k], at); k != me && c > 0)
+        std::memcpy(slot(p, member_) + k * part, in + send_at[k] + at, c);
+    barrier(spin_for(part));
+    for (size_t k = 0; k < n; ++k)
+      if (const size_t c = chunk(recv_bytes[k], at); k != me && c > 0)
+        std::memcpy(out + recv_at[k] + at, slot(p, static_cast<int>(k)) + me * part, c);
+  }
+  // Last: the others' blocks were read from the slots, never from `input`.
+  if (const size_t own = std::min(send_bytes[me], recv_bytes[me]);
+      own > 0 && out + recv_at[me] != in + send_at[me])
+    std::memmove(out + recv_at[me], in + send_at[me], own);
+}
+
 void shm_group::sync() {
   running_ = "barrier";
   barrier(spin_.tiny_round);

@@ -51,7 +51,8 @@ struct shm_spin_times {
 /// a time so the copies and the reduction stay in cache (a small round:
 /// every member reduces all of it). A broadcast or an allgather goes
 /// through the slots too, a round at a time: one copy in, one wait, one
-/// copy out. Members wait for each other on
+/// copy out; an alltoall the same after a round that agrees on the number
+/// of rounds. Members wait for each other on
 /// counters in the segment (a short spin, then a futex); every wait ends at
 /// the timeout, at abort(), when a member's process has exited or a member
 /// closed its side, whichever comes first. Used from one thread per member
@@ -111,6 +112,12 @@ public:
   /// member; `input` outside `output` or at this member's place in it).
   /// Throws backend_error as allreduce().
   void allgather(const void* input, void* output, const std::vector<size_t>& bytes);
+  /// Sends `send_bytes[k]` bytes of `input` (blocks in member order) to
+  /// every member k and receives `recv_bytes[k]` bytes from each into
+  /// `output` (blocks in member order): what member k sends this one is
+  /// `recv_bytes[k]` here. Throws backend_error as allreduce().
+  void alltoall(const void* input, const std::vector<size_t>& send_bytes, void* output,
+                const std::vector<size_t>& recv_bytes);
   /// Returns once every member has called it. Throws backend_error as
   /// allreduce().
   void sync();

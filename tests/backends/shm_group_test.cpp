@@ -344,6 +344,57 @@ TEST_P(shm_group_members, allgather_unequal_parts_and_barriers) {
   EXPECT_EQ(status, std::vector<int>(members, 0));
 }
 
+// Alltoalls whose blocks differ per pair (none, less than a round's part,
+// several rounds), so members need different numbers of rounds and must
+// agree on the most; allreduces in between keep the kinds in step.
+TEST_P(shm_group_members, alltoall_blocks_of_every_size_between_allreduces) {
+  const int members = GetParam();
+  const test_group g("alltoall");
+  const auto status = run_children(members, [&](int m) {
+    auto group = join(g, m, members);
+    int wrong = 0;
+    // Bytes member `from` sends member `to` in layout `l`.
+    const auto block = [&](int l, int from, int to) -> size_t {
+      if (l == 0)
+        return 4;
+      if (l == 1)
+        return from == 1 && to == 0 ? 3 * test_slot_bytes + 7 : (from + 2 * to) % 3 * 100;
+      return (from * 7 + to * 3) % 5 == 0 ? 0 : static_cast<size_t>(from + 1) * 5000 + to;
+    };
+    const auto byte_of = [](int l, int from, int to, size_t i) {
+      return static_cast<char>((i * 31 + static_cast<size_t>(from * 7 + to * 13 + l)) % 253);
+    };
+    for (int l = 0; l < 3; ++l) {
+      std::vector<size_t> send, recv;
+      std::vector<char> input;
+      size_t received = 0;
+      for (int k = 0; k < members; ++k) {
+        send.push_back(block(l, m, k));
+        recv.push_back(block(l, k, m));
+        for (size_t i = 0; i < send.back(); ++i)
+          input.push_back(byte_of(l, m, k, i));
+        received += recv.back();
+      }
+      std::vector<char> output(received + 1, static_cast<char>(0x5a));
+      group.alltoall(input.data(), send, output.data(), recv);
+      size_t at = 0;
+      for (int k = 0; k < members; ++k)
+        for (size_t i = 0; i < recv[static_cast<size_t>(k)]; ++i, ++at)
+          if (output[at] != byte_of(l, k, m, i) && wrong++ < 5)
+            std::fprintf(stderr, "member %d: alltoall layout %d, byte %zu from %d wrong\n", m, l,
+                         i, k);
+      if (output[received] != static_cast<char>(0x5a) && wrong++ < 5)
+        std::fprintf(stderr, "member %d: alltoall wrote past its output\n", m);
+      float x = 1;
+      group.allreduce(&x, 1, sizeof x, reduction_of(data_type::float32, reduce_op::sum), {});
+      if (x != static_cast<float>(members) && wrong++ < 5)
+        std::fprintf(stderr, "member %d: allreduce after an alltoall gave %g\n", m, x);
+    }
+    return wrong == 0 ? 0 : 1;
+  });
+  EXPECT_EQ(status, std::vector<int>(members, 0));
+}
+
 // A barrier holds every member until the last arrives: each member counts
 // its steps in memory shared by the forked children and, past the barrier
 // of step k, finds every other member at step k or later.

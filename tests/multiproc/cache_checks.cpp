@@ -185,6 +185,32 @@ void add_stable_allgather(std::vector<job>& out, int rank, int size, int step) {
                  [=](int r) { return r == 0 ? 1 + (step / 7) % 3 : 2; }, 3, 1000);
 }
 
+// An alltoall under one name every step (cached: agreed on the board): rank
+// r sends rank k (r + k) % 3 + 1 rows of two int32 values.
+void add_stable_alltoall(std::vector<job>& out, int rank, int size, int step) {
+  const std::string name = "stable.alltoall";
+  const auto rows = [](int from, int to) { return (from + to) % 3 + 1; };
+  auto buf = std::make_shared<std::vector<int32_t>>();
+  std::vector<int64_t> splits;
+  for (int to = 0; to < size; ++to) {
+    splits.push_back(rows(rank, to));
+    for (int i = 0; i < rows(rank, to) * 2; ++i)
+      buf->push_back(rank * 1000 + to * 100 + step + i);
+  }
+  const tensor t{buf->data(), data_type::int32, {static_cast<int64_t>(buf->size() / 2), 2}};
+  out.push_back({name, [t, name, buf, splits] { return alltoall(t, name, splits); },
+                 [=](const handle& h) {
+                   std::vector<int32_t> want;
+                   for (int from = 0; from < size; ++from)
+                     for (int i = 0; i < rows(from, rank) * 2; ++i)
+                       want.push_back(from * 1000 + rank * 100 + step + i);
+                   const auto& bytes = h.output();
+                   std::vector<int32_t> got(bytes.size() / sizeof(int32_t));
+                   std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(got.data()));
+                   return expect_equal(name, got, want);
+                 }});
+}
+
 // A float32 allreduce of integral values under `name` (exact in any order
 // of summation); on `odd_rank` at this step the rank sends float64
 // instead, which every rank must see fail, naming the tensor.
@@ -262,6 +288,7 @@ int run_fast_lane_checks(int rank, int size, int steps) {
     // A cached broadcast; every 50 steps one rank names another root.
     add_stable_broadcast(jobs, rank, step, step % 50 == 35 ? (step / 50) % size : -1);
     add_stable_allgather(jobs, rank, size, step);
+    add_stable_alltoall(jobs, rank, size, step);
     std::shuffle(jobs.begin(), jobs.end(), gen);
     if (!check_step(rank, step, jobs))
       return 1;

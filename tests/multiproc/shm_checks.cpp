@@ -134,6 +134,41 @@ std::string check_allgather(unsigned tag, int rank, int size,
   return {};
 }
 
+// "" when an alltoall in which rank `from` sends rows(from, to) rows of 3
+// bytes to rank `to` (check `tag`) gave this rank every peer's rows in
+// rank order, and their counts.
+std::string check_alltoall(unsigned tag, int rank, int size,
+                           const std::function<size_t(int, int)>& rows) {
+  constexpr size_t row = 3;
+  std::vector<char> mine;
+  std::vector<int64_t> splits;
+  size_t total_rows = 0;
+  for (int to = 0; to < size; ++to) {
+    splits.push_back(static_cast<int64_t>(rows(rank, to)));
+    total_rows += rows(rank, to);
+    for (size_t i = 0; i < rows(rank, to) * row; ++i)
+      mine.push_back(byte_of(tag, rank * size + to, i));
+  }
+  const tensor view{mine.data(), data_type::uint8,
+                    {static_cast<int64_t>(total_rows), static_cast<int64_t>(row)}};
+  auto h = alltoall(view, "shm-alltoall." + std::to_string(tag), splits);
+  if (auto s = h.wait_for(std::chrono::seconds(60)); !s.ok())
+    return s.message();
+  const auto& got = h.output();
+  size_t at = 0;
+  for (int from = 0; from < size; ++from) {
+    if (h.received_splits().at(static_cast<size_t>(from)) !=
+        static_cast<int64_t>(rows(from, rank)))
+      return "rank " + std::to_string(from) + "'s row count differs";
+    for (size_t i = 0; i < rows(from, rank) * row; ++i, ++at)
+      if (at >= got.size() || got[at] != byte_of(tag, from * size + rank, i))
+        return "byte " + std::to_string(i) + " from rank " + std::to_string(from) + " differs";
+  }
+  if (at != got.size())
+    return std::to_string(got.size()) + " bytes, want " + std::to_string(at);
+  return {};
+}
+
 double now_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -190,10 +225,22 @@ int run_shm_size_checks(int rank, int size) {
                   err.c_str());
     }
   }
+  // Alltoalls whose blocks differ per pair, one rank's to the next empty,
+  // one pair's several rounds long.
+  for (size_t most : {size_t{1}, round / 3 + 1}) {
+    const auto rows = [&](int from, int to) {
+      return to == (from + 1) % size ? size_t{0} : most / static_cast<size_t>(1 + from + 2 * to);
+    };
+    const auto err = check_alltoall(++tag, rank, size, rows);
+    if (!err.empty()) {
+      ++failed;
+      std::printf("rank %d: FAIL shm alltoall of up to %zu rows: %s\n", rank, most, err.c_str());
+    }
+  }
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   if (failed == 0)
-    std::printf("rank %d: PASS %u allreduces of 1 B to 10 rounds, exact, then broadcasts and "
-                "allgathers around the rounds, %u checks in %.3f s\n",
+    std::printf("rank %d: PASS %u allreduces of 1 B to 10 rounds, exact, then broadcasts, "
+                "allgathers and alltoalls around the rounds, %u checks in %.3f s\n",
                 rank, allreduces, tag, took.count());
   std::fflush(stdout);
   return failed == 0 ? 0 : 1;
