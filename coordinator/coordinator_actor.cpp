@@ -182,8 +182,8 @@ void uncache(coordinator_state& st, const std::string& name) {
   st.uncached.push_back(name);
 }
 
-// With the lane on, a cached tensor of the lane's (an allreduce or a
-// broadcast, agreed_without_coordinator) reaches the coordinator only when
+// With the lane on, a cached tensor of the lane's
+// (agreed_without_coordinator) reaches the coordinator only when
 // its request changed or its sender's cache lagged; other members may have
 // posted it on the board, where it would wait for this member for ever.
 // Dropping it from the cache (the next list says so) sends them here too.

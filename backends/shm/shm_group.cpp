@@ -157,16 +157,15 @@ void shm_group::fail(uint32_t kind, int member) {
 void shm_group::throw_failure() const {
   const uint64_t failure = header_->failure.load();
   const auto who = static_cast<int>(failure & 0xffffffffu);
+  const auto what = "shared-memory " + std::string(running_);
   if (who < 0 || who >= members_)  // only a process writing into the segment makes one
-    throw backend_error("shared-memory " + std::string(running_) +
-                        " failed (an unreadable failure word " +
+    throw backend_error(what + " failed (an unreadable failure word " +
                         std::to_string(failure) + " in the segment)");
   const auto local = "local rank " + std::to_string(who) + " of this host's shared segment";
-  const auto failed = "shared-memory " + std::string(running_) + " failed: ";
+  const auto failed = what + " failed: ";
   switch (failure >> 32) {
     case aborted:
-      throw backend_error("shared-memory " + std::string(running_) +
-                          " was aborted: a peer of the process set was lost");
+      throw backend_error(what + " was aborted: a peer of the process set was lost");
     case closed:
       throw backend_error(failed + local + " closed its side (reset, shutdown or set removed)");
     case exited:
@@ -179,7 +178,7 @@ void shm_group::throw_failure() const {
       throw backend_error(failed + "the cross-host allreduce of " + local +
                           " failed");
     default:
-      throw backend_error("shared-memory " + std::string(running_) + " failed");
+      throw backend_error(what + " failed");
   }
 }
 

@@ -257,20 +257,40 @@ TEST_P(shm_group_members, reduce_pieces_where_they_lie) {
   EXPECT_EQ(status, std::vector<int>(members, 0));
 }
 
+// Runs body(group, m) as member m of a fresh group of `members` forked
+// children and expects each to return 0.
+void expect_every_member_passes(const char* what, int members,
+                                const std::function<int(shm_group&, int)>& body) {
+  const test_group g(what);
+  const auto status = run_children(members, [&](int m) {
+    auto group = join(g, m, members);
+    return body(group, m);
+  });
+  EXPECT_EQ(status, std::vector<int>(members, 0));
+}
+
+// 1 when a 1-element sum after `what` does not give `members`: the kinds
+// share the segment's barriers and slot sets, so a member out of step with
+// the others reads the wrong round.
+int allreduce_out_of_step(shm_group& group, int m, int members, const char* what) {
+  float x = 1;
+  group.allreduce(&x, 1, sizeof x, reduction_of(data_type::float32, reduce_op::sum), {});
+  if (x == static_cast<float>(members))
+    return 0;
+  std::fprintf(stderr, "member %d: allreduce after %s gave %g\n", m, what, x);
+  return 1;
+}
+
 // Byte i of member m's data in the broadcast and allgather tests.
 char pattern(int m, size_t i) {
   return static_cast<char>((i * 131 + static_cast<size_t>(m) * 29 + 7) % 251);
 }
 
 // Broadcasts from every root, of sizes from none to several rounds, each
-// followed by a 1-element allreduce: the kinds share the segment's barriers
-// and slot sets, so a member that ran out of step with the others would
-// read the wrong round.
+// followed by a 1-element allreduce (allreduce_out_of_step).
 TEST_P(shm_group_members, broadcast_from_every_root_between_allreduces) {
   const int members = GetParam();
-  const test_group g("broadcast");
-  const auto status = run_children(members, [&](int m) {
-    auto group = join(g, m, members);
+  expect_every_member_passes("broadcast", members, [&](shm_group& group, int m) {
     int wrong = 0;
     const size_t sizes[] = {0, 1, 5, test_slot_bytes - 1, test_slot_bytes,
                             3 * test_slot_bytes + 5};
@@ -285,14 +305,10 @@ TEST_P(shm_group_members, broadcast_from_every_root_between_allreduces) {
           if (data[i] != pattern(root, i) && wrong++ < 5)
             std::fprintf(stderr, "member %d: broadcast of %zu bytes from %d: byte %zu wrong\n", m,
                          bytes, root, i);
-        float x = 1;
-        group.allreduce(&x, 1, sizeof x, reduction_of(data_type::float32, reduce_op::sum), {});
-        if (x != static_cast<float>(members) && wrong++ < 5)
-          std::fprintf(stderr, "member %d: allreduce after a broadcast gave %g\n", m, x);
+        wrong += allreduce_out_of_step(group, m, members, "a broadcast");
       }
     return wrong == 0 ? 0 : 1;
   });
-  EXPECT_EQ(status, std::vector<int>(members, 0));
 }
 
 // Allgathers of unequal parts (none, less than a slot, several slots) into
@@ -300,9 +316,7 @@ TEST_P(shm_group_members, broadcast_from_every_root_between_allreduces) {
 // part at its own place in the output, as an in-place caller passes it.
 TEST_P(shm_group_members, allgather_unequal_parts_and_barriers) {
   const int members = GetParam();
-  const test_group g("allgather");
-  const auto status = run_children(members, [&](int m) {
-    auto group = join(g, m, members);
+  expect_every_member_passes("allgather", members, [&](shm_group& group, int m) {
     int wrong = 0;
     const std::vector<std::vector<size_t>> layouts = {
       std::vector<size_t>(static_cast<size_t>(members), 4),
@@ -341,7 +355,6 @@ TEST_P(shm_group_members, allgather_unequal_parts_and_barriers) {
       }
     return wrong == 0 ? 0 : 1;
   });
-  EXPECT_EQ(status, std::vector<int>(members, 0));
 }
 
 // Alltoalls whose blocks differ per pair (none, less than a round's part,
@@ -349,9 +362,7 @@ TEST_P(shm_group_members, allgather_unequal_parts_and_barriers) {
 // agree on the most; allreduces in between keep the kinds in step.
 TEST_P(shm_group_members, alltoall_blocks_of_every_size_between_allreduces) {
   const int members = GetParam();
-  const test_group g("alltoall");
-  const auto status = run_children(members, [&](int m) {
-    auto group = join(g, m, members);
+  expect_every_member_passes("alltoall", members, [&](shm_group& group, int m) {
     int wrong = 0;
     // Bytes member `from` sends member `to` in layout `l`.
     const auto block = [&](int l, int from, int to) -> size_t {
@@ -385,14 +396,10 @@ TEST_P(shm_group_members, alltoall_blocks_of_every_size_between_allreduces) {
                          i, k);
       if (output[received] != static_cast<char>(0x5a) && wrong++ < 5)
         std::fprintf(stderr, "member %d: alltoall wrote past its output\n", m);
-      float x = 1;
-      group.allreduce(&x, 1, sizeof x, reduction_of(data_type::float32, reduce_op::sum), {});
-      if (x != static_cast<float>(members) && wrong++ < 5)
-        std::fprintf(stderr, "member %d: allreduce after an alltoall gave %g\n", m, x);
+      wrong += allreduce_out_of_step(group, m, members, "an alltoall");
     }
     return wrong == 0 ? 0 : 1;
   });
-  EXPECT_EQ(status, std::vector<int>(members, 0));
 }
 
 // A barrier holds every member until the last arrives: each member counts
@@ -400,14 +407,12 @@ TEST_P(shm_group_members, alltoall_blocks_of_every_size_between_allreduces) {
 // of step k, finds every other member at step k or later.
 TEST_P(shm_group_members, sync_waits_for_every_member) {
   const int members = GetParam();
-  const test_group g("sync");
   auto* steps = static_cast<std::atomic<int>*>(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
                                                       MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(steps, MAP_FAILED);
   for (int k = 0; k < members; ++k)
     new (&steps[k]) std::atomic<int>(0);
-  const auto status = run_children(members, [&](int m) {
-    auto group = join(g, m, members);
+  expect_every_member_passes("sync", members, [&](shm_group& group, int m) {
     for (int step = 1; step <= 200; ++step) {
       if ((step + m) % 7 == 0)
         std::this_thread::sleep_for(1ms);  // someone is late now and then
@@ -423,7 +428,6 @@ TEST_P(shm_group_members, sync_waits_for_every_member) {
     return 0;
   });
   ::munmap(steps, 4096);
-  EXPECT_EQ(status, std::vector<int>(members, 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(members, shm_group_members, ::testing::Values(2, 3, 4));

@@ -34,6 +34,16 @@ std::string expect_equal(const std::string& what, const std::vector<T>& got,
   return what + ": got " + text(got) + ", want " + text(want);
 }
 
+// expect_equal() of a result the runtime allocated (handle::output()),
+// read as int32 values.
+std::string expect_output(const std::string& what, const handle& h,
+                          const std::vector<int32_t>& want) {
+  const auto& bytes = h.output();
+  std::vector<int32_t> got(bytes.size() / sizeof(int32_t));
+  std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(got.data()));
+  return expect_equal(what, got, want);
+}
+
 // Allreduce whose length changes every `period` steps; its dtype flips
 // between int32 and int64 every 50 steps for `flip_dtype`.
 void add_allreduce(std::vector<job>& out, int rank, int size, int step, int slot, int period,
@@ -133,10 +143,7 @@ void add_gather_job(std::vector<job>& out, const std::string& name, int rank, in
                    for (int r = 0; r < size; ++r)
                      for (int i = 0; i < rows_of(r) * columns; ++i)
                        want.push_back(r * scale + step + i);
-                   const auto& bytes = h.output();
-                   std::vector<int32_t> got(bytes.size() / sizeof(int32_t));
-                   std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(got.data()));
-                   return expect_equal(name, got, want);
+                   return expect_output(name, h, want);
                  }});
 }
 
@@ -204,10 +211,7 @@ void add_stable_alltoall(std::vector<job>& out, int rank, int size, int step) {
                    for (int from = 0; from < size; ++from)
                      for (int i = 0; i < rows(from, rank) * 2; ++i)
                        want.push_back(from * 1000 + rank * 100 + step + i);
-                   const auto& bytes = h.output();
-                   std::vector<int32_t> got(bytes.size() / sizeof(int32_t));
-                   std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(got.data()));
-                   return expect_equal(name, got, want);
+                   return expect_output(name, h, want);
                  }});
 }
 
