@@ -207,6 +207,18 @@ int check_everything(int rank, int ranks,
   return wrong;
 }
 
+// Runs body(group, m) as member m of a fresh group of `members` forked
+// children and expects each to return 0.
+void expect_every_member_passes(const char* what, int members,
+                                const std::function<int(shm_group&, int)>& body) {
+  const test_group g(what);
+  const auto status = run_children(members, [&](int m) {
+    auto group = join(g, m, members);
+    return body(group, m);
+  });
+  EXPECT_EQ(status, std::vector<int>(members, 0));
+}
+
 class shm_group_members : public ::testing::TestWithParam<int> {};
 
 TEST_P(shm_group_members, reduce_every_dtype_and_op_exactly) {
@@ -229,9 +241,7 @@ TEST_P(shm_group_members, reduce_every_dtype_and_op_exactly) {
 // member (as the response fixes the tensors).
 TEST_P(shm_group_members, reduce_pieces_where_they_lie) {
   const int members = GetParam();
-  const test_group g("pieces");
-  const auto status = run_children(members, [&](int m) {
-    auto group = join(g, m, members);
+  expect_every_member_passes("pieces", members, [&](shm_group& group, int m) {
     const int wrong = check_everything(m, members, [&](void* p, size_t n, data_type d, reduce_op o) {
       const size_t esize = element_size(d);
       std::vector<std::vector<char>> parts;
@@ -254,19 +264,6 @@ TEST_P(shm_group_members, reduce_pieces_where_they_lie) {
     });
     return wrong == 0 ? 0 : 1;
   });
-  EXPECT_EQ(status, std::vector<int>(members, 0));
-}
-
-// Runs body(group, m) as member m of a fresh group of `members` forked
-// children and expects each to return 0.
-void expect_every_member_passes(const char* what, int members,
-                                const std::function<int(shm_group&, int)>& body) {
-  const test_group g(what);
-  const auto status = run_children(members, [&](int m) {
-    auto group = join(g, m, members);
-    return body(group, m);
-  });
-  EXPECT_EQ(status, std::vector<int>(members, 0));
 }
 
 // 1 when a 1-element sum after `what` does not give `members`: the kinds
