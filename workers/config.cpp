@@ -240,8 +240,8 @@ const std::vector<knob>& knobs() {
      "how troupe-run binds ranks to CPUs: cpu = each rank of a host to a CPU of its own; "
      "runtime (Gloo mode) = a CPU of its own for each rank's scheduler and control-channel "
      "threads, the process and its backend's thread unbound (Gloo's TCP transport is slower "
-     "bound); auto = where a one-host job has exactly one rank per CPU, cpu under --mpi and "
-     "runtime in Gloo mode, else none; none = never (Horovod's way); mpirun arguments that "
+     "bound); auto = where a one-host job has exactly one rank per CPU, cpu (runtime in Gloo "
+     "mode with --shm 0), else none; none = never (Horovod's way); mpirun arguments that "
      "bind (--binding-args, --mpi-args) win",
      [](config& c, const std::string& s) {
        c.cpu_binding =

@@ -21,22 +21,23 @@ void check_enough(const std::string& mode, int ranks, int usable) {
 } // namespace
 
 rank_placement rank_cpus(const std::string& mode, int host_ranks, const std::vector<int>& usable,
-                         bool host_alone) {
+                         bool host_alone, bool tcp_data) {
   const int cpus = static_cast<int>(usable.size());
-  const bool runtime = mode == "runtime" || (mode == "auto" && host_alone && host_ranks == cpus);
-  if (mode != "cpu" && !runtime)
+  const bool automatic = mode == "auto" && host_alone && host_ranks == cpus;
+  if (mode != "cpu" && mode != "runtime" && !automatic)
     return {};
   check_enough(mode, host_ranks, cpus);
-  return {{usable.begin(), usable.begin() + host_ranks}, mode == "cpu"};
+  return {{usable.begin(), usable.begin() + host_ranks},
+          mode == "cpu" || (automatic && !tcp_data)};
 }
 
 rank_placement machine_rank_cpus(const std::string& mode, const std::vector<rank_slot>& ranks,
-                                 const std::string& own_hostname) {
+                                 const std::string& own_hostname, bool tcp_data) {
   const auto here = std::count_if(ranks.begin(), ranks.end(), [&](const rank_slot& slot) {
     return is_local_host(slot.host, own_hostname);
   });
   return rank_cpus(mode, static_cast<int>(here), ipc::usable_cpu_list(),
-                   static_cast<size_t>(here) == ranks.size());
+                   static_cast<size_t>(here) == ranks.size(), tcp_data);
 }
 
 std::vector<std::string> mpirun_binding(const std::string& mode, int np, bool one_host,

@@ -11,8 +11,13 @@
 // the two ranks then share one CPU while the other idles (2 ranks on 2
 // CPUs, a 4-byte allreduce: 121 -> 50 us bound, Gloo mode,
 // docs/benchmarks.md run (18)). Gloo's TCP transport is slower with its
-// threads bound, so Gloo mode pins the runtime's own threads by default
-// ("runtime") and leaves the process, and the backend's thread, unbound.
+// threads bound, so where a Gloo-mode job's data goes over it (--shm 0)
+// only the runtime's own threads are pinned ("runtime"), and the process,
+// with the backend's thread, stays unbound. With the host's shared segment
+// carrying the data (every collective but Adasum on one host), whole
+// processes are bound as under mpirun: pinning only the runtime's threads
+// left the unbound ones free to land on the other rank's CPU, next to its
+// polling threads (4 B 92-130 vs 19 us, run (26)).
 namespace troupe::elastic::launcher {
 
 /// Where the ranks troupe-run starts itself on this host run (Gloo mode).
@@ -29,15 +34,16 @@ struct rank_placement {
 /// host: one of `usable` each, the whole process for `mode` "cpu", the
 /// runtime's threads for "runtime" (both throw std::invalid_argument when
 /// there are fewer), and for "auto" where the job runs on this host alone
-/// (`host_alone`) with exactly one rank per usable CPU; else, and for
-/// "none", none.
+/// (`host_alone`) with exactly one rank per usable CPU: the whole process,
+/// or the runtime's threads when their data goes over TCP (`tcp_data`:
+/// the shared segment is off); else, and for "none", none.
 rank_placement rank_cpus(const std::string& mode, int host_ranks, const std::vector<int>& usable,
-                         bool host_alone);
+                         bool host_alone, bool tcp_data);
 
 /// rank_cpus for the ranks of a static job that run on this machine
 /// (`is_local_host`), indexed by their machine_local_rank.
 rank_placement machine_rank_cpus(const std::string& mode, const std::vector<rank_slot>& ranks,
-                                 const std::string& own_hostname);
+                                 const std::string& own_hostname, bool tcp_data);
 
 /// mpirun's binding arguments (mpirun binds on every host): one hardware
 /// thread per rank (mapped so with --map-by hwthread, unless the user maps

@@ -299,7 +299,8 @@ int main(int argc, char** argv) {
     // not bound: their number on a host changes).
     if (!opts.use_mpirun && !opts.is_elastic()) {
       ranks = plan_static_job(opts);
-      placement = launcher::machine_rank_cpus(cfg.cpu_binding, ranks, own_hostname());
+      placement = launcher::machine_rank_cpus(cfg.cpu_binding, ranks, own_hostname(),
+                                              !cfg.shared_memory);
     }
     if (opts.use_mpirun)  // throws when --cpu-binding cannot hold
       mpirun = launcher::mpirun_command(opts, ::geteuid() == 0, cfg.cpu_binding, parent);

@@ -33,10 +33,10 @@ grep -q '^troupe-run: rank 1 on localhost (local rank 1 of 2): sh -c echo starte
   || fail "verbose ranks: $(cat "$dir/err")"
 # --cpu-binding: "cpu" gives each rank of the host a CPU of its own (and says
 # which in TROUPE_CPU); "runtime" gives the rank's runtime threads one
-# (TROUPE_RUNTIME_CPU) and leaves the process unbound; "auto" binds
-# mpirun's ranks where a one-host job has one rank per CPU, and in Gloo mode
-# pins their runtime threads (Gloo's TCP transport is slower bound); more
-# ranks than CPUs cannot each have one.
+# (TROUPE_RUNTIME_CPU) and leaves the process unbound; "auto" binds the
+# ranks where a one-host job has one rank per CPU, and with --shm 0 in Gloo
+# mode pins only their runtime threads (Gloo's TCP transport is slower
+# bound); more ranks than CPUs cannot each have one.
 cpus=$(nproc)
 allowed() { grep Cpus_allowed_list /proc/self/status | cut -f2; }
 show='echo "cpu=$TROUPE_CPU allowed=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
@@ -49,10 +49,14 @@ expect 0 -np "$cpus" --cpu-binding cpu sh -c "$show"
 [ "$(grep -Ec '<stdout>:cpu=([0-9]+) allowed=\1$' "$dir/out")" = "$cpus" ] &&
   [ "$(sort -u -t= -k2,2 "$dir/out" | wc -l)" = "$cpus" ] \
   || fail "cpu binding of $cpus ranks: $(cat "$dir/out")"
-expect 0 -np "$cpus" sh -c "$show_runtime"
-[ "$(grep -Ec "<stdout>:runtime=[0-9]+ cpu= allowed=$(allowed)$" "$dir/out")" = "$cpus" ] &&
+expect 0 -np "$cpus" sh -c "$show"
+[ "$(grep -Ec '<stdout>:cpu=([0-9]+) allowed=\1$' "$dir/out")" = "$cpus" ] &&
   [ "$(sort -u -t= -k2,2 "$dir/out" | wc -l)" = "$cpus" ] \
   || fail "auto binding in Gloo mode: $(cat "$dir/out")"
+expect 0 -np "$cpus" --shm 0 sh -c "$show_runtime"
+[ "$(grep -Ec "<stdout>:runtime=[0-9]+ cpu= allowed=$(allowed)$" "$dir/out")" = "$cpus" ] &&
+  [ "$(sort -u -t= -k2,2 "$dir/out" | wc -l)" = "$cpus" ] \
+  || fail "auto binding in Gloo mode over TCP: $(cat "$dir/out")"
 expect 0 --verbose -np 1 --cpu-binding runtime sh -c "$show_runtime"
 grep -q '^troupe-run: rank 0 on localhost (local rank 0 of 1, runtime threads on CPU [0-9]*): ' \
   "$dir/err" || fail "verbose runtime binding: $(cat "$dir/err")"

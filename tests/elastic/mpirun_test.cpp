@@ -115,24 +115,26 @@ TEST(cpu_binding, auto_binds_mpiruns_ranks_on_one_host_of_one_rank_per_cpu) {
   EXPECT_THROW(mpirun_binding("runtime", 2, true, 2), std::invalid_argument);  // threads: Gloo mode
 }
 
-// Gloo mode binds whole processes only when asked (Gloo's TCP transport is
-// slower bound); auto pins the runtime's threads where a one-host job has
-// one rank per CPU.
-TEST(cpu_binding, gloo_mode_pins_the_runtime_threads_of_one_rank_per_cpu) {
-  const auto placed = [](const std::string& mode, int ranks, bool alone) {
-    const auto p = rank_cpus(mode, ranks, {4, 6}, alone);
+// Gloo mode's auto binds whole processes where a one-host job has one rank
+// per CPU and the shared segment carries the data; with it off (Gloo's TCP
+// is slower bound) it pins only the runtime's threads.
+TEST(cpu_binding, gloo_mode_binds_one_rank_per_cpu_unless_tcp_carries_the_data) {
+  const auto placed = [](const std::string& mode, int ranks, bool alone, bool tcp) {
+    const auto p = rank_cpus(mode, ranks, {4, 6}, alone, tcp);
     return std::make_pair(p.cpus, p.whole_process);
   };
   using placement = std::pair<std::vector<int>, bool>;
-  EXPECT_EQ(placed("cpu", 2, true), (placement{{4, 6}, true}));
-  EXPECT_EQ(placed("cpu", 1, false), (placement{{4}, true}));
-  EXPECT_EQ(placed("runtime", 1, false), (placement{{4}, false}));
-  EXPECT_EQ(placed("auto", 2, true), (placement{{4, 6}, false}));
-  EXPECT_EQ(placed("auto", 1, true), (placement{{}, false}));   // compute threads keep their CPUs
-  EXPECT_EQ(placed("auto", 2, false), (placement{{}, false}));  // ranks on other hosts too
-  EXPECT_EQ(placed("none", 2, true), (placement{{}, false}));
-  EXPECT_THROW(rank_cpus("cpu", 3, {4, 6}, true), std::invalid_argument);
-  EXPECT_THROW(rank_cpus("runtime", 3, {4, 6}, true), std::invalid_argument);
+  EXPECT_EQ(placed("cpu", 2, true, false), (placement{{4, 6}, true}));
+  EXPECT_EQ(placed("cpu", 1, false, true), (placement{{4}, true}));
+  EXPECT_EQ(placed("runtime", 1, false, false), (placement{{4}, false}));
+  EXPECT_EQ(placed("runtime", 2, true, true), (placement{{4, 6}, false}));
+  EXPECT_EQ(placed("auto", 2, true, false), (placement{{4, 6}, true}));
+  EXPECT_EQ(placed("auto", 2, true, true), (placement{{4, 6}, false}));  // --shm 0
+  EXPECT_EQ(placed("auto", 1, true, false), (placement{{}, false}));  // compute threads keep their CPUs
+  EXPECT_EQ(placed("auto", 2, false, false), (placement{{}, false}));  // ranks on other hosts too
+  EXPECT_EQ(placed("none", 2, true, false), (placement{{}, false}));
+  EXPECT_THROW(rank_cpus("cpu", 3, {4, 6}, true, false), std::invalid_argument);
+  EXPECT_THROW(rank_cpus("runtime", 3, {4, 6}, true, true), std::invalid_argument);
 }
 
 TEST(cpu_binding, maps_by_hwthread_unless_the_user_maps) {
