@@ -160,7 +160,9 @@ std::vector<series> measure(const workload& w, std::vector<std::unique_ptr<conte
   step_memory memory{w};
   for (auto& c : contenders) {
     memory.fill(static_cast<float>(rank + 1));
+    c->enter();
     c->allreduce_all(memory.views);  // also the warm-up step
+    c->leave();
     if (!memory.all_equal(static_cast<float>(size * (size + 1) / 2)))
       throw std::runtime_error(c->label() + " computed a wrong sum on " + w.name);
   }
@@ -170,12 +172,14 @@ std::vector<series> measure(const workload& w, std::vector<std::unique_ptr<conte
   for (int round = 0; round < rounds; ++round)
     for (size_t k = 0; k < contenders.size(); ++k) {
       const size_t who = (k + static_cast<size_t>(round)) % contenders.size();
+      contenders[who]->enter();
       for (int i = 0; i < w.iterations; ++i) {
         const auto start = clock_type::now();
         contenders[who]->allreduce_all(memory.views);
         out[who].seconds.push_back(
           std::chrono::duration<double>(clock_type::now() - start).count());
       }
+      contenders[who]->leave();
     }
   return out;
 }

@@ -27,6 +27,14 @@ public:
   /// Troupe submits everything and then waits, raw libraries call one
   /// blocking allreduce after the other.
   virtual void allreduce_all(const std::vector<buffer_view>& buffers) = 0;
+  /// Around each run of allreduce_all calls (a round, the warm-up step):
+  /// where a contender's users run it otherwise than this process runs
+  /// (raw Gloo unbound where troupe-run binds the rank), it switches there
+  /// and back.
+  virtual void enter() {
+  }
+  virtual void leave() {
+  }
 };
 
 } // namespace troupe::bench

@@ -1,8 +1,12 @@
 #include "bench/raw_peers.hpp"
 
+#include <sys/sysinfo.h>
+
 #include <cstdlib>
+#include <numeric>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
@@ -15,6 +19,7 @@
 #include "backends/gloo/mesh_context.hpp"
 #include "elastic/job_secret.hpp"
 #include "elastic/embedded_store.hpp"
+#include "ipc/cpu_affinity.hpp"
 
 namespace troupe::bench {
 
@@ -80,12 +85,41 @@ void set_buffers(gloo::AllreduceOptions& o, T* data, size_t count) {
     &gloo::sum<T>));
 }
 
+// The calling thread runs on every CPU of the machine (the kernel keeps it
+// within its cpuset) until leave(), then where it ran before: a Gloo user's
+// process is not bound, and Gloo's TCP transport is several times slower
+// bound (docs/benchmarks.md runs (18) and (26)), while troupe-run binds a
+// rank whose data goes through the host's shared segment.
+class unbound_thread {
+public:
+  void enter() {
+    before_ = ipc::usable_cpu_list();
+    std::vector<int> all(static_cast<size_t>(get_nprocs_conf()));
+    std::iota(all.begin(), all.end(), 0);
+    ipc::run_current_thread_on(all);
+  }
+  void leave() {
+    ipc::run_current_thread_on(before_);
+  }
+
+private:
+  std::vector<int> before_;
+};
+
 class raw_gloo : public contender {
 public:
-  raw_gloo(int rank, int size) : context_(connect(rank, size)) {
+  // Gloo's loop thread, started with the context, inherits the mask.
+  raw_gloo(int rank, int size) : context_((unbound_.enter(), connect(rank, size))) {
+    unbound_.leave();
   }
   std::string label() const override {
     return "raw-gloo";
+  }
+  void enter() override {
+    unbound_.enter();
+  }
+  void leave() override {
+    unbound_.leave();
   }
   void allreduce_all(const std::vector<buffer_view>& buffers) override {
     for (const auto& b : buffers) {
@@ -99,6 +133,7 @@ public:
   }
 
 private:
+  unbound_thread unbound_;  // before context_: the constructor uses it first
   std::shared_ptr<gloo::Context> context_;
 };
 

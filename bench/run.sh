@@ -6,7 +6,9 @@
 #   troupe-run --gloo allreduce_bench   troupe-gloo and raw gloo::allreduce, alternating rounds
 #   troupe-run --gloo --shm 0 allreduce_bench --only allreduce:4
 #                                       troupe-gloo-noshm (over Gloo's TCP) and raw Gloo
-#   troupe-run python3 torch_bench.py   torch.distributed (gloo)
+#   troupe-run --cpu-binding none python3 torch_bench.py
+#                                       torch.distributed (gloo), unbound as torchrun
+#                                       runs it (bound, Gloo's TCP is several times slower)
 # and report.py pools the passes, prints the markdown tables and writes
 # DIR/allreduce.json. Build first: cmake --build build --target allreduce_bench troupe-run.
 # Hold the shared lock (as above): numbers taken while something else
@@ -63,7 +65,7 @@ for pass in $(seq 1 "$passes"); do
   fi
   echo "bench/run.sh: pass $pass/$passes: torch.distributed" >&2
   MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) \
-    "$run" -np 2 "$python" "$here/torch_bench.py" --rounds "$rounds" "${quick[@]}" \
+    "$run" --cpu-binding none -np 2 "$python" "$here/torch_bench.py" --rounds "$rounds" "${quick[@]}" \
     --json "$out/pass-$pass-torch.json"
 done
 echo "bench/run.sh: measured in $(($(date +%s) - start)) s" >&2

@@ -24,11 +24,15 @@ rm -f "$out"/ops-*.json
 free_port() {
   "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
+# torch.distributed runs unbound, as torchrun runs it; Troupe as
+# troupe-run places it by default.
 for pass in $(seq 1 "$passes"); do
   for impl in troupe torch; do
     echo "bench/torch_ops.sh: pass $pass/$passes: $impl" >&2
+    binding=()
+    [ "$impl" = troupe ] || binding=(--cpu-binding none)
     PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH} MASTER_ADDR=127.0.0.1 \
-      MASTER_PORT=$(free_port) "$build/bin/troupe-run" -np 2 "$python" \
+      MASTER_PORT=$(free_port) "$build/bin/troupe-run" "${binding[@]}" -np 2 "$python" \
       "$here/torch_ops_bench.py" --impl "$impl" --json "$out/ops-$pass-$impl.json"
   done
 done

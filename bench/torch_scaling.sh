@@ -12,11 +12,16 @@ build=${1:-$root/build}
 shift || true
 export PYTHONPATH=$build/python
 flags=(--model resnet18 --batch-size 16 "$@")
+# total NP [--cpu-binding MODE] SCRIPT [flags]
 total() {
-  local np=$1 line
+  local np=$1 line launch=()
   shift
+  if [ "$1" = --cpu-binding ]; then
+    launch=("$1" "$2")
+    shift 2
+  fi
   # The job's output goes on to stderr as it comes.
-  line=$("$build/bin/troupe-run" -np "$np" /usr/bin/python3 "$@" "${flags[@]}" |
+  line=$("$build/bin/troupe-run" "${launch[@]}" -np "$np" /usr/bin/python3 "$@" "${flags[@]}" |
            while IFS= read -r l; do printf '%s\n' "$l" >&2; printf '%s\n' "$l"; done |
            sed -n 's/.*Total img\/sec on [0-9]* CPU(s): \([0-9.]*\).*/\1/p')
   [ -n "$line" ] || { echo "bench/torch_scaling.sh: no img/sec from $*" >&2; exit 1; }
@@ -30,7 +35,9 @@ one=$(total 1 "$root/examples/pytorch/synthetic_benchmark.py")
 two=$(total 2 "$root/examples/pytorch/synthetic_benchmark.py")
 apart=$(total 2 "$refs" --sync none)
 lockstep=$(total 2 "$refs" --sync step)
-ddp=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) total 2 "$refs" --sync ddp)
+# DDP unbound, as torchrun runs it (bound, Gloo's TCP is several times
+# slower); the other references as troupe-run places Troupe's ranks.
+ddp=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) total 2 --cpu-binding none "$refs" --sync ddp)
 /usr/bin/python3 - "$one" "$two" "$apart" "$lockstep" "$ddp" <<'PY'
 import sys
 one, two, apart, lockstep, ddp = map(float, sys.argv[1:])

@@ -24,8 +24,11 @@ using clock = std::chrono::steady_clock;
 
 constexpr uint64_t channel_magic = 0x54524f5550454331;  // "TROUPEC1"
 
-// A sleeping reader still looks at its stop flag this often.
-constexpr auto idle_wake = std::chrono::milliseconds(50);
+// A sleeping reader's backstop: every reason to wake (a write, the
+// coordinator's end closing, the reader stopping) rings its bell. Each
+// timeout costs an idle rank a wake-up (at 50 ms, two readers' 40 a second
+// were a fifth of an idle rank's CPU, docs/benchmarks.md run (26)).
+constexpr auto idle_wake = std::chrono::seconds(1);
 
 // A futex word its writers bump after each write, and the readers sleeping
 // on it (woken only when there are some).
@@ -207,7 +210,9 @@ public:
   }
   ~bell_reader() {
     stop_ = true;
-    ipc::futex_wake_all(&bell_.rings);
+    // A ring, not only a wake: a reader between its look at the flag and
+    // its futex wait then finds the count moved and does not sleep.
+    bell_.ring();
     thread_.join();
   }
 

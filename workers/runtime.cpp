@@ -79,6 +79,12 @@ caf::actor_system_config make_caf_config(const identity& id, const config& cfg,
   // the polls; docs/benchmarks.md run (18)).
   if (backends::mpi_yielding() || one_cpu)
     c.set("work-stealing.moderate-poll-attempts", size_t{0});
+  // An idle worker wakes every relaxed-sleep-duration (10 ms) to steal from
+  // the others; a lone worker has none, and an enqueue wakes it anyway.
+  // Those 100 wake-ups a second were a third of an idle bound rank's CPU
+  // (docs/benchmarks.md run (26)).
+  if (threads == 1)
+    c.set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::seconds(1)});
   // Heartbeats make a frozen peer (SIGSTOP, hung host) look like a lost one.
   const auto timeout = std::chrono::duration_cast<caf::timespan>(
     std::chrono::duration<double>(cfg.heartbeat_timeout_seconds));
