@@ -75,6 +75,9 @@
 //                               after allreduces, one of the rank's threads
 //                               runs on exactly that core only
 //                               (TROUPE_THREAD_AFFINITY), or none is pinned
+//   collective_check idle-wakeups
+//                               after allreduces, the runtime's threads wake
+//                               fewer than 40 times a second while idle
 //   collective_check runtime-cpu
 //                               after allreduces, the control channel's
 //                               reader runs on TROUPE_RUNTIME_CPU only, and
@@ -108,6 +111,7 @@
 #include "reset_checks.hpp"
 #include "shm_checks.hpp"
 #include "error_checks.hpp"
+#include "idle_checks.hpp"
 #include "troupe/troupe.hpp"
 
 namespace {
@@ -485,6 +489,8 @@ int main(int argc, char** argv) {
     rc = affinity(rank, size, argv[2]);
   else if (mode == "runtime-cpu")
     rc = runtime_cpu(rank, size);
+  else if (mode == "idle-wakeups")
+    rc = troupe::test::run_idle_wakeup_check(rank, size);
   else if (mode == "timeline-dynamic" && argc == 3)
     rc = timeline_dynamic(rank, size, argv[2]);
   else if (mode == "serialized-mpi" && size == 3)
