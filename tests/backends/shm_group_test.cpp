@@ -1,13 +1,9 @@
 // The shared-memory reduction of ranks on one host, with real processes:
-// each member is a forked child, results checked exactly, failures bounded
-// in time.
+// each member is a forked child (shm_group_harness.hpp), results checked
+// exactly. What fails a wait: shm_group_failures_test.cpp.
 #include <gtest/gtest.h>
 
-#include <poll.h>
-#include <signal.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,106 +14,18 @@
 #include <functional>
 #include <memory>
 #include <new>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backends/cpu/arith.hpp"
-#include "backends/shm/shm_group.hpp"
+#include "shm_group_harness.hpp"
 
 namespace troupe::backends {
 namespace {
 
+using namespace shm_test;
 using namespace std::chrono_literals;
-using clock = std::chrono::steady_clock;
-
-// Small slots: several rounds per tensor, and rounds above the size where
-// three or more members reduce-scatter.
-constexpr size_t test_slot_bytes = size_t{64} << 10;
-
-// A group's segment name and a pipe, made before the fork, on which its
-// creator tells the others that the segment is complete (as the store does
-// for shm_communicator).
-struct test_group {
-  explicit test_group(const char* what)
-      : name("/troupe-test-" + std::string(what) + "-" + std::to_string(::getpid())) {
-    if (::pipe(ready) != 0)
-      throw std::runtime_error("pipe failed");
-  }
-  ~test_group() {
-    ::close(ready[0]);
-    ::close(ready[1]);
-  }
-  std::string name;
-  int ready[2];
-};
-
-bool name_exists(const std::string& name) {
-  return ::access(("/dev/shm" + name).c_str(), F_OK) == 0;
-}
-
-// Member `member` of group `g`: member 0 creates the segment, the others
-// open it once it is complete.
-shm_group join(const test_group& g, int member, int members,
-               std::chrono::milliseconds timeout = 10s) {
-  if (member == 0) {
-    auto segment = shm_group::create_segment(g.name, members, test_slot_bytes);
-    const std::string tokens(static_cast<size_t>(members - 1), 'x');
-    if (::write(g.ready[1], tokens.data(), tokens.size()) != static_cast<ssize_t>(tokens.size()))
-      throw std::runtime_error("write to the ready pipe failed");
-    return shm_group(std::move(segment), 0, members, timeout);
-  }
-  pollfd p{g.ready[0], POLLIN, 0};
-  char token;
-  if (::poll(&p, 1, 10000) != 1 || ::read(g.ready[0], &token, 1) != 1)
-    throw std::runtime_error("the creator of " + g.name + " did not say it is ready");
-  return shm_group(shm_segment::open(g.name, shm_group::segment_bytes(members, test_slot_bytes)),
-                   member, members, timeout);
-}
-
-// Runs body(i) in `n` forked children and returns their exit statuses
-// (128 + signal when killed, -1 when still running after 30 s: killed).
-std::vector<int> run_children(int n, const std::function<int(int)>& body) {
-  std::vector<pid_t> pids;
-  for (int i = 0; i < n; ++i) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      int code = 3;
-      try {
-        code = body(i);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "child %d: %s\n", i, e.what());
-        code = 2;
-      }
-      std::fflush(stderr);
-      ::_exit(code);
-    }
-    pids.push_back(pid);
-  }
-  std::vector<int> status(n, -1);
-  int left = n;
-  const auto deadline = clock::now() + 30s;
-  while (left > 0 && clock::now() < deadline) {
-    int st = 0;
-    const pid_t pid = ::waitpid(-1, &st, WNOHANG);
-    if (pid <= 0) {
-      std::this_thread::sleep_for(1ms);
-      continue;
-    }
-    for (int i = 0; i < n; ++i)
-      if (pids[i] == pid) {
-        status[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        --left;
-      }
-  }
-  for (int i = 0; i < n; ++i)
-    if (status[i] == -1) {
-      ::kill(pids[i], SIGKILL);
-      ::waitpid(pids[i], nullptr, 0);
-    }
-  return status;
-}
 
 // Element i of `dtype` at `p`, as a double, and back.
 double load(data_type dtype, const void* p, size_t i) {
@@ -205,18 +113,6 @@ int check_everything(int rank, int ranks,
     }
   }
   return wrong;
-}
-
-// Runs body(group, m) as member m of a fresh group of `members` forked
-// children and expects each to return 0.
-void expect_every_member_passes(const char* what, int members,
-                                const std::function<int(shm_group&, int)>& body) {
-  const test_group g(what);
-  const auto status = run_children(members, [&](int m) {
-    auto group = join(g, m, members);
-    return body(group, m);
-  });
-  EXPECT_EQ(status, std::vector<int>(members, 0));
 }
 
 class shm_group_members : public ::testing::TestWithParam<int> {};
@@ -452,180 +348,6 @@ TEST(shm_group, two_hosts_of_two_reduce_across_through_the_cross_step) {
     return wrong == 0 ? 0 : 1;
   });
   EXPECT_EQ(status, std::vector<int>(4, 0));
-}
-
-// Exit statuses of the waiting member 0 of a pair.
-constexpr int threw_as_expected = 0;
-constexpr int completed = 10;
-constexpr int too_slow = 11;
-constexpr int other_error = 12;
-
-// Member 0 allreduces while member 1 runs `partner`; 0 when member 0's
-// allreduce threw an error containing `expected` within `bound`.
-std::vector<int> wait_failing(const char* what, const std::string& expected,
-                              std::chrono::milliseconds bound,
-                              const std::function<void(shm_group&)>& first,
-                              const std::function<int(shm_group&)>& partner) {
-  const test_group g(what);
-  return run_children(2, [&](int m) {
-    auto group = join(g, m, 2);
-    if (m == 1)
-      return partner(group);
-    std::vector<float> data(1000, 1.0f);
-    std::thread side([&] { first(group); });
-    const auto start = clock::now();
-    int code = completed;
-    try {
-      group.allreduce(data.data(), data.size(), sizeof(float),
-                      reduction_of(data_type::float32, reduce_op::sum), {});
-    } catch (const backend_error& e) {
-      code = std::string(e.what()).find(expected) == std::string::npos ? other_error
-             : clock::now() - start > bound                         ? too_slow
-                                                                   : threw_as_expected;
-      if (code != threw_as_expected)
-        std::fprintf(stderr, "member 0: %s\n", e.what());
-    }
-    side.join();
-    return code;
-  });
-}
-
-TEST(shm_group, an_abort_interrupts_a_wait_and_fails_the_other_members) {
-  const auto status = wait_failing(
-    "abort", "was aborted", 1500ms,
-    [](shm_group& g) {
-      std::this_thread::sleep_for(300ms);
-      g.abort();
-    },
-    [](shm_group& g) {
-      // Never takes part in the first allreduce, as a frozen rank; its next
-      // call sees the abort at once.
-      std::this_thread::sleep_for(600ms);
-      float x = 1;
-      try {
-        g.allreduce(&x, 1, sizeof x, reduction_of(data_type::float32, reduce_op::sum), {});
-      } catch (const backend_error& e) {
-        return std::string(e.what()).find("was aborted") != std::string::npos ? 0 : 1;
-      }
-      return 1;
-    });
-  EXPECT_EQ(status, (std::vector<int>{threw_as_expected, 0}));
-}
-
-TEST(shm_group, a_member_whose_process_exits_fails_the_wait) {
-  // _exit skips the group's destructor: only its process is gone.
-  const auto status = wait_failing(
-    "exit", "exited", 1000ms, [](shm_group&) {},
-    [](shm_group&) -> int {
-      std::this_thread::sleep_for(100ms);
-      ::_exit(0);
-    });
-  EXPECT_EQ(status, (std::vector<int>{threw_as_expected, 0}));
-}
-
-TEST(shm_group, a_member_that_closes_its_side_fails_the_wait) {
-  const auto status = wait_failing(
-    "close", "closed its side", 1000ms, [](shm_group&) {},
-    [](shm_group&) {
-      std::this_thread::sleep_for(100ms);
-      return 0;  // returning destroys the group
-    });
-  EXPECT_EQ(status, (std::vector<int>{threw_as_expected, 0}));
-}
-
-// Any process of the job's user can write into the segment. The header's
-// words: magic, members, slot bytes; the failure word at byte 128.
-TEST(shm_group, a_rewritten_header_is_refused_and_a_garbage_failure_word_is_an_error) {
-  const test_group g("forged");
-  const auto bytes = shm_group::segment_bytes(2, test_slot_bytes);
-  auto creator = shm_group::create_segment(g.name, 2, test_slot_bytes);
-  auto spy = shm_segment::open(g.name, bytes);
-  spy.keep_name();
-  auto* words = static_cast<uint64_t*>(spy.data());
-  ASSERT_EQ(words[2], test_slot_bytes);
-  // (A member refusing the segment would remove its name: kept here.)
-  const auto opened = [&] {
-    auto segment = shm_segment::open(g.name, bytes);
-    segment.keep_name();
-    return segment;
-  };
-  // Refused at once, not after waiting for the others.
-  const auto refused = [&] {
-    try {
-      shm_group(opened(), 1, 2, 1s);
-    } catch (const backend_error& e) {
-      return std::string(e.what()).find("is not a group of 2 members") != std::string::npos;
-    }
-    return false;
-  };
-  // 2 x (2 + 1) x 2^63 wraps to 0: the layout's size still matches.
-  words[2] = (uint64_t{1} << 63) | test_slot_bytes;
-  EXPECT_TRUE(refused());
-  words[2] = 0;
-  EXPECT_TRUE(refused());
-  words[2] = test_slot_bytes;
-  // Both members join (threads of this process); then a failure word that
-  // names no member.
-  std::unique_ptr<shm_group> second;
-  std::thread joiner([&] {
-    try {
-      second = std::make_unique<shm_group>(opened(), 1, 2, 5s);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "member 1: " << e.what();
-    }
-  });
-  shm_group first(std::move(creator), 0, 2, 5s);
-  joiner.join();
-  ASSERT_NE(second, nullptr);
-  reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(spy.data()) + 128)
-    ->store(uint64_t{3} << 32 | 0x7fffffffu);
-  float x = 1;
-  try {
-    first.allreduce(&x, 1, sizeof x, reduction_of(data_type::float32, reduce_op::sum), {});
-    FAIL() << "an allreduce in a failed group succeeded";
-  } catch (const backend_error& e) {
-    EXPECT_NE(std::string(e.what()).find("an unreadable failure word"), std::string::npos)
-      << e.what();
-  }
-}
-
-TEST(shm_group, a_member_that_never_comes_fails_the_join_and_leaves_no_segment) {
-  const test_group g("late");
-  const auto start = clock::now();
-  const auto status = run_children(1, [&](int) {
-    try {
-      join(g, 0, 2, 300ms);
-    } catch (const backend_error& e) {
-      return std::string(e.what()).find("local rank 1") != std::string::npos &&
-                 std::string(e.what()).find("did not arrive within 300 ms") != std::string::npos
-               ? 0
-               : 1;
-    }
-    return 1;
-  });
-  EXPECT_EQ(status, std::vector<int>{0});
-  EXPECT_LT(clock::now() - start, 5s);
-  EXPECT_FALSE(name_exists(g.name));
-}
-
-TEST(shm_group, a_waiting_member_sleeps_instead_of_spinning) {
-  // Member 1 waits 500 ms for member 0: it must not burn that time on a core.
-  const test_group g("idle");
-  const auto status = run_children(2, [&](int m) {
-    auto group = join(g, m, 2);
-    float x = 1;
-    const auto cpu_before = std::clock();
-    if (m == 0)
-      std::this_thread::sleep_for(500ms);
-    group.allreduce(&x, 1, sizeof x, reduction_of(data_type::float32, reduce_op::sum), {});
-    const double cpu_seconds = static_cast<double>(std::clock() - cpu_before) / CLOCKS_PER_SEC;
-    if (m == 1 && cpu_seconds > 0.05) {
-      std::fprintf(stderr, "member 1 used %.3f s of CPU waiting 0.5 s\n", cpu_seconds);
-      return 1;
-    }
-    return x == 2.0f ? 0 : 1;
-  });
-  EXPECT_EQ(status, std::vector<int>(2, 0));
 }
 
 } // namespace
