@@ -108,8 +108,10 @@ private:
 
 class raw_gloo : public contender {
 public:
-  // Gloo's loop thread, started with the context, inherits the mask.
-  raw_gloo(int rank, int size) : context_((unbound_.enter(), connect(rank, size))) {
+  raw_gloo(int rank, int size) {
+    // Gloo's loop thread, started with the context, inherits the mask.
+    unbound_.enter();
+    context_ = connect(rank, size);
     unbound_.leave();
   }
   std::string label() const override {
@@ -133,7 +135,7 @@ public:
   }
 
 private:
-  unbound_thread unbound_;  // before context_: the constructor uses it first
+  unbound_thread unbound_;
   std::shared_ptr<gloo::Context> context_;
 };
 

@@ -537,4 +537,15 @@ int run_checks(std::vector<check> checks, int rank, const char* what,
   return failures == 0 ? 0 : 1;
 }
 
+bool allreduce_series(int rank, int size, const std::string& prefix, int n) {
+  for (int i = 0; i < n; ++i) {
+    float x = static_cast<float>(rank);
+    const tensor t{&x, data_type::float32, {1}};
+    if (!allreduce(t, t, prefix + "." + std::to_string(i)).wait().ok() ||
+        x != static_cast<float>(size * (size - 1) / 2))
+      return false;
+  }
+  return true;
+}
+
 } // namespace troupe::test

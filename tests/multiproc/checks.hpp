@@ -28,6 +28,10 @@ std::vector<check> many_small(int rank, int size, int count);
 int run_checks(std::vector<check> checks, int rank, const char* what,
                std::vector<std::string>* passed = nullptr);
 
+/// `n` float32 allreduces of one element named "<prefix>.<i>", each
+/// checked: false at the first that fails.
+bool allreduce_series(int rank, int size, const std::string& prefix, int n);
+
 /// Markdown table op x dtype of what `passed` (op_matrix names) covers.
 std::string support_matrix(const std::vector<std::string>& passed, const std::string& backend,
                            int size);

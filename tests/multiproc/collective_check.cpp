@@ -90,7 +90,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -112,6 +111,7 @@
 #include "shm_checks.hpp"
 #include "error_checks.hpp"
 #include "idle_checks.hpp"
+#include "thread_status.hpp"
 #include "troupe/troupe.hpp"
 
 namespace {
@@ -287,44 +287,10 @@ int crossing_sets(int rank, int size) {
   return 0;
 }
 
-// Allreduces named "<prefix>.<i>", checked.
-bool allreduce_series(int rank, int size, const std::string& prefix, int n) {
-  for (int i = 0; i < n; ++i) {
-    float x = static_cast<float>(rank);
-    const troupe::tensor t{&x, data_type::float32, {1}};
-    if (!troupe::allreduce(t, t, prefix + "." + std::to_string(i)).wait().ok() ||
-        x != static_cast<float>(size * (size - 1) / 2))
-      return false;
-  }
-  return true;
-}
-
-// Name and Cpus_allowed_list of each thread of this process, the main
-// thread first.
-std::vector<std::pair<std::string, std::string>> named_thread_cores() {
-  std::vector<std::pair<std::string, std::string>> out;
-  const auto read = [&](const std::string& task) {
-    std::ifstream status("/proc/self/task/" + task + "/status");
-    std::string name;
-    for (std::string line; std::getline(status, line);) {
-      const auto value = [&](size_t at) { return line.substr(line.find_first_not_of(" \t", at)); };
-      if (line.rfind("Name:", 0) == 0)
-        name = value(5);
-      else if (line.rfind("Cpus_allowed_list:", 0) == 0)
-        out.emplace_back(name, value(18));
-    }
-  };
-  read(std::to_string(::getpid()));
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
-    if (entry.path().filename() != std::to_string(::getpid()))
-      read(entry.path().filename());
-  return out;
-}
-
 std::vector<std::string> thread_cores() {
   std::vector<std::string> out;
-  for (auto& [name, cores] : named_thread_cores())
-    out.push_back(cores);
+  for (const auto& t : troupe::test::thread_statuses())
+    out.push_back(t.cpus);
   return out;
 }
 
@@ -339,7 +305,7 @@ int affinity(int rank, int size, const std::string& cores) {
     std::printf("rank %d: FAIL affinity wants one entry per rank\n", rank);
     return 1;
   }
-  if (!allreduce_series(rank, size, "pinned", 5)) {
+  if (!troupe::test::allreduce_series(rank, size, "pinned", 5)) {
     std::printf("rank %d: FAIL allreduce\n", rank);
     return 1;
   }
@@ -360,15 +326,15 @@ int affinity(int rank, int size, const std::string& cores) {
 
 int runtime_cpu(int rank, int size) {
   const char* cpu = std::getenv("TROUPE_RUNTIME_CPU");
-  if (!cpu || !allreduce_series(rank, size, "runtime", 5)) {
+  if (!cpu || !troupe::test::allreduce_series(rank, size, "runtime", 5)) {
     std::printf("rank %d: FAIL no TROUPE_RUNTIME_CPU, or an allreduce failed\n", rank);
     return 1;
   }
-  const auto threads = named_thread_cores();
-  const auto& process = threads[0].second;
+  const auto threads = troupe::test::thread_statuses();
+  const auto& process = threads[0].cpus;
   std::string seen;
   int readers = 0, backends = 0, elsewhere = 0;
-  for (const auto& [name, cores] : threads) {
+  for (const auto& [tid, name, cores, switches] : threads) {
     seen += (seen.empty() ? "" : " ") + name + "=" + cores;
     if (name == "troupe.channel") {
       ++readers;
@@ -393,7 +359,7 @@ int timeline_dynamic(int rank, int size, const std::string& file) {
                 refused ? "PASS" : "FAIL", s.message().c_str());
     return refused ? 0 : 1;
   }
-  if (!allreduce_series(rank, size, "before", 5))
+  if (!troupe::test::allreduce_series(rank, size, "before", 5))
     return 1;
   if (auto s = troupe::start_timeline(file, true); !s.ok()) {
     std::printf("rank %d: FAIL start_timeline: %s\n", rank, s.message().c_str());
@@ -409,7 +375,7 @@ int timeline_dynamic(int rank, int size, const std::string& file) {
   float row = static_cast<float>(rank);
   ok = troupe::allgather({&row, data_type::float32, {1}}, "during.gather").wait().ok() && ok;
   ok = troupe::stop_timeline().ok() && ok;
-  ok = allreduce_series(rank, size, "after", 5) && ok;
+  ok = troupe::test::allreduce_series(rank, size, "after", 5) && ok;
   std::printf("rank %d: %s dynamic timeline\n", rank, ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }
@@ -516,7 +482,7 @@ int main(int argc, char** argv) {
     // As hold, then more allreduces: the job still works after whatever
     // reached its ports while it held.
     rc = hold(rank, size, std::atoi(argv[2]), argv[3]);
-    const bool after = rc == 0 && allreduce_series(rank, size, "after-attack", 5);
+    const bool after = rc == 0 && troupe::test::allreduce_series(rank, size, "after-attack", 5);
     std::printf("rank %d: %s allreduces after the attack\n", rank, after ? "PASS" : "FAIL");
     rc = after ? 0 : 1;
   } else if (mode == "set-metrics" && argc == 4)

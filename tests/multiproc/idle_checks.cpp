@@ -2,43 +2,24 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
-
-#include <unistd.h>
+#include <utility>
 
 #include "checks.hpp"
+#include "thread_status.hpp"
 
 namespace troupe::test {
 
 namespace {
 
-// Per thread id: name and context switches so far (each wake-up from a
-// sleep ends in one).
-struct thread_switches {
-  std::string name;
-  long switches = 0;
-};
-
-std::map<std::string, thread_switches> read_switches() {
-  std::map<std::string, thread_switches> out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream status(entry.path() / "status");
-    thread_switches t;
-    for (std::string line; std::getline(status, line);) {
-      const auto value = [&](size_t at) { return line.substr(line.find_first_not_of(" \t", at)); };
-      if (line.rfind("Name:", 0) == 0)
-        t.name = value(5);
-      else if (line.rfind("voluntary_ctxt_switches:", 0) == 0)
-        t.switches += std::stol(value(24));
-      else if (line.rfind("nonvoluntary_ctxt_switches:", 0) == 0)
-        t.switches += std::stol(value(27));
-    }
-    out[entry.path().filename()] = t;
-  }
+// Context switches so far (each wake-up from a sleep ends in one) and
+// name, by thread id.
+std::map<std::string, thread_status> by_tid() {
+  std::map<std::string, thread_status> out;
+  for (auto& t : thread_statuses())
+    out[t.tid] = std::move(t);
   return out;
 }
 
@@ -52,22 +33,17 @@ bool counted(const std::string& name) {
 } // namespace
 
 int run_idle_wakeup_check(int rank, int size) {
-  for (int i = 0; i < 5; ++i) {
-    float x = static_cast<float>(rank);
-    const tensor t{&x, data_type::float32, {1}};
-    if (!allreduce(t, t, "idle." + std::to_string(i)).wait().ok() ||
-        x != static_cast<float>(size * (size - 1) / 2)) {
-      std::printf("rank %d: FAIL allreduce before the idle window\n", rank);
-      return 1;
-    }
+  if (!allreduce_series(rank, size, "idle", 5)) {
+    std::printf("rank %d: FAIL allreduce before the idle window\n", rank);
+    return 1;
   }
   // What the last collective set going (a reader's poll for a reply, the
   // scheduler's fast polls) ends well within this.
   std::this_thread::sleep_for(std::chrono::seconds(1));
   constexpr int window_seconds = 3;
-  const auto before = read_switches();
+  const auto before = by_tid();
   std::this_thread::sleep_for(std::chrono::seconds(window_seconds));
-  const auto after = read_switches();
+  const auto after = by_tid();
   // Heartbeats (one a second per connection), the clock's timers and one
   // backstop wake-up a second per reader come to about 10 a second on 2
   // ranks; a thread that polls or wakes on a 10 ms timer adds 100.
