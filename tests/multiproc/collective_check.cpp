@@ -331,6 +331,12 @@ int runtime_cpu(int rank, int size) {
     return 1;
   }
   const auto threads = troupe::test::thread_statuses();
+  // Every rank looks before any shuts down: a rank whose coordinator's end
+  // has closed lets its channel reader go.
+  if (!troupe::test::allreduce_series(rank, size, "runtime.looked", 1)) {
+    std::printf("rank %d: FAIL the allreduce after the look failed\n", rank);
+    return 1;
+  }
   const auto& process = threads[0].cpus;
   std::string seen;
   int readers = 0, backends = 0, elsewhere = 0;
