@@ -1,6 +1,7 @@
 #include "ipc/process_alive.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <fstream>
@@ -18,6 +19,15 @@ bool process_alive(pid_t pid) {
   const auto paren = line.rfind(')');
   return paren == std::string::npos || paren + 2 >= line.size() ||
          (line[paren + 2] != 'Z' && line[paren + 2] != 'X');
+}
+
+std::string pid_namespace() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  struct stat ns {};
+  if (!std::getline(boot, id) || id.empty() || ::stat("/proc/self/ns/pid", &ns) != 0)
+    return {};
+  return id + ":" + std::to_string(ns.st_ino);
 }
 
 } // namespace troupe::ipc

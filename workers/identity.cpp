@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ipc/cpu_affinity.hpp"
+#include "ipc/process_alive.hpp"
 
 namespace troupe::workers {
 
@@ -66,6 +67,11 @@ identity identity_from_env(const env_lookup& lookup, const config& cfg) {
   const auto& usable = id.process_cpus;
   if (!id.own_core && std::find(usable.begin(), usable.end(), runtime_cpu) != usable.end())
     id.runtime_cpu = runtime_cpu;
+  if (const int pid = read_int(lookup, "LAUNCHER_PID", -1, 1); pid > 0) {
+    const auto ns = lookup("TROUPE_LAUNCHER_NS");
+    if (ns && !ns->empty() && *ns == ipc::pid_namespace())
+      id.launcher_pid = pid;
+  }
   id.elastic = read_int(lookup, "ELASTIC", 0, 0) != 0;
   if (id.elastic) {
     id.worker_id = read_int(lookup, "WORKER_ID", -1, 0);

@@ -42,6 +42,11 @@ struct identity : backends::rank_layout {
   /// The CPUs the thread that read the identity (init's caller) may run
   /// on: where a backend's thread runs beside a runtime_cpu.
   std::vector<int> process_cpus;
+  /// troupe-run's process when it started this rank through mpirun on this
+  /// machine (TROUPE_LAUNCHER_PID, taken only where TROUPE_LAUNCHER_NS is
+  /// this process's ipc::pid_namespace()), -1 if not: a rank without a
+  /// store watches that process instead (launcher_watch).
+  int launcher_pid = -1;
 
   /// The runtime's own threads share one CPU (own_core or runtime_cpu).
   bool runtime_on_one_cpu() const {

@@ -10,8 +10,11 @@
 #include <stdexcept>
 #include <thread>
 
+#include <fstream>
+
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -37,8 +40,11 @@ constexpr int keepalive_probes = 3;
 
 struct launcher_watch::state {
   std::unique_ptr<elastic::store_client> conn;
-  // The embedded store's connection socket, or -1: read `beacon` instead.
+  // The embedded store's connection socket, or troupe-run's pidfd (`pid`
+  // set), or -1: read `beacon` instead.
   int fd = -1;
+  net::unique_fd pid_fd;
+  int pid = -1;
   std::string beacon;
   net::unique_fd stop{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
   std::string where;
@@ -63,6 +69,8 @@ struct launcher_watch::state {
       }
       if (fds[1].revents != 0)
         return false;
+      if (pid > 0)
+        return true;  // a pidfd is readable once its process exited
       char buf[256];
       const auto n = ::read(fd, buf, sizeof buf);
       // The store never writes on this connection; bytes would be a
@@ -98,9 +106,10 @@ struct launcher_watch::state {
     if (!wait_for_end())
       return;
     spdlog::error("troupe: troupe-run is gone ({}); ending this rank",
-                  fd >= 0 ? "its store at " + where + " closed the connection or stopped "
+                  pid > 0   ? "its process " + std::to_string(pid) + " exited"
+                  : fd >= 0 ? "its store at " + where + " closed the connection or stopped "
                                                        "answering keepalive probes"
-                          : "its key " + beacon + " in " + where + " expired");
+                            : "its key " + beacon + " in " + where + " expired");
     ::kill(::getpid(), SIGTERM);
     // A handler may catch SIGTERM; the job is over either way.
     std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -120,6 +129,25 @@ launcher_watch::launcher_watch(const elastic::store_endpoint& store, const std::
     net::set_keepalive(state_->fd, keepalive_idle, keepalive_interval, keepalive_probes);
   }
   state_->beacon = elastic::launcher_key(job);
+  state_->thread = std::thread{[s = state_.get()] { s->run(); }};
+}
+
+launcher_watch::launcher_watch(int launcher) : state_(std::make_unique<state>()) {
+  if (!state_->stop)
+    throw std::runtime_error("eventfd: " + net::error_text(errno));
+  state_->pid_fd = net::unique_fd{static_cast<int>(::syscall(SYS_pidfd_open, launcher, 0))};
+  if (!state_->pid_fd)
+    throw std::runtime_error("pidfd_open(" + std::to_string(launcher) +
+                             "): " + net::error_text(errno));
+  // Read after the pidfd holds the process: a pid reused since is not
+  // taken for troupe-run.
+  std::ifstream comm("/proc/" + std::to_string(launcher) + "/comm");
+  std::string name;
+  if (std::getline(comm, name) && name != "troupe-run")
+    throw std::runtime_error("process " + std::to_string(launcher) + " is " + name +
+                             ", not troupe-run");
+  state_->fd = state_->pid_fd.get();
+  state_->pid = launcher;
   state_->thread = std::thread{[s = state_.get()] { s->run(); }};
 }
 

@@ -22,6 +22,10 @@ namespace troupe::workers {
 ///   (elastic/launcher_beacon.hpp); the watch reads it every second and
 ///   takes its absence for troupe-run's end (so up to the lease, 5 s, after
 ///   troupe-run died or lost etcd).
+/// - no store (ranks that mpirun started for `troupe-run --mpi` on
+///   troupe-run's machine): troupe-run's process itself, through a pidfd.
+///   mpirun passes on the SIGTERM its parent's death sends it, but not
+///   always (docs/architecture.md), and not at all when it dies too.
 class launcher_watch {
 public:
   /// Connects with the job's `secret` (bounded by `timeout`) and starts
@@ -29,6 +33,10 @@ public:
   /// store when it cannot connect or authenticate.
   launcher_watch(const elastic::store_endpoint& store, const std::string& job,
                  const std::string& secret, std::chrono::milliseconds timeout);
+  /// Watches process `launcher` (identity::launcher_pid). Throws
+  /// std::runtime_error when it cannot, or when that process is not
+  /// troupe-run.
+  explicit launcher_watch(int launcher);
   /// Stops watching (shutdown(): troupe-run outliving us is no news).
   ~launcher_watch();
 

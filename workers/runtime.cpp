@@ -389,6 +389,13 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
     result = {status_code::peer_lost, std::string("bootstrap failed: ") + e.what()};
     return nullptr;
   }
+  if (!id.has_store() && id.launcher_pid > 0) {
+    try {
+      m.watch = std::make_unique<launcher_watch>(id.launcher_pid);
+    } catch (const std::exception& e) {
+      spdlog::warn("troupe rank {}: not watching troupe-run: {}", id.rank, e.what());
+    }
+  }
   if (auto published = m.publish_directory(); !published.ok())
     return fail_start(std::move(published));
   try {

@@ -18,6 +18,7 @@
 #include "elastic/launcher_beacon.hpp"
 #include "elastic/store_endpoint.hpp"
 #include "backends/registry.hpp"
+#include "ipc/process_alive.hpp"
 #include "ipc/shm_segment.hpp"
 #include "metrics/elastic_metrics.hpp"
 #include "metrics/endpoint.hpp"
@@ -351,10 +352,15 @@ int main(int argc, char** argv) {
       // ranks' pids, so it takes those that appeared meanwhile and whose
       // creator is gone.
       const auto segments_before = troupe::ipc::segment_entries();
+      // Ranks on this machine watch troupe-run's process (launcher_watch):
+      // mpirun does not always end them when troupe-run dies.
+      auto vars = opts.knobs;
+      vars.emplace_back("TROUPE_LAUNCHER_PID", std::to_string(::getpid()));
+      vars.emplace_back("TROUPE_LAUNCHER_NS", troupe::ipc::pid_namespace());
       try {
-        supervisor.add(launcher::spawn_worker(
-          launcher::mpirun_rank, mpirun,
-          launcher::merge_environment(parent, opts.knobs), to_stdout, to_stderr));
+        supervisor.add(launcher::spawn_worker(launcher::mpirun_rank, mpirun,
+                                              launcher::merge_environment(parent, vars),
+                                              to_stdout, to_stderr));
       } catch (const launcher::spawn_error& e) {
         to_stderr(std::string("troupe-run: ") + e.what() + " (install openmpi-bin)\n");
         return start_failure;

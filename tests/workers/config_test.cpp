@@ -1,4 +1,5 @@
 #include "backends/thread_affinity.hpp"
+#include "ipc/process_alive.hpp"
 #include "workers/config.hpp"
 #include "workers/identity.hpp"
 #include "workers/wait_spin.hpp"
@@ -301,6 +302,24 @@ TEST(identity, runtime_cpu_needs_a_cpu_the_process_may_use) {
   ASSERT_EQ(sched_setaffinity(0, sizeof mask, &mask), 0);
   EXPECT_TRUE(bound.own_core);
   EXPECT_EQ(bound.runtime_cpu, -1);
+}
+
+// troupe-run's pid counts only where it means the same process: the same
+// boot and pid namespace.
+TEST(identity, launcher_pid_needs_the_launchers_pid_namespace) {
+  const auto with = [](std::map<std::string, std::string> vars) {
+    return identity_from_env(fake_env(std::move(vars)), {});
+  };
+  const auto here = troupe::ipc::pid_namespace();
+  ASSERT_FALSE(here.empty());
+  EXPECT_EQ(with({{"TROUPE_LAUNCHER_PID", "4242"}, {"TROUPE_LAUNCHER_NS", here}}).launcher_pid,
+            4242);
+  EXPECT_EQ(with({{"TROUPE_LAUNCHER_PID", "4242"}, {"TROUPE_LAUNCHER_NS", here + "0"}})
+              .launcher_pid,
+            -1);
+  EXPECT_EQ(with({{"TROUPE_LAUNCHER_PID", "4242"}}).launcher_pid, -1);
+  EXPECT_EQ(with({}).launcher_pid, -1);
+  EXPECT_THROW(with({{"TROUPE_LAUNCHER_PID", "x"}, {"TROUPE_LAUNCHER_NS", here}}), config_error);
 }
 
 TEST(identity, inconsistent_values_are_rejected) {

@@ -4,7 +4,12 @@
 #include <csignal>
 #include <cstdlib>
 #include <memory>
+#include <fstream>
 #include <thread>
+
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "elastic/embedded_store.hpp"
 #include "workers/launcher_watch.hpp"
@@ -55,6 +60,63 @@ void lose_the_store() {
 TEST(launcher_watch, ends_the_process_when_the_store_goes_away) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(lose_the_store(), ::testing::KilledBySignal(SIGTERM), "");
+}
+
+// A child that names itself as troupe-run does and waits to be killed.
+pid_t fake_launcher(const char* name) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::prctl(PR_SET_NAME, name);
+    for (;;)
+      ::pause();
+  }
+  // Its name, once set, from here.
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream comm("/proc/" + std::to_string(child) + "/comm");
+    std::string seen;
+    if (std::getline(comm, seen) && seen == name)
+      break;
+    std::this_thread::sleep_for(10ms);
+  }
+  return child;
+}
+
+void end(pid_t child) {
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+}
+
+TEST(launcher_watch, refuses_a_process_that_is_not_troupe_run) {
+  const pid_t other = fake_launcher("not-troupe-run");
+  EXPECT_THROW(launcher_watch{other}, std::runtime_error);
+  end(other);
+  // Reaped: no process has that pid now (or another one, not troupe-run).
+  EXPECT_THROW(launcher_watch{other}, std::runtime_error);
+}
+
+TEST(launcher_watch, keeps_quiet_while_troupe_run_runs) {
+  const pid_t launcher = fake_launcher("troupe-run");
+  {
+    launcher_watch watch{launcher};
+    // Were it taken for gone, SIGTERM would end this test process here.
+    std::this_thread::sleep_for(300ms);
+  }
+  end(launcher);
+}
+
+// troupe-run's process exiting while the watch runs (under mpirun: no
+// store); exits 0 only if the watch never noticed.
+void lose_the_launcher() {
+  const pid_t launcher = fake_launcher("troupe-run");
+  launcher_watch watch{launcher};
+  ::kill(launcher, SIGKILL);
+  std::this_thread::sleep_for(5s);
+  std::exit(0);
+}
+
+TEST(launcher_watch, ends_the_process_when_troupe_runs_process_exits) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(lose_the_launcher(), ::testing::KilledBySignal(SIGTERM), "");
 }
 
 } // namespace
