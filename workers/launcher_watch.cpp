@@ -7,10 +7,9 @@
 #include <array>
 #include <cerrno>
 #include <csignal>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
-
-#include <fstream>
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -53,17 +52,19 @@ struct launcher_watch::state {
   // Returns when troupe-run is gone or `stop` is signalled; true for the
   // former.
   bool wait_for_end() const {
-    return fd >= 0 ? connection_ends() : beacon_vanishes();
+    return fd >= 0 ? descriptor_ends() : beacon_vanishes();
   }
 
-  bool connection_ends() const {
+  // The store's connection ends, or troupe-run's pidfd becomes readable.
+  bool descriptor_ends() const {
     std::array<pollfd, 2> fds{pollfd{fd, POLLIN | POLLRDHUP, 0},
                               pollfd{stop.get(), POLLIN, 0}};
     for (;;) {
       if (::poll(fds.data(), fds.size(), -1) < 0) {
         if (errno == EINTR)
           continue;
-        spdlog::error("troupe: cannot watch troupe-run's store at {}: {}", where,
+        spdlog::error("troupe: cannot watch troupe-run ({}): {}",
+                      pid > 0 ? "process " + std::to_string(pid) : "its store at " + where,
                       net::error_text(errno));
         return false;
       }
