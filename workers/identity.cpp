@@ -1,6 +1,7 @@
 #include "workers/identity.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "ipc/cpu_affinity.hpp"
 #include "ipc/process_alive.hpp"
@@ -67,10 +68,26 @@ identity identity_from_env(const env_lookup& lookup, const config& cfg) {
   const auto& usable = id.process_cpus;
   if (!id.own_core && std::find(usable.begin(), usable.end(), runtime_cpu) != usable.end())
     id.runtime_cpu = runtime_cpu;
-  if (const int pid = read_int(lookup, "LAUNCHER_PID", -1, 1); pid > 0) {
-    const auto ns = lookup("TROUPE_LAUNCHER_NS");
-    if (ns && !ns->empty() && *ns == ipc::pid_namespace())
-      id.launcher_pid = pid;
+  // Set by troupe-run alone (no HOROVOD_ names); read only where its pid
+  // means the same process here.
+  if (const auto ns = lookup("TROUPE_LAUNCHER_NS");
+      ns && !ns->empty() && *ns == ipc::pid_namespace()) {
+    const auto number = [&](const char* name, uint64_t max) -> uint64_t {
+      const auto text = lookup(name).value_or("");
+      try {
+        size_t used = 0;
+        const auto v = std::stoull(text, &used);
+        if (used == text.size() && text[0] != '-' && v > 0 && v <= max)
+          return v;
+      } catch (const std::exception&) {
+        // reported below
+      }
+      throw config_error(std::string(name) + "='" + text +
+                         "' is not what troupe-run sets there (a positive integer)");
+    };
+    id.launcher_pid = static_cast<pid_t>(
+      number("TROUPE_LAUNCHER_PID", static_cast<uint64_t>(std::numeric_limits<pid_t>::max())));
+    id.launcher_start = number("TROUPE_LAUNCHER_START", std::numeric_limits<uint64_t>::max());
   }
   id.elastic = read_int(lookup, "ELASTIC", 0, 0) != 0;
   if (id.elastic) {

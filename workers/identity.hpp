@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/types.h>
+
 #include "backends/rank_layout.hpp"
 #include "elastic/store_endpoint.hpp"
 #include "workers/config.hpp"
@@ -43,10 +45,12 @@ struct identity : backends::rank_layout {
   /// on: where a backend's thread runs beside a runtime_cpu.
   std::vector<int> process_cpus;
   /// troupe-run's process when it started this rank through mpirun on this
-  /// machine (TROUPE_LAUNCHER_PID, taken only where TROUPE_LAUNCHER_NS is
-  /// this process's ipc::pid_namespace()), -1 if not: a rank without a
-  /// store watches that process instead (launcher_watch).
-  int launcher_pid = -1;
+  /// machine (TROUPE_LAUNCHER_PID, and its ipc::process_start_time in
+  /// TROUPE_LAUNCHER_START; taken only where TROUPE_LAUNCHER_NS is this
+  /// process's ipc::pid_namespace()), -1 if not: a rank without a store
+  /// watches that process instead (launcher_watch).
+  pid_t launcher_pid = -1;
+  uint64_t launcher_start = 0;
 
   /// The runtime's own threads share one CPU (own_core or runtime_cpu).
   bool runtime_on_one_cpu() const {

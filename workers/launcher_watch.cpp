@@ -3,11 +3,11 @@
 #include "elastic/embedded_store.hpp"
 #include "elastic/launcher_beacon.hpp"
 #include "elastic/socket_util.hpp"
+#include "ipc/process_alive.hpp"
 
 #include <array>
 #include <cerrno>
 #include <csignal>
-#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -43,7 +43,7 @@ struct launcher_watch::state {
   // set), or -1: read `beacon` instead.
   int fd = -1;
   net::unique_fd pid_fd;
-  int pid = -1;
+  pid_t pid = -1;
   std::string beacon;
   net::unique_fd stop{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
   std::string where;
@@ -133,20 +133,23 @@ launcher_watch::launcher_watch(const elastic::store_endpoint& store, const std::
   state_->thread = std::thread{[s = state_.get()] { s->run(); }};
 }
 
-launcher_watch::launcher_watch(int launcher) : state_(std::make_unique<state>()) {
+launcher_watch::launcher_watch(pid_t launcher, uint64_t start)
+  : state_(std::make_unique<state>()) {
   if (!state_->stop)
     throw std::runtime_error("eventfd: " + net::error_text(errno));
   state_->pid_fd = net::unique_fd{static_cast<int>(::syscall(SYS_pidfd_open, launcher, 0))};
   if (!state_->pid_fd)
     throw std::runtime_error("pidfd_open(" + std::to_string(launcher) +
                              "): " + net::error_text(errno));
-  // Read after the pidfd holds the process: a pid reused since is not
-  // taken for troupe-run.
-  std::ifstream comm("/proc/" + std::to_string(launcher) + "/comm");
-  std::string name;
-  if (std::getline(comm, name) && name != "troupe-run")
-    throw std::runtime_error("process " + std::to_string(launcher) + " is " + name +
-                             ", not troupe-run");
+  // Read after the pidfd took hold: the process it holds, alive, or a later
+  // one with that pid (a later start time). Only troupe-run started then.
+  const auto started = ipc::process_start_time(launcher);
+  if (started != start)
+    throw std::runtime_error(
+      "process " + std::to_string(launcher) + " is not the troupe-run that started this rank " +
+      (started ? "(it started at tick " + std::to_string(*started) + ", troupe-run at " +
+                   std::to_string(start) + ")"
+               : "(it is gone)"));
   state_->fd = state_->pid_fd.get();
   state_->pid = launcher;
   state_->thread = std::thread{[s = state_.get()] { s->run(); }};

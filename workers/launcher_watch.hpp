@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include <sys/types.h>
+
 #include "elastic/store_endpoint.hpp"
 
 namespace troupe::workers {
@@ -33,10 +35,11 @@ public:
   /// store when it cannot connect or authenticate.
   launcher_watch(const elastic::store_endpoint& store, const std::string& job,
                  const std::string& secret, std::chrono::milliseconds timeout);
-  /// Watches process `launcher` (identity::launcher_pid). Throws
-  /// std::runtime_error when it cannot, or when that process is not
-  /// troupe-run.
-  explicit launcher_watch(int launcher);
+  /// Watches process `launcher`, which started at `start`
+  /// (identity::launcher_pid, launcher_start). Throws std::runtime_error
+  /// when it cannot (no pidfd: Linux before 5.3), or when that pid no
+  /// longer names the process that started then.
+  launcher_watch(pid_t launcher, uint64_t start);
   /// Stops watching (shutdown(): troupe-run outliving us is no news).
   ~launcher_watch();
 

@@ -391,7 +391,7 @@ std::unique_ptr<runtime> runtime::start(status& result, int generation) {
   }
   if (!id.has_store() && id.launcher_pid > 0) {
     try {
-      m.watch = std::make_unique<launcher_watch>(id.launcher_pid);
+      m.watch = std::make_unique<launcher_watch>(id.launcher_pid, id.launcher_start);
     } catch (const std::exception& e) {
       spdlog::warn("troupe rank {}: not watching troupe-run: {}", id.rank, e.what());
     }

@@ -355,8 +355,13 @@ int main(int argc, char** argv) {
       // Ranks on this machine watch troupe-run's process (launcher_watch):
       // mpirun does not always end them when troupe-run dies.
       auto vars = opts.knobs;
-      vars.emplace_back("TROUPE_LAUNCHER_PID", std::to_string(::getpid()));
-      vars.emplace_back("TROUPE_LAUNCHER_NS", troupe::ipc::pid_namespace());
+      const auto ns = troupe::ipc::pid_namespace();
+      const auto started = troupe::ipc::process_start_time(::getpid());
+      if (!ns.empty() && started) {
+        vars.emplace_back("TROUPE_LAUNCHER_PID", std::to_string(::getpid()));
+        vars.emplace_back("TROUPE_LAUNCHER_START", std::to_string(*started));
+        vars.emplace_back("TROUPE_LAUNCHER_NS", ns);
+      }
       try {
         supervisor.add(launcher::spawn_worker(launcher::mpirun_rank, mpirun,
                                               launcher::merge_environment(parent, vars),

@@ -3,9 +3,8 @@
 # SIGKILL of troupe-run leaves no worker behind (they used to train on as
 # orphans): within 2 s, direct children are gone by their parent-death
 # signal, and ranks started through a shell (grandchildren) by losing
-# troupe-run's store. With --mpi: ranks that mpirun started, with mpirun
-# stopped (SIGSTOP) so that it passes nothing on, by the end of troupe-run's
-# process.
+# troupe-run's store. With --mpi: ranks that mpirun started, by their
+# watch of troupe-run's process.
 set -u
 marker=
 run=$1 check=$2 mode=${3:-}
@@ -42,22 +41,29 @@ wait_for() {
 }
 
 if [ "$mode" = --mpi ]; then
-  # A stopped mpirun neither passes its parent-death signal on nor closes
-  # its connections to the ranks: only their own watch of troupe-run's
-  # process ends them (without it, both ranks ran on in 2 of 5 jobs here).
-  # mpirun's command line holds the ranks' too: the marker matches the
-  # ranks alone.
+  # Ranks whose only link to troupe-run is their own watch of its process:
+  # each must hold a pidfd of troupe-run's process, and be gone within 2 s
+  # of troupe-run's SIGKILL. mpirun is stopped first so that its
+  # parent-death SIGTERM waits; the kernel may still wake it (SIGHUP and
+  # SIGCONT to a stopped, orphaned process group), so the pidfd is checked
+  # directly too. mpirun's command line holds the ranks' too: the marker
+  # matches the ranks alone.
   marker="^$check hold 3 $dir/stop.mpi"
   "$run" --mpi -np 2 "$check" hold 3 "$dir/stop.mpi" > "$dir/log" 2>&1 &
   pid=$!
   wait_for 'PASS .* holding' 2
   mpirun=$(pgrep -P "$pid" mpirun) || fail "no mpirun under troupe-run"
-  # (Stopped, mpirun still ends at times: the watch is checked directly too.)
-  for rank in $(pgrep -f "$marker"); do
-    ls -l "/proc/$rank/fd" | grep -q 'anon_inode:\[pidfd\]' ||
-      fail "rank process $rank holds no pidfd: it does not watch troupe-run"
-  done
   trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; kill -KILL "$mpirun" 2>/dev/null; pkill -KILL -f "$marker" 2>/dev/null; rm -rf "$dir"' EXIT
+  ranks=$(pgrep -f "$marker")
+  [ "$(echo "$ranks" | wc -w)" -eq 2 ] || fail "found '$ranks' for the 2 ranks"
+  for rank in $ranks; do
+    watched=
+    for fd in /proc/"$rank"/fd/*; do
+      [ "$(readlink "$fd")" = "anon_inode:[pidfd]" ] &&
+        grep -q "^Pid:[[:space:]]*$pid\$" "/proc/$rank/fdinfo/${fd##*/}" && watched=yes
+    done
+    [ -n "$watched" ] || fail "rank process $rank holds no pidfd of troupe-run ($pid)"
+  done
   kill -STOP "$mpirun"
   kill_and_check "ranks under a stopped mpirun" "$marker"
   echo "PASS: no MPI rank outlives a SIGKILLed troupe-run by 2 s, mpirun stopped"

@@ -312,14 +312,32 @@ TEST(identity, launcher_pid_needs_the_launchers_pid_namespace) {
   };
   const auto here = troupe::ipc::pid_namespace();
   ASSERT_FALSE(here.empty());
-  EXPECT_EQ(with({{"TROUPE_LAUNCHER_PID", "4242"}, {"TROUPE_LAUNCHER_NS", here}}).launcher_pid,
-            4242);
-  EXPECT_EQ(with({{"TROUPE_LAUNCHER_PID", "4242"}, {"TROUPE_LAUNCHER_NS", here + "0"}})
+  const auto id = with({{"TROUPE_LAUNCHER_PID", "4242"},
+                        {"TROUPE_LAUNCHER_START", "777"},
+                        {"TROUPE_LAUNCHER_NS", here}});
+  EXPECT_EQ(id.launcher_pid, 4242);
+  EXPECT_EQ(id.launcher_start, 777u);
+  // Another namespace: not read at all, so not checked either.
+  EXPECT_EQ(with({{"TROUPE_LAUNCHER_PID", "x"}, {"TROUPE_LAUNCHER_NS", here + "0"}})
               .launcher_pid,
             -1);
-  EXPECT_EQ(with({{"TROUPE_LAUNCHER_PID", "4242"}}).launcher_pid, -1);
+  EXPECT_EQ(with({{"TROUPE_LAUNCHER_PID", "4242"}, {"TROUPE_LAUNCHER_START", "777"}})
+              .launcher_pid,
+            -1);
   EXPECT_EQ(with({}).launcher_pid, -1);
-  EXPECT_THROW(with({{"TROUPE_LAUNCHER_PID", "x"}, {"TROUPE_LAUNCHER_NS", here}}), config_error);
+  // Troupe-run's own variables: no HOROVOD_ names.
+  EXPECT_EQ(with({{"HOROVOD_LAUNCHER_PID", "4242"}, {"HOROVOD_LAUNCHER_START", "777"},
+                  {"HOROVOD_LAUNCHER_NS", here}})
+              .launcher_pid,
+            -1);
+  for (const auto* bad : {"x", "0", "-5", "99999999999"})
+    EXPECT_THROW(with({{"TROUPE_LAUNCHER_PID", bad},
+                       {"TROUPE_LAUNCHER_START", "777"},
+                       {"TROUPE_LAUNCHER_NS", here}}),
+                 config_error)
+      << bad;
+  EXPECT_THROW(with({{"TROUPE_LAUNCHER_PID", "4242"}, {"TROUPE_LAUNCHER_NS", here}}),
+               config_error);
 }
 
 TEST(identity, inconsistent_values_are_rejected) {

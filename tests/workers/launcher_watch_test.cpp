@@ -4,7 +4,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <memory>
-#include <fstream>
 #include <thread>
 
 #include <sys/prctl.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "elastic/embedded_store.hpp"
+#include "ipc/process_alive.hpp"
 #include "workers/launcher_watch.hpp"
 
 namespace troupe::workers {
@@ -62,42 +62,45 @@ TEST(launcher_watch, ends_the_process_when_the_store_goes_away) {
   EXPECT_EXIT(lose_the_store(), ::testing::KilledBySignal(SIGTERM), "");
 }
 
-// A child that names itself as troupe-run does and waits to be killed.
-pid_t fake_launcher(const char* name) {
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::prctl(PR_SET_NAME, name);
+// A child that waits to be killed (or for this process to end) and when it
+// started.
+struct child {
+  pid_t pid;
+  uint64_t start;
+};
+
+child fake_launcher() {
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    std::abort();  // (-1 would make end() signal every process)
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     for (;;)
       ::pause();
   }
-  // Its name, once set, from here.
-  for (int i = 0; i < 200; ++i) {
-    std::ifstream comm("/proc/" + std::to_string(child) + "/comm");
-    std::string seen;
-    if (std::getline(comm, seen) && seen == name)
-      break;
-    std::this_thread::sleep_for(10ms);
-  }
-  return child;
+  const auto start = ipc::process_start_time(pid);
+  if (!start)
+    std::abort();
+  return {pid, *start};
 }
 
-void end(pid_t child) {
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
+void end(const child& c) {
+  ::kill(c.pid, SIGKILL);
+  ::waitpid(c.pid, nullptr, 0);
 }
 
-TEST(launcher_watch, refuses_a_process_that_is_not_troupe_run) {
-  const pid_t other = fake_launcher("not-troupe-run");
-  EXPECT_THROW(launcher_watch{other}, std::runtime_error);
+TEST(launcher_watch, refuses_a_process_that_started_at_another_time) {
+  const auto other = fake_launcher();
+  EXPECT_THROW((launcher_watch{other.pid, other.start + 1}), std::runtime_error);
   end(other);
-  // Reaped: no process has that pid now (or another one, not troupe-run).
-  EXPECT_THROW(launcher_watch{other}, std::runtime_error);
+  // Reaped: no process has that pid now (or a later one does).
+  EXPECT_THROW((launcher_watch{other.pid, other.start}), std::runtime_error);
 }
 
 TEST(launcher_watch, keeps_quiet_while_troupe_run_runs) {
-  const pid_t launcher = fake_launcher("troupe-run");
+  const auto launcher = fake_launcher();
   {
-    launcher_watch watch{launcher};
+    launcher_watch watch{launcher.pid, launcher.start};
     // Were it taken for gone, SIGTERM would end this test process here.
     std::this_thread::sleep_for(300ms);
   }
@@ -107,9 +110,9 @@ TEST(launcher_watch, keeps_quiet_while_troupe_run_runs) {
 // troupe-run's process exiting while the watch runs (under mpirun: no
 // store); exits 0 only if the watch never noticed.
 void lose_the_launcher() {
-  const pid_t launcher = fake_launcher("troupe-run");
-  launcher_watch watch{launcher};
-  ::kill(launcher, SIGKILL);
+  const auto launcher = fake_launcher();
+  launcher_watch watch{launcher.pid, launcher.start};
+  ::kill(launcher.pid, SIGKILL);
   std::this_thread::sleep_for(5s);
   std::exit(0);
 }
