@@ -10,16 +10,30 @@
 
 namespace troupe::ipc {
 
-bool process_alive(pid_t pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH)
-    return false;
+namespace {
+
+// The fields of /proc/<pid>/stat after the name (which may hold spaces and
+// parentheses), from the state (field 3) on; nullopt when unreadable.
+std::optional<std::string> stat_after_name(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   if (!std::getline(stat, line))
-    return true;  // no procfs here: kill() said it exists
+    return std::nullopt;
   const auto paren = line.rfind(')');
-  return paren == std::string::npos || paren + 2 >= line.size() ||
-         (line[paren + 2] != 'Z' && line[paren + 2] != 'X');
+  if (paren == std::string::npos || paren + 2 >= line.size())
+    return std::nullopt;
+  return line.substr(paren + 2);
+}
+
+} // namespace
+
+bool process_alive(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH)
+    return false;
+  const auto fields = stat_after_name(pid);
+  if (!fields)
+    return true;  // no procfs here: kill() said it exists
+  return (*fields)[0] != 'Z' && (*fields)[0] != 'X';
 }
 
 std::string pid_namespace() {
@@ -32,18 +46,12 @@ std::string pid_namespace() {
 }
 
 std::optional<uint64_t> process_start_time(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line))
+  const auto after_name = stat_after_name(pid);
+  if (!after_name)
     return std::nullopt;
-  // The fields after the name (which may hold spaces and parentheses):
-  // state is field 3, the start time field 22.
-  const auto paren = line.rfind(')');
-  if (paren == std::string::npos)
-    return std::nullopt;
-  std::istringstream fields(line.substr(paren + 1));
+  std::istringstream fields(*after_name);
   std::string field;
-  for (int i = 3; i < 22; ++i)
+  for (int i = 3; i < 22; ++i)  // to the start time, field 22
     fields >> field;
   uint64_t start = 0;
   if (!(fields >> start))
