@@ -17,21 +17,27 @@ std::optional<std::string> lookup_either(const env_lookup& lookup,
   return lookup(("HOROVOD_" + suffix).c_str());
 }
 
+// `text`, the value of variable `name`, as an integer from `min` to `max`.
+int64_t parse_integer(const std::string& name, const std::string& text, int64_t min_value,
+                      int64_t max_value) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used == text.size() && v >= min_value && v <= max_value)
+      return v;
+  } catch (const std::exception&) {
+    // reported below
+  }
+  throw config_error(name + "='" + text + "' is not an integer >= " + std::to_string(min_value));
+}
+
 int read_int(const env_lookup& lookup, const std::string& suffix, int fallback,
              int min_value) {
   auto text = lookup_either(lookup, suffix);
   if (!text || text->empty())
     return fallback;
-  try {
-    size_t used = 0;
-    int v = std::stoi(*text, &used);
-    if (used == text->size() && v >= min_value)
-      return v;
-  } catch (const std::exception&) {
-    // reported below
-  }
-  throw config_error("TROUPE_" + suffix + "='" + *text + "' is not an integer >= " +
-                     std::to_string(min_value));
+  return static_cast<int>(
+    parse_integer("TROUPE_" + suffix, *text, min_value, std::numeric_limits<int>::max()));
 }
 
 } // namespace
@@ -72,22 +78,13 @@ identity identity_from_env(const env_lookup& lookup, const config& cfg) {
   // means the same process here.
   if (const auto ns = lookup("TROUPE_LAUNCHER_NS");
       ns && !ns->empty() && *ns == ipc::pid_namespace()) {
-    const auto number = [&](const char* name, uint64_t max) -> uint64_t {
-      const auto text = lookup(name).value_or("");
-      try {
-        size_t used = 0;
-        const auto v = std::stoull(text, &used);
-        if (used == text.size() && text[0] != '-' && v > 0 && v <= max)
-          return v;
-      } catch (const std::exception&) {
-        // reported below
-      }
-      throw config_error(std::string(name) + "='" + text +
-                         "' is not what troupe-run sets there (a positive integer)");
+    const auto positive = [&](const char* name, int64_t max_value) {
+      return parse_integer(name, lookup(name).value_or(""), 1, max_value);
     };
-    id.launcher_pid = static_cast<pid_t>(
-      number("TROUPE_LAUNCHER_PID", static_cast<uint64_t>(std::numeric_limits<pid_t>::max())));
-    id.launcher_start = number("TROUPE_LAUNCHER_START", std::numeric_limits<uint64_t>::max());
+    id.launcher_pid =
+      static_cast<pid_t>(positive("TROUPE_LAUNCHER_PID", std::numeric_limits<pid_t>::max()));
+    id.launcher_start = static_cast<uint64_t>(
+      positive("TROUPE_LAUNCHER_START", std::numeric_limits<int64_t>::max()));
   }
   id.elastic = read_int(lookup, "ELASTIC", 0, 0) != 0;
   if (id.elastic) {

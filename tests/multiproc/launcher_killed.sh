@@ -11,8 +11,9 @@ run=$1 check=$2 mode=${3:-}
 fail() { echo "FAIL: $*"; exit 1; }
 dir=$(mktemp -d)
 pid=
+mpirun=
 # (An empty marker would match every process: none is killed by it then.)
-trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; pkill -KILL -f "$dir/" 2>/dev/null; [ -n "$marker" ] && pkill -KILL -f "$marker" 2>/dev/null; rm -rf "$dir"' EXIT
+trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; [ -n "$mpirun" ] && kill -KILL "$mpirun" 2>/dev/null; pkill -KILL -f "$dir/" 2>/dev/null; [ -n "$marker" ] && pkill -KILL -f "$marker" 2>/dev/null; rm -rf "$dir"' EXIT
 
 # kill_and_check NAME MARKER: SIGKILL troupe-run; every process whose
 # command line holds MARKER is gone within 2 s.
@@ -53,7 +54,6 @@ if [ "$mode" = --mpi ]; then
   pid=$!
   wait_for 'PASS .* holding' 2
   mpirun=$(pgrep -P "$pid" mpirun) || fail "no mpirun under troupe-run"
-  trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; kill -KILL "$mpirun" 2>/dev/null; pkill -KILL -f "$marker" 2>/dev/null; rm -rf "$dir"' EXIT
   ranks=$(pgrep -f "$marker")
   [ "$(echo "$ranks" | wc -w)" -eq 2 ] || fail "found '$ranks' for the 2 ranks"
   for rank in $ranks; do
