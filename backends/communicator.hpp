@@ -9,6 +9,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/buffer_piece.hpp"
+#include "backends/cpu/arith.hpp"
 #include "troupe/types.hpp"
 
 namespace troupe::backends {
@@ -73,9 +74,12 @@ public:
     return false;
   }
   /// allreduce() of the concatenation of `pieces` (whole elements of
-  /// `dtype` each), each in place. Only where reduces_pieces().
-  virtual void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op) {
-    (void)pieces, (void)dtype, (void)op;
+  /// `dtype` each), each in place, with `finish` (if any) applied once to
+  /// every element of the result before the call returns. Only where
+  /// reduces_pieces().
+  virtual void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op,
+                                const element_finish& finish) {
+    (void)pieces, (void)dtype, (void)op, (void)finish;
     throw backend_error(std::string(name()) + " does not reduce pieces in place");
   }
   virtual void allgather(const allgather_options& opts) = 0;

@@ -1,5 +1,5 @@
-"""Per-call cost of small and 1 MiB broadcasts, allgathers, allreduces and
-alltoalls from Python: troupe.torch (Horovod's calls) or torch.distributed (gloo), the
+"""Per-call cost of small and 1 MiB broadcasts, allgathers, allreduces (sum,
+and average) and alltoalls from Python: troupe.torch (Horovod's calls) or torch.distributed (gloo), the
 same tensors and loop. Run by bench/torch_ops.sh, which alternates the two
 in one session and prints the table:
 
@@ -39,6 +39,7 @@ if args.impl == 'troupe':
             'broadcast': lambda: hvd.broadcast_(t, 0, name='b' + tag),
             'allgather': lambda: hvd.allgather(t, name='g' + tag),
             'allreduce': lambda: hvd.allreduce_(t, name='a' + tag, op=hvd.Sum),
+            'average': lambda: hvd.allreduce_(t, name='m' + tag, op=hvd.Average),
             'alltoall': lambda: hvd.alltoall(t, name='x' + tag),
         }
 
@@ -53,6 +54,8 @@ else:
             'broadcast': lambda: dist.broadcast(t, 0),
             'allgather': lambda: dist.all_gather(outs, t),
             'allreduce': lambda: dist.all_reduce(t),
+            # torch.distributed has no average for gloo: DDP divides after.
+            'average': lambda: (dist.all_reduce(t), t.div_(size)),
             'alltoall': lambda: dist.all_to_all_single(torch.empty_like(t), t),
         }
 

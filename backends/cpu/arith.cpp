@@ -226,11 +226,15 @@ element_reduction reduction_of(data_type dtype, reduce_op op) {
   return fn;
 }
 
+void check_scalable(data_type dtype, double factor) {
+  if (factor != 1.0 && dtype == data_type::boolean)
+    throw backend_error("bool tensors cannot be scaled (prescale/postscale/average)");
+}
+
 void scale(void* data, size_t count, data_type dtype, double factor) {
+  check_scalable(dtype, factor);
   if (factor == 1.0)
     return;
-  if (dtype == data_type::boolean)
-    throw backend_error("bool tensors cannot be scaled (prescale/postscale/average)");
   if (is_half(dtype)) {
     const bool bf16 = dtype == data_type::bfloat16;
     auto* p = static_cast<uint16_t*>(data);

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "troupe/types.hpp"
@@ -22,6 +23,14 @@ void float_to_half(data_type dtype, const float* in, void* out, size_t count);
 /// Gloo's reduce-function signature.
 using element_reduction = void (*)(void* out, const void* a, const void* b, size_t count);
 
+/// What an allreduce does to each element of its result once it is reduced
+/// (an average's division, a postscale), on `count` elements at `data`;
+/// empty when nothing. Element-wise, so a communicator that reduces a
+/// vector in shares may apply it to each share where it is reduced, while
+/// the share is in cache, instead of every rank passing over all of it
+/// after.
+using element_finish = std::function<void(void* data, size_t count)>;
+
 /// The reduction of `op` on `dtype` that Gloo-mode allreduces and the
 /// shared-memory group use: sum for average (the caller divides), max for a
 /// bool sum (a logical or, as in torch), the 16-bit ones below for 16-bit
@@ -41,6 +50,10 @@ half_reduction half_reduction_of(data_type dtype, reduce_op op);
 /// toward zero, as Horovod's scaling does; 16-bit floats are scaled in
 /// float32 and rounded once.
 void scale(void* data, size_t count, data_type dtype, double factor);
+
+/// Throws backend_error where scale() by `factor` would: a bool tensor
+/// scaled by anything but 1.
+void check_scalable(data_type dtype, double factor);
 
 /// Calls f(T*) with the C++ element type of `dtype` (uint8_t for bool);
 /// 16-bit floats are not dispatched (see is_half). Throws backend_error for

@@ -305,7 +305,7 @@ void mpi_communicator::allreduce(const allreduce_options& opts) {
     return;
   if (group_) {
     allreduce_pieces(buffer_piece{opts.data, opts.count * element_size(opts.dtype)}, opts.dtype,
-                     opts.op);
+                     opts.op, {});
     return;
   }
   const int count = as_int(static_cast<int64_t>(opts.count), "allreduce");
@@ -320,9 +320,9 @@ bool mpi_communicator::reduces_pieces() const {
 }
 
 void mpi_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
-                                        reduce_op op) {
+                                        reduce_op op, const element_finish& finish) {
   if (!group_)
-    communicator::allreduce_pieces(pieces, dtype, op);  // throws
+    communicator::allreduce_pieces(pieces, dtype, op, finish);  // throws
   // An abort() fails the group's waits itself.
   shm_group::cross_step cross;
   if (comm_->across_hosts != MPI_COMM_NULL) {
@@ -335,7 +335,7 @@ void mpi_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
       });
     };
   }
-  group_->allreduce(pieces, element_size(dtype), reduction_of(dtype, op), cross);
+  group_->allreduce(pieces, element_size(dtype), reduction_of(dtype, op), cross, finish);
   ++group_allreduces_;
   for (const auto& p : pieces)
     group_bytes_ += p.bytes;

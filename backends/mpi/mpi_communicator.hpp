@@ -51,7 +51,8 @@ public:
   /// Through the segment (the cross-host step on the library): on a host
   /// of two or more of the set's ranks.
   bool reduces_pieces() const override;
-  void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op) override;
+  void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op,
+                        const element_finish& finish) override;
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;
   void alltoall(const alltoall_options& opts) override;

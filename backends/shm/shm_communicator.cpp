@@ -105,7 +105,7 @@ void shm_communicator::allreduce(const allreduce_options& opts) {
   if (opts.count == 0)
     return;
   allreduce_pieces(buffer_piece{opts.data, opts.count * element_size(opts.dtype)}, opts.dtype,
-                     opts.op);
+                     opts.op, {});
 }
 
 bool shm_communicator::reduces_pieces() const {
@@ -113,9 +113,9 @@ bool shm_communicator::reduces_pieces() const {
 }
 
 void shm_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
-                                        reduce_op op) {
+                                        reduce_op op, const element_finish& finish) {
   if (!group_)
-    communicator::allreduce_pieces(pieces, dtype, op);  // throws
+    communicator::allreduce_pieces(pieces, dtype, op, finish);  // throws
   const size_t element_bytes = element_size(dtype);
   shm_group::cross_step cross;
   if (cross_)
@@ -123,7 +123,7 @@ void shm_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
       cross_->ring_allreduce({data, count, dtype, op});
       cross_bytes_ += count * element_bytes;
     };
-  group_->allreduce(pieces, element_bytes, reduction_of(dtype, op), cross);
+  group_->allreduce(pieces, element_bytes, reduction_of(dtype, op), cross, finish);
   ++allreduces_;
   for (const auto& p : pieces)
     bytes_ += p.bytes;

@@ -35,7 +35,8 @@ public:
   /// Through the segment (the cross-host step on the library): on a host
   /// of two or more of the set's ranks.
   bool reduces_pieces() const override;
-  void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op) override;
+  void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op,
+                        const element_finish& finish) override;
   /// Through the segment, cache-sized (four rounds per member): the fusion
   /// buffer's copies then stay in cache too, and the cross-host step makes
   /// the same calls. Plain Gloo (per-call cost over loopback): at once.

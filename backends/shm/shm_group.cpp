@@ -320,12 +320,14 @@ private:
 } // namespace
 
 void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
-                          element_reduction reduce, const cross_step& cross) {
-  allreduce(buffer_piece{data, count * element_bytes}, element_bytes, reduce, cross);
+                          element_reduction reduce, const cross_step& cross,
+                          const element_finish& finish) {
+  allreduce(buffer_piece{data, count * element_bytes}, element_bytes, reduce, cross, finish);
 }
 
 void shm_group::allreduce(piece_span pieces, size_t element_bytes,
-                          element_reduction reduce, const cross_step& cross) {
+                          element_reduction reduce, const cross_step& cross,
+                          const element_finish& finish) {
   // Up to this, every member reduces a whole round itself: one wait per
   // round instead of two. Above it, reading the others' shares once beats
   // the second wait (two members, 1 MiB: 206 -> 152 us, docs/benchmarks.md).
@@ -354,6 +356,8 @@ void shm_group::allreduce(piece_span pieces, size_t element_bytes,
       // Same order on every member: bitwise the same result everywhere.
       mine.each(base, end, [&](char* at, size_t off, size_t bytes) {
         reduce_part(at, off, bytes, [&](int m, size_t o) { return slot(p, m) + o; });
+        if (finish)
+          finish(at, bytes / element_bytes);
       });
       continue;
     }
@@ -379,6 +383,8 @@ void shm_group::allreduce(piece_span pieces, size_t element_bytes,
         throw;
       }
     }
+    if (finish)
+      finish(out + lo, (hi - lo) / element_bytes);
     mine.copy_in(base + lo, hi - lo, out + lo);
     barrier(spin_.round);
     mine.copy_in(base, lo, out);

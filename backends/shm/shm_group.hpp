@@ -94,15 +94,17 @@ public:
   using cross_step = std::function<void(void* data, size_t count)>;
 
   /// Reduces `count` elements of `element_bytes` at `data` in place with
-  /// every member (`reduce` must be the same on all). Throws backend_error;
-  /// the group is unusable afterwards.
+  /// every member (`reduce` and `finish` must be the same on all); `finish`
+  /// runs once on each part of the result, by the member that reduced it,
+  /// before any other reads it. Throws backend_error; the group is unusable
+  /// afterwards.
   void allreduce(void* data, size_t count, size_t element_bytes, element_reduction reduce,
-                 const cross_step& cross);
+                 const cross_step& cross, const element_finish& finish = {});
   /// The same for the concatenation of `pieces` (whole elements each),
   /// each read and written where it lies: a fused allreduce's tensors
   /// without a fusion buffer to pack them into and unpack them from.
   void allreduce(piece_span pieces, size_t element_bytes, element_reduction reduce,
-                 const cross_step& cross);
+                 const cross_step& cross, const element_finish& finish = {});
   /// Copies `bytes` at `data` of member `root` to `data` of every other
   /// member, a slot at a time (the same `bytes` and `root` on every
   /// member). Throws backend_error as allreduce().

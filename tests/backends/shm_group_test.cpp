@@ -162,6 +162,45 @@ TEST_P(shm_group_members, reduce_pieces_where_they_lie) {
   });
 }
 
+// The finish (an average's division, a postscale) runs exactly once on
+// every element of the result, whichever member reduced it: in rounds
+// every member reduces whole (up to 16 KiB), in shares of larger rounds,
+// and through pieces. x -> 2x + 1 tells once from twice.
+TEST_P(shm_group_members, finish_every_element_of_the_result_once) {
+  const int members = GetParam();
+  expect_every_member_passes("finish", members, [&](shm_group& group, int m) {
+    const element_finish finish = [](void* data, size_t count) {
+      auto* x = static_cast<float*>(data);
+      for (size_t i = 0; i < count; ++i)
+        x[i] = 2 * x[i] + 1;
+    };
+    int wrong = 0;
+    for (const size_t count : {size_t{1}, size_t{4099}, 2 * test_slot_bytes / 4 + 5}) {
+      for (const bool as_pieces : {false, true}) {
+        std::vector<float> data(count);
+        for (size_t i = 0; i < count; ++i)
+          data[i] = static_cast<float>(input_value(data_type::float32, m, i));
+        const auto sum = reduction_of(data_type::float32, reduce_op::sum);
+        if (as_pieces) {
+          const size_t half = count / 2;
+          const buffer_pieces pieces{{data.data(), half * 4}, {data.data() + half, (count - half) * 4}};
+          group.allreduce(pieces, 4, sum, {}, finish);
+        } else {
+          group.allreduce(data.data(), count, 4, sum, {}, finish);
+        }
+        for (size_t i = 0; i < count; ++i) {
+          const double want =
+            2 * expected_value(data_type::float32, reduce_op::sum, members, i) + 1;
+          if (data[i] != want && wrong++ < 5)
+            std::fprintf(stderr, "member %d: %zu elements%s, element %zu: %g, expected %g\n", m,
+                         count, as_pieces ? " in pieces" : "", i, data[i], want);
+        }
+      }
+    }
+    return wrong == 0 ? 0 : 1;
+  });
+}
+
 // 1 when a 1-element sum after `what` does not give `members`: the kinds
 // share the segment's barriers and slot sets, so a member out of step with
 // the others reads the wrong round.

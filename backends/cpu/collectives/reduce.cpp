@@ -37,27 +37,39 @@ reduce_op library_op(const v1::Response& resp) {
   return op_of(resp) == reduce_op::average ? reduce_op::sum : op_of(resp);
 }
 
-// The average's division and the postscale, after the reduction.
-void finish(const run_context& ctx, const v1::Response& resp, void* data, size_t count,
-            data_type dtype) {
-  const bool average = op_of(resp) == reduce_op::average;
-  if (average && is_integer(dtype)) {
-    divide(data, count, dtype, ctx.size);
-    scale(data, count, dtype, resp.postscale_factor());
-  } else {
-    scale(data, count, dtype,
-          resp.postscale_factor() / (average ? static_cast<double>(ctx.size) : 1.0));
-  }
+// The average's division and the postscale, applied to the reduced
+// elements; empty when neither applies. A bool tensor's scaling is refused
+// here, on every rank alike, before any data moves.
+element_finish finish_of(const run_context& ctx, const v1::Response& resp, data_type dtype) {
+  const double post = resp.postscale_factor();
+  check_scalable(dtype, post);
+  const int size = ctx.size;
+  if (op_of(resp) == reduce_op::average && is_integer(dtype))
+    return [=](void* data, size_t count) {
+      divide(data, count, dtype, size);
+      scale(data, count, dtype, post);
+    };
+  const double factor = op_of(resp) == reduce_op::average ? post / size : post;
+  if (factor == 1.0)
+    return {};
+  return [=](void* data, size_t count) { scale(data, count, dtype, factor); };
 }
 
 void reduce_native(const run_context& ctx, const v1::Response& resp, void* data,
                    size_t count, data_type dtype) {
+  const auto finish = finish_of(ctx, resp, dtype);
   scale(data, count, dtype, resp.prescale_factor());
+  if (reduces_pieces(ctx, resp)) {
+    ctx.comm.allreduce_pieces(buffer_piece{data, count * element_size(dtype)}, dtype,
+                              library_op(resp), finish);
+    return;
+  }
   if (op_of(resp) == reduce_op::adasum)
     adasum_in_place(ctx, data, count, dtype);
   else
     ctx.comm.allreduce({data, count, dtype, library_op(resp)});
-  finish(ctx, resp, data, count, dtype);
+  if (finish)
+    finish(data, count);
 }
 
 } // namespace
@@ -71,9 +83,7 @@ void reduce_pieces_in_place(const run_context& ctx, const v1::Response& resp,
   const size_t esize = element_size(dtype);
   for (const auto& p : pieces)
     scale(p.data, p.bytes / esize, dtype, resp.prescale_factor());
-  ctx.comm.allreduce_pieces(pieces, dtype, library_op(resp));
-  for (const auto& p : pieces)
-    finish(ctx, resp, p.data, p.bytes / esize, dtype);
+  ctx.comm.allreduce_pieces(pieces, dtype, library_op(resp), finish_of(ctx, resp, dtype));
 }
 
 void reduce_in_place(const run_context& ctx, const v1::Response& resp, void* data,
