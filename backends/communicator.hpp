@@ -35,6 +35,17 @@ struct broadcast_options {
   int root = 0;
 };
 
+/// Rank r's part of the reduced vector is `counts[r]` elements, the parts
+/// back to back in rank order; this rank gets only its own.
+struct reducescatter_options {
+  const void* input = nullptr;  // the whole vector, left as it is
+  void* output = nullptr;       // counts[rank] elements, outside `input`
+  std::vector<size_t> counts;   // elements of each rank's part
+  data_type dtype = data_type::float32;
+  reduce_op op = reduce_op::sum;
+  element_finish finish;  // applied to this rank's part, if any
+};
+
 /// Bytes to and from each rank; the sums are the buffers' sizes.
 struct alltoall_options {
   const void* input = nullptr;
@@ -81,6 +92,17 @@ public:
                                 const element_finish& finish) {
     (void)pieces, (void)dtype, (void)op, (void)finish;
     throw backend_error(std::string(name()) + " does not reduce pieces in place");
+  }
+  /// Whether reducescatter() reduces only each rank's part; else a caller
+  /// reduces the whole vector and keeps its part. Asked once connected, the
+  /// same answer on every member.
+  virtual bool reduces_scatter() const {
+    return false;
+  }
+  /// Only where reduces_scatter().
+  virtual void reducescatter(const reducescatter_options& opts) {
+    (void)opts;
+    throw backend_error(std::string(name()) + " has no reduce-scatter of its own");
   }
   virtual void allgather(const allgather_options& opts) = 0;
   virtual void broadcast(const broadcast_options& opts) = 0;

@@ -341,6 +341,33 @@ void mpi_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
     group_bytes_ += p.bytes;
 }
 
+bool mpi_communicator::reduces_scatter() const {
+  return true;
+}
+
+void mpi_communicator::reducescatter(const reducescatter_options& opts) {
+  if (group_ && comm_->across_hosts == MPI_COMM_NULL) {
+    const size_t element_bytes = element_size(opts.dtype);
+    std::vector<size_t> bytes;
+    bytes.reserve(opts.counts.size());
+    for (auto c : opts.counts)
+      bytes.push_back(c * element_bytes);
+    group_->reduce_scatter(opts.input, opts.output, bytes, element_bytes,
+                           reduction_of(opts.dtype, opts.op), opts.finish);
+    return;
+  }
+  const auto counts = ints(std::vector<int64_t>(opts.counts.begin(), opts.counts.end()),
+                           "reducescatter");
+  int rank = 0;
+  MPI_Comm_rank(comm_->comm, &rank);
+  blocking("reducescatter", [&] {
+    return MPI_Reduce_scatter(opts.input, opts.output, counts.data(), mpi_type(opts.dtype),
+                              mpi_op(opts.dtype, opts.op), comm_->comm);
+  });
+  if (const size_t mine = opts.counts.at(static_cast<size_t>(rank)); opts.finish && mine > 0)
+    opts.finish(opts.output, mine);
+}
+
 void mpi_communicator::allgather(const allgather_options& opts) {
   const auto esize = static_cast<int64_t>(element_size(opts.dtype));
   std::vector<int64_t> bytes;

@@ -53,6 +53,10 @@ public:
   bool reduces_pieces() const override;
   void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op,
                         const element_finish& finish) override;
+  /// Through the segment on one host (each rank reduces its own part), else
+  /// MPI_Reduce_scatter.
+  bool reduces_scatter() const override;
+  void reducescatter(const reducescatter_options& opts) override;
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;
   void alltoall(const alltoall_options& opts) override;

@@ -26,8 +26,8 @@ shm_communicator::~shm_communicator() {
                "segment {}, {} bytes of this rank's shares across hosts",
                ctx_.rank, ctx_.size, allreduces_, bytes_, segment_name_, cross_bytes_);
   if (one_host_)
-    spdlog::info("troupe set rank {}/{}: shared-memory broadcasts, allgathers, alltoalls and "
-                 "barriers: {} calls, {} bytes through segment {}",
+    spdlog::info("troupe set rank {}/{}: shared-memory broadcasts, allgathers, alltoalls, "
+                 "reduce-scatters and barriers: {} calls, {} bytes through segment {}",
                  ctx_.rank, ctx_.size, others_, other_bytes_, segment_name_);
 }
 
@@ -127,6 +127,24 @@ void shm_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
   ++allreduces_;
   for (const auto& p : pieces)
     bytes_ += p.bytes;
+}
+
+bool shm_communicator::reduces_scatter() const {
+  return one_host_;
+}
+
+void shm_communicator::reducescatter(const reducescatter_options& opts) {
+  if (!one_host_)
+    communicator::reducescatter(opts);  // throws
+  const size_t element_bytes = element_size(opts.dtype);
+  std::vector<size_t> bytes;
+  bytes.reserve(opts.counts.size());
+  for (auto c : opts.counts)
+    bytes.push_back(c * element_bytes);
+  group_->reduce_scatter(opts.input, opts.output, bytes, element_bytes,
+                         reduction_of(opts.dtype, opts.op), opts.finish);
+  ++others_;
+  other_bytes_ += std::accumulate(bytes.begin(), bytes.end(), size_t{0});
 }
 
 void shm_communicator::allgather(const allgather_options& opts) {

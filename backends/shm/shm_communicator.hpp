@@ -17,7 +17,8 @@ class shm_group;
 /// index on the other hosts over a Gloo context of their own, and copied
 /// out by every rank. Used when every host of the set has the same number
 /// (two or more) of its ranks. A set on one host also broadcasts, gathers,
-/// exchanges (alltoall) and meets at barriers through the segment. Otherwise, and for every
+/// exchanges (alltoall), reduce-scatters and meets at barriers through the
+/// segment. Otherwise, and for every
 /// other collective, the set's full Gloo context runs it as
 /// gloo_communicator does.
 class shm_communicator : public gloo_communicator {
@@ -42,6 +43,9 @@ public:
   /// the same calls. Plain Gloo (per-call cost over loopback): at once.
   size_t chunk_bytes() const override;
   /// Through the segment on one host; else Gloo's.
+  /// Through the segment on one host: each rank reduces its own part.
+  bool reduces_scatter() const override;
+  void reducescatter(const reducescatter_options& opts) override;
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;
   void alltoall(const alltoall_options& opts) override;
@@ -62,7 +66,7 @@ private:
   uint64_t allreduces_ = 0;
   uint64_t bytes_ = 0;
   uint64_t cross_bytes_ = 0;
-  // Broadcasts, allgathers, alltoalls and barriers through the segment, and the
+  // Broadcasts, allgathers, alltoalls, reduce-scatters and barriers through the segment, and the
   // bytes they moved. The backend's thread only.
   uint64_t others_ = 0;
   uint64_t other_bytes_ = 0;

@@ -392,6 +392,60 @@ void shm_group::allreduce(piece_span pieces, size_t element_bytes,
   }
 }
 
+void shm_group::reduce_scatter(const void* input, void* output,
+                               const std::vector<size_t>& bytes, size_t element_bytes,
+                               element_reduction reduce, const element_finish& finish) {
+  running_ = "reducescatter";
+  const auto n = static_cast<size_t>(members_);
+  // Part k of member m's slot holds a slice of m's input for share k: a
+  // multiple of 64 bytes, so of every element size.
+  const size_t part = slot_bytes_ / n / 64 * 64;
+  if (bytes.size() != n || part == 0)
+    throw backend_error("shared-memory reduce-scatter: " + std::to_string(bytes.size()) +
+                        " shares for a group of " + std::to_string(members_) + " in slots of " +
+                        std::to_string(slot_bytes_) + " bytes");
+  std::vector<size_t> at(n);
+  size_t most = 0;
+  for (size_t k = 0, s = 0; k < n; s += bytes[k], ++k) {
+    if (bytes[k] % element_bytes != 0)
+      throw backend_error("shared-memory reduce-scatter: share " + std::to_string(k) + " of " +
+                          std::to_string(bytes[k]) + " bytes is not whole elements of " +
+                          std::to_string(element_bytes));
+    at[k] = s;
+    most = std::max(most, bytes[k]);
+  }
+  const auto* in = static_cast<const char*>(input);
+  auto* out = static_cast<char*>(output);
+  const auto me = static_cast<size_t>(member_);
+  const auto slice = [&](size_t k, size_t done) {
+    return done < bytes[k] ? std::min(part, bytes[k] - done) : size_t{0};
+  };
+  for (size_t done = 0; done < most; done += part) {
+    const int p = next_parity();
+    for (size_t k = 0; k < n; ++k)
+      if (const size_t c = slice(k, done); k != me && c > 0)
+        std::memcpy(slot(p, member_) + k * part, in + at[k] + done, c);
+    barrier(spin_for(part));
+    const size_t c = slice(me, done);
+    if (c == 0)
+      continue;
+    const auto from = [&](size_t m) -> const char* {
+      return m == me ? in + at[me] + done : slot(p, static_cast<int>(m)) + me * part;
+    };
+    char* o = out + done;
+    const size_t elements = c / element_bytes;
+    if (n == 1) {
+      std::memcpy(o, from(0), c);
+    } else {
+      reduce(o, from(0), from(1), elements);
+      for (size_t m = 2; m < n; ++m)
+        reduce(o, o, from(m), elements);
+    }
+    if (finish)
+      finish(o, elements);
+  }
+}
+
 // Every round of these writes slots of one parity before its barrier and
 // reads them after it, before the next round's barrier: as for allreduce,
 // nobody writes a slot that another member may still read.

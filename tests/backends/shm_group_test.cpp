@@ -213,6 +213,69 @@ int allreduce_out_of_step(shm_group& group, int m, int members, const char* what
   return 1;
 }
 
+// Each member gets only its share of the reduction, for every dtype and
+// op: shares of different sizes (one empty), several rounds of slices (a
+// round carries slot / members bytes of each share), the finish once on
+// every element of the member's share.
+TEST_P(shm_group_members, reduce_scatter_leaves_each_member_its_share) {
+  const int members = GetParam();
+  expect_every_member_passes("scatter", members, [&](shm_group& group, int m) {
+    int wrong = 0;
+    for (const auto dtype : all_dtypes) {
+      const size_t esize = element_size(dtype);
+      const size_t long_share = 2 * test_slot_bytes / esize + 7;
+      for (const auto op : all_ops) {
+        if (dtype == data_type::boolean && op == reduce_op::average)
+          continue;
+        for (const bool finish_too : {false, true}) {
+          if (finish_too && dtype != data_type::float32)
+            continue;
+          // Share k: long, 1 element, empty, 5 elements, ...
+          std::vector<size_t> counts(static_cast<size_t>(members));
+          for (int k = 0; k < members; ++k)
+            counts[static_cast<size_t>(k)] = k == 0 ? long_share : k == 2 ? 0 : 1 + 4 * (k % 2 == 0);
+          size_t total = 0, first = 0;
+          for (int k = 0; k < members; ++k) {
+            if (k == m)
+              first = total;
+            total += counts[static_cast<size_t>(k)];
+          }
+          std::vector<char> input(total * esize);
+          for (size_t i = 0; i < total; ++i)
+            store(dtype, input.data(), i, input_value(dtype, m, i));
+          const auto mine = counts[static_cast<size_t>(m)];
+          std::vector<char> output(mine * esize + 1);
+          std::vector<size_t> bytes;
+          for (auto c : counts)
+            bytes.push_back(c * esize);
+          element_finish finish;
+          if (finish_too)
+            finish = [](void* data, size_t count) {
+              auto* x = static_cast<float*>(data);
+              for (size_t i = 0; i < count; ++i)
+                x[i] = 2 * x[i] + 1;
+            };
+          group.reduce_scatter(input.data(), output.data(), bytes, esize, reduction_of(dtype, op),
+                               finish);
+          for (size_t i = 0; i < mine; ++i) {
+            double want = expected_value(dtype, op, members, first + i);
+            if (finish_too)
+              want = 2 * want + 1;
+            const double got = load(dtype, output.data(), i);
+            if (got != want && wrong++ < 5)
+              std::fprintf(stderr, "member %d: %s %s element %zu of its share: %g, expected %g\n",
+                           m, to_string(dtype), to_string(op), i, got, want);
+          }
+          if (wrong == 0 && output.back() != 0 && wrong++ < 5)
+            std::fprintf(stderr, "member %d: wrote past its share\n", m);
+        }
+      }
+    }
+    return (wrong == 0 && allreduce_out_of_step(group, m, members, "reduce-scatters") == 0) ? 0 : 1;
+  });
+}
+
+
 // Byte i of member m's data in the broadcast and allgather tests.
 char pattern(int m, size_t i) {
   return static_cast<char>((i * 131 + static_cast<size_t>(m) * 29 + 7) % 251);

@@ -16,7 +16,7 @@ namespace troupe::backends {
 /// collective: it only grows, so steady-state steps allocate nothing (a
 /// fresh buffer per call costs Open MPI half its large-message bandwidth).
 struct scratch_buffers {
-  std::vector<char> copy;   // reducescatter's full-size reduction
+  std::vector<char> copy;   // reducescatter's full-size reduction, or its prescaled input
   std::vector<char> fusion; // fused allreduces / allgathers, back to back
   std::vector<float> wide;  // float16 / bfloat16 widened to float32
 

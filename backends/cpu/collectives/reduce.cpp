@@ -1,5 +1,7 @@
 #include "backends/cpu/collectives/reduce.hpp"
 
+#include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "backends/cpu/arith.hpp"
@@ -73,6 +75,21 @@ void reduce_native(const run_context& ctx, const v1::Response& resp, void* data,
 }
 
 } // namespace
+
+void reduce_scatter(const run_context& ctx, const v1::Response& resp, const void* input,
+                    void* output, std::vector<size_t> counts, data_type dtype) {
+  auto finish = finish_of(ctx, resp, dtype);
+  if (resp.prescale_factor() != 1.0) {
+    const size_t bytes = std::accumulate(counts.begin(), counts.end(), size_t{0}) *
+                         element_size(dtype);
+    char* scaled = scratch_buffers::at_least(ctx.scratch.copy, bytes);
+    std::memcpy(scaled, input, bytes);
+    scale(scaled, bytes / element_size(dtype), dtype, resp.prescale_factor());
+    input = scaled;
+  }
+  ctx.comm.reducescatter(
+    {input, output, std::move(counts), dtype, library_op(resp), std::move(finish)});
+}
 
 bool reduces_pieces(const run_context& ctx, const v1::Response& resp) {
   return op_of(resp) != reduce_op::adasum && ctx.comm.reduces_pieces();
