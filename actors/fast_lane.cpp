@@ -16,8 +16,8 @@
 
 namespace troupe::actors::negotiation {
 
-// Posts this rank's arrival for a cached allreduce, broadcast, allgather or
-// alltoall on the channel's board when the fast lane is on (every member reads the
+// Posts this rank's arrival for a cached allreduce, broadcast, allgather,
+// alltoall or reducescatter on the channel's board when the fast lane is on (every member reads the
 // channel, the set is a star, nobody joined). What
 // agreed_without_coordinator() leaves out, and a joined rank (which asks
 // for nothing), go the slow way; so does an allgather whose ranks' first

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Broadcast, allgather and allreduce from Python, troupe.torch against
+# Broadcast, allgather, allreduce (sum, average), reduce-scatter and alltoall from Python, troupe.torch against
 # torch.distributed (gloo), 2 ranks on this host, jobs alternating:
 #   flock /tmp/troupe-build.lock bash bench/torch_ops.sh [--passes N] [--out DIR]
 # Prints a markdown table (median of the passes' medians, in µs, and

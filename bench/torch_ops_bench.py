@@ -1,5 +1,5 @@
 """Per-call cost of small and 1 MiB broadcasts, allgathers, allreduces (sum,
-and average) and alltoalls from Python: troupe.torch (Horovod's calls) or torch.distributed (gloo), the
+and average), reduce-scatters and alltoalls from Python: troupe.torch (Horovod's calls) or torch.distributed (gloo), the
 same tensors and loop. Run by bench/torch_ops.sh, which alternates the two
 in one session and prints the table:
 
@@ -9,7 +9,7 @@ in one session and prints the table:
 
 Rank 0 writes F: {"impl", "ranks", "rows": {"<op> <bytes>": median seconds}}.
 The small size is 8 bytes (two float32), so that an alltoall of 2 ranks
-sends each one element.
+sends each one element (and a reduce-scatter leaves each one).
 Every call is timed alone (blocking, as a training script's metric
 averaging, parameter broadcast or gather is); the ops alternate within each
 round so noise hits all alike.
@@ -40,6 +40,7 @@ if args.impl == 'troupe':
             'allgather': lambda: hvd.allgather(t, name='g' + tag),
             'allreduce': lambda: hvd.allreduce_(t, name='a' + tag, op=hvd.Sum),
             'average': lambda: hvd.allreduce_(t, name='m' + tag, op=hvd.Average),
+            'reducescatter': lambda: hvd.reducescatter(t, name='r' + tag, op=hvd.Sum),
             'alltoall': lambda: hvd.alltoall(t, name='x' + tag),
         }
 
@@ -56,6 +57,8 @@ else:
             'allreduce': lambda: dist.all_reduce(t),
             # torch.distributed has no average for gloo: DDP divides after.
             'average': lambda: (dist.all_reduce(t), t.div_(size)),
+            # Nor a reduce-scatter: the whole sum, then this rank's part.
+            'reducescatter': lambda: (dist.all_reduce(t), t.chunk(size)[rank].clone()),
             'alltoall': lambda: dist.all_to_all_single(torch.empty_like(t), t),
         }
 

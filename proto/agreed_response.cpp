@@ -31,7 +31,8 @@ v1::Response agreed_allgather_of(const std::string& name, const v1::Request& req
 bool agreed_without_coordinator(const v1::Request& request) {
   const auto op = request.op();
   return (op == v1::OP_TYPE_ALLREDUCE || op == v1::OP_TYPE_BROADCAST ||
-          op == v1::OP_TYPE_ALLGATHER || op == v1::OP_TYPE_ALLTOALL) &&
+          op == v1::OP_TYPE_ALLGATHER || op == v1::OP_TYPE_ALLTOALL ||
+          op == v1::OP_TYPE_REDUCESCATTER) &&
          request.group_name().empty();
 }
 

@@ -10,8 +10,8 @@ namespace troupe {
 
 /// The response to a tensor whose requests are known to agree, built from
 /// one of them: everything but an allgather's per-rank sizes (the
-/// coordinator adds those), and for an allreduce, a broadcast or an
-/// alltoall the whole response. A member that agreed on a cached one
+/// coordinator adds those), and for an allreduce, a broadcast, an alltoall
+/// or a reducescatter the whole response. A member that agreed on a cached one
 /// without the coordinator builds it from its own request, so every member
 /// holds the same one.
 v1::Response agreed_response_of(const std::string& name, const v1::Request& request);
@@ -23,7 +23,7 @@ v1::Response agreed_allgather_of(const std::string& name, const v1::Request& req
 
 /// Whether members may agree on `request`, once cached, among themselves
 /// (the fast lane's arrival board): an allreduce, a broadcast, an
-/// allgather or an alltoall outside a group. A member builds the response
+/// allgather, an alltoall or a reducescatter outside a group. A member builds the response
 /// from its own request (agreed_response_of; an alltoall's splits are not
 /// negotiated), an allgather's with every rank's first dimension as the
 /// response that cached it gave them. A grouped call waits for its whole

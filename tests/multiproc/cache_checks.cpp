@@ -215,6 +215,38 @@ void add_stable_alltoall(std::vector<job>& out, int rank, int size, int step) {
                  }});
 }
 
+// A reducescatter under one name every step (cached: agreed on the board)
+// of 2 x size + 1 rows of two int32 values (uneven shares); on `odd_rank`
+// at this step the rank asks for an average instead of a sum, which every
+// rank must see fail, naming the tensor.
+void add_stable_reducescatter(std::vector<job>& out, int rank, int size, int step, int odd_rank) {
+  const std::string name = "stable.reducescatter";
+  const int rows = 2 * size + 1;
+  const auto value = [=](int r, int i) { return r * 1000 + step % 89 + i; };
+  auto buf = std::make_shared<std::vector<int32_t>>();
+  for (int i = 0; i < rows * 2; ++i)
+    buf->push_back(value(rank, i));
+  const tensor t{buf->data(), data_type::int32, {rows, 2}};
+  const auto op = rank == odd_rank ? reduce_op::average : reduce_op::sum;
+  out.push_back({name, [t, name, buf, op] { return reducescatter(t, name, op); },
+                 [=](const handle& h) {
+                   int first = 0;
+                   for (int r = 0; r < rank; ++r)
+                     first += rows / size + (r < rows % size ? 1 : 0);
+                   const int mine = rows / size + (rank < rows % size ? 1 : 0);
+                   std::vector<int32_t> want;
+                   for (int i = first * 2; i < (first + mine) * 2; ++i) {
+                     int32_t sum = 0;
+                     for (int r = 0; r < size; ++r)
+                       sum += value(r, i);
+                     want.push_back(sum);
+                   }
+                   return expect_output(name, h, want);
+                 }});
+  if (odd_rank >= 0)  // the handle must fail: checked in check_step
+    out.back().verify = nullptr;
+}
+
 // A float32 allreduce of integral values under `name` (exact in any order
 // of summation); on `odd_rank` at this step the rank sends float64
 // instead, which every rank must see fail, naming the tensor.
@@ -293,6 +325,8 @@ int run_fast_lane_checks(int rank, int size, int steps) {
     add_stable_broadcast(jobs, rank, step, step % 50 == 35 ? (step / 50) % size : -1);
     add_stable_allgather(jobs, rank, size, step);
     add_stable_alltoall(jobs, rank, size, step);
+    // A cached reducescatter; every 50 steps one rank asks for an average.
+    add_stable_reducescatter(jobs, rank, size, step, step % 50 == 45 ? (step / 50) % size : -1);
     std::shuffle(jobs.begin(), jobs.end(), gen);
     if (!check_step(rank, step, jobs))
       return 1;
