@@ -1,6 +1,9 @@
 """Every collective, dtype and variant (sync, async, in-place, grouped,
 non-contiguous) against references computed locally from every rank's input."""
 
+import ctypes
+import gc
+import os
 import time
 
 import pytest
@@ -165,9 +168,8 @@ def test_allgather_non_contiguous_and_empty():
 
 
 def test_results_allocated_while_python_holds_the_gil():
-    # The runtime allocates these results by calling into Python from its
-    # backend thread; poll() keeps the GIL, so the loop below only ends if
-    # that thread gets the GIL between bytecodes.
+    # CPU results are the runtime's own memory: poll() keeps the GIL, and
+    # the loop below ends while it spins.
     mine = rank_tensor(hvd.rank(), (hvd.rank() + 1, 2), torch.int64)
     square = rank_tensor(hvd.rank(), (hvd.size(), 2), torch.int64)
     handles = [hvd.allgather_async(mine, name='gil.ag'),
@@ -184,6 +186,51 @@ def test_results_allocated_while_python_holds_the_gil():
                                              for r in range(hvd.size())]))
     summed = sum(rank_tensor(r, (hvd.size(), 2), torch.int64) for r in range(hvd.size()))
     assert torch.equal(scattered, summed[hvd.rank():hvd.rank() + 1])
+
+
+def test_results_arrive_while_one_rank_never_lets_go_of_the_gil(needs_peers, tmp_path):
+    # Rank 0 holds its GIL in one C call (read() on a FIFO through
+    # ctypes.PyDLL, which keeps the GIL) until rank 1 has seen their
+    # allgather complete or gave up after 20 s, and writes which. A backend
+    # that needed rank 0's GIL to allocate the result could not take part.
+    fifo = hvd.broadcast_object(str(tmp_path / 'gil.fifo'), root_rank=0, name='gil.fifo')
+    if hvd.rank() == 0:
+        os.mkfifo(fifo)
+    hvd.barrier()
+    mine = rank_tensor(hvd.rank(), (hvd.rank() + 1, 3), torch.float32)
+    expected = torch.cat([rank_tensor(r, (r + 1, 3), torch.float32) for r in range(hvd.size())])
+    fd = os.open(fifo, os.O_RDWR) if hvd.rank() <= 1 else None
+    h = hvd.allgather_async(mine, name='gil.held')
+    if hvd.rank() == 0:
+        said = ctypes.create_string_buffer(1)
+        assert ctypes.PyDLL(None).read(fd, said, 1) == 1
+        assert said.raw == b'1', 'rank 1 saw no result while rank 0 held its GIL'
+    elif hvd.rank() == 1:
+        deadline = time.monotonic() + 20
+        while not hvd.poll(h) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        done = hvd.poll(h)
+        os.write(fd, b'1' if done else b'0')
+        assert done, 'no result in 20 s while rank 0 held its GIL'
+    if fd is not None:
+        os.close(fd)
+    assert torch.equal(hvd.synchronize(h), expected)
+
+
+def test_cpu_results_are_aligned_writable_and_outlive_their_handles():
+    x = rank_tensor(hvd.rank(), (2, 3), torch.float64)
+    gathered = hvd.allgather(x, name='own.ag')
+    n = hvd.size()
+    scattered = hvd.reducescatter(rank_tensor(hvd.rank(), (1, 2), torch.int32), op=hvd.Sum,
+                                  name='own.rs')
+    gc.collect()
+    expected = torch.cat([rank_tensor(r, (2, 3), torch.float64) for r in range(n)])
+    assert gathered.data_ptr() % 64 == 0
+    gathered += 1
+    assert torch.equal(gathered, expected + 1)
+    # One row over n ranks: rank 0 gets it, the others an empty result.
+    assert scattered.shape == ((1, 2) if hvd.rank() == 0 else (0, 2))
+    assert scattered.dtype == torch.int32
 
 
 def test_grouped_allgather():

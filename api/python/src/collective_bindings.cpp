@@ -58,31 +58,42 @@ process_set in_set(int32_t id) {
 }
 
 // The handle keeps the tensors' owners and the device's ready event.
-handle_ptr wrap(std::vector<handle> hs, py::object keep_alive, const py::object& device,
-                std::vector<py_callable> allocators = {}) {
-  return std::make_unique<py_handle>(std::move(hs), py::make_tuple(std::move(keep_alive), device),
-                                     std::move(allocators));
-}
-
-handle_ptr wrap(handle h, py::object keep_alive, const py::object& device,
-                std::vector<py_callable> allocators = {}) {
-  return wrap(std::vector<handle>{std::move(h)}, std::move(keep_alive), device,
-              std::move(allocators));
-}
-
-// The Python callables (owned by the handle) and the allocators the runtime
-// gets for them.
+// The allocators of a call's results: for each member, a Python callable
+// (a CUDA result: memory of the framework's allocator) or None (a CPU
+// result: the runtime's own memory, cpu_allocator, taken by the Python side
+// after completion). The handle owns the callables and the memory.
 struct allocation {
   std::vector<py_callable> owned;
+  std::vector<result_ptr> results;
   std::vector<output_allocator> allocators;
 
-  explicit allocation(const std::vector<py::object>& callables) {
-    for (const auto& fn : callables) {
-      owned.push_back(std::make_shared<py::object>(fn));
-      allocators.push_back(python_allocator(owned.back()));
+  allocation() = default;
+  allocation(const std::vector<py::object>& callables, const std::vector<int>& dtypes) {
+    if (callables.size() != dtypes.size())
+      throw py::value_error("allocator and dtype lists differ in length");
+    for (size_t i = 0; i < callables.size(); ++i) {
+      if (callables[i].is_none()) {
+        results.push_back(std::make_shared<result_memory>());
+        allocators.push_back(cpu_allocator(results.back(), static_cast<data_type>(dtypes[i])));
+      } else {
+        results.push_back(nullptr);
+        owned.push_back(std::make_shared<py::object>(callables[i]));
+        allocators.push_back(python_allocator(owned.back()));
+      }
     }
   }
 };
+
+handle_ptr wrap(std::vector<handle> hs, py::object keep_alive, const py::object& device,
+                allocation out = {}) {
+  return std::make_unique<py_handle>(std::move(hs), py::make_tuple(std::move(keep_alive), device),
+                                     std::move(out.owned), std::move(out.results));
+}
+
+handle_ptr wrap(handle h, py::object keep_alive, const py::object& device,
+                allocation out = {}) {
+  return wrap(std::vector<handle>{std::move(h)}, std::move(keep_alive), device, std::move(out));
+}
 
 } // namespace
 
@@ -121,10 +132,11 @@ void bind_collectives(py::module_& m) {
     [](uintptr_t input, int dtype, shape_t shape, const std::string& name,
        py::object keep_alive, const py::object& allocate, int32_t process_set_id,
        const py::object& device) {
-      allocation out({allocate});
+      allocation out({allocate}, {dtype});
+      auto allocator = out.allocators.front();
       return wrap(troupe::allgather(view(input, dtype, std::move(shape), device), name,
-                                    in_set(process_set_id), out.allocators.front()),
-                  std::move(keep_alive), device, std::move(out.owned));
+                                    in_set(process_set_id), allocator),
+                  std::move(keep_alive), device, std::move(out));
     },
     py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("name"),
     py::arg("keep_alive"), py::arg("allocate"),
@@ -135,10 +147,11 @@ void bind_collectives(py::module_& m) {
        const std::vector<shape_t>& shapes, const std::string& name, py::object keep_alive,
        const std::vector<py::object>& allocate, int32_t process_set_id,
        const py::object& device) {
-      allocation out(allocate);
+      allocation out(allocate, dtypes);
+      auto allocators = out.allocators;
       return wrap(troupe::grouped_allgather(views(inputs, dtypes, shapes, device), name,
-                                            in_set(process_set_id), out.allocators),
-                  std::move(keep_alive), device, std::move(out.owned));
+                                            in_set(process_set_id), allocators),
+                  std::move(keep_alive), device, std::move(out));
     },
     py::arg("inputs"), py::arg("dtypes"), py::arg("shapes"), py::arg("name"),
     py::arg("keep_alive"), py::arg("allocate"),
@@ -159,10 +172,11 @@ void bind_collectives(py::module_& m) {
     [](uintptr_t input, int dtype, shape_t shape, const std::string& name,
        const std::vector<int64_t>& splits, py::object keep_alive, const py::object& allocate,
        int32_t process_set_id, const py::object& device) {
-      allocation out({allocate});
+      allocation out({allocate}, {dtype});
+      auto allocator = out.allocators.front();
       return wrap(troupe::alltoall(view(input, dtype, std::move(shape), device), name, splits,
-                                   in_set(process_set_id), out.allocators.front()),
-                  std::move(keep_alive), device, std::move(out.owned));
+                                   in_set(process_set_id), allocator),
+                  std::move(keep_alive), device, std::move(out));
     },
     py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("name"), py::arg("splits"),
     py::arg("keep_alive"), py::arg("allocate"),
@@ -172,11 +186,12 @@ void bind_collectives(py::module_& m) {
     [](uintptr_t input, int dtype, shape_t shape, const std::string& name, int op,
        double prescale, double postscale, py::object keep_alive, const py::object& allocate,
        int32_t process_set_id, const py::object& device) {
-      allocation out({allocate});
+      allocation out({allocate}, {dtype});
+      auto allocator = out.allocators.front();
       return wrap(troupe::reducescatter(view(input, dtype, std::move(shape), device), name,
                                         static_cast<reduce_op>(op), prescale, postscale,
-                                        in_set(process_set_id), out.allocators.front()),
-                  std::move(keep_alive), device, std::move(out.owned));
+                                        in_set(process_set_id), allocator),
+                  std::move(keep_alive), device, std::move(out));
     },
     py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("name"), py::arg("op"),
     py::arg("prescale"), py::arg("postscale"), py::arg("keep_alive"), py::arg("allocate"),
@@ -187,12 +202,12 @@ void bind_collectives(py::module_& m) {
        const std::vector<shape_t>& shapes, const std::string& name, int op, double prescale,
        double postscale, py::object keep_alive, const std::vector<py::object>& allocate,
        int32_t process_set_id, const py::object& device) {
-      allocation out(allocate);
+      allocation out(allocate, dtypes);
+      auto allocators = out.allocators;
       return wrap(troupe::grouped_reducescatter(views(inputs, dtypes, shapes, device), name,
                                                 static_cast<reduce_op>(op), prescale,
-                                                postscale, in_set(process_set_id),
-                                                out.allocators),
-                  std::move(keep_alive), device, std::move(out.owned));
+                                                postscale, in_set(process_set_id), allocators),
+                  std::move(keep_alive), device, std::move(out));
     },
     py::arg("inputs"), py::arg("dtypes"), py::arg("shapes"), py::arg("name"), py::arg("op"),
     py::arg("prescale"), py::arg("postscale"), py::arg("keep_alive"), py::arg("allocate"),

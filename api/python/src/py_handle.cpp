@@ -1,6 +1,8 @@
 #include "api/python/src/py_handle.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <stdexcept>
 
 #include <pybind11/stl.h>
@@ -11,6 +13,29 @@
 namespace py = pybind11;
 
 namespace troupe::python {
+
+result_memory::~result_memory() {
+  std::free(data);
+}
+
+output_allocator cpu_allocator(const result_ptr& into, data_type dtype) {
+  const size_t element_bytes = element_size(dtype);
+  return [into, element_bytes](const shape_t& shape) -> void* {
+    constexpr size_t alignment = 64;
+    const auto bytes = static_cast<size_t>(num_elements(shape)) * element_bytes;
+    if (into->allocated)
+      throw std::runtime_error("a result allocated twice");
+    if (bytes > 0) {
+      into->data = std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+      if (into->data == nullptr)
+        throw std::bad_alloc();
+    }
+    into->bytes = bytes;
+    into->shape = shape;
+    into->allocated = true;
+    return into->data;
+  };
+}
 
 output_allocator python_allocator(const py_callable& fn) {
   std::weak_ptr<py::object> weak = fn;
@@ -74,9 +99,9 @@ size_t orphaned_operations() {
 }
 
 py_handle::py_handle(std::vector<handle> members, py::object keep_alive,
-                     std::vector<py_callable> allocators)
+                     std::vector<py_callable> allocators, std::vector<result_ptr> results)
   : members_(std::move(members)), keep_alive_(std::move(keep_alive)),
-    allocators_(std::move(allocators)) {
+    allocators_(std::move(allocators)), results_(std::move(results)) {
   release_finished_orphans();
 }
 
@@ -128,6 +153,18 @@ std::vector<int64_t> py_handle::received_splits(size_t i) const {
   return member(i).received_splits();
 }
 
+py::tuple py_handle::result_memory(size_t i) const {
+  if (!member(i).poll())
+    throw std::logic_error("the result of a collective that has not completed");
+  const auto& r = i < results_.size() ? results_[i] : nullptr;
+  if (!r || !r->allocated)
+    throw std::logic_error("member " + std::to_string(i) + " has no result the runtime allocated");
+  py::object memory = py::none();
+  if (r->bytes > 0)
+    memory = py::cast(r);
+  return py::make_tuple(memory, r->shape);
+}
+
 int py_handle::join_result() const {
   return troupe::join_result(member(0));
 }
@@ -136,12 +173,19 @@ void bind_handle(py::module_& m) {
   m.def("_orphaned_operations", &orphaned_operations,
         "Operations whose handle was dropped while the runtime still used their memory "
         "(held until it lets go)");
+  py::class_<result_memory, result_ptr>(m, "ResultMemory", py::buffer_protocol())
+    .def_buffer([](result_memory& r) {
+      return py::buffer_info(r.data, 1, py::format_descriptor<uint8_t>::format(), 1,
+                             {static_cast<py::ssize_t>(r.bytes)}, {py::ssize_t{1}},
+                             /*readonly=*/false);
+    });
   py::class_<py_handle>(m, "Handle")
     .def("poll", &py_handle::poll)
     .def("wait", &py_handle::wait)
     .def("result", &py_handle::result)
     .def("members", &py_handle::members)
     .def("received_splits", &py_handle::received_splits)
+    .def("result_memory", &py_handle::result_memory)
     .def("join_result", &py_handle::join_result);
 }
 

@@ -24,6 +24,28 @@ using py_callable = std::shared_ptr<pybind11::object>;
 /// GIL; `fn` itself belongs to the py_handle, released with it under the GIL.
 output_allocator python_allocator(const py_callable& fn);
 
+/// A CPU result the runtime allocates on its backend thread without the
+/// GIL (cpu_allocator): 64-byte aligned memory that the Python side wraps
+/// as a tensor without copying once the collective completed
+/// (py_handle::result_memory). Taking the GIL there instead would hold
+/// the backend's every collective until the interpreter lets go of it (up
+/// to its 5 ms switch interval while another thread runs Python code).
+struct result_memory {
+  result_memory() = default;
+  result_memory(const result_memory&) = delete;
+  result_memory& operator=(const result_memory&) = delete;
+  ~result_memory();
+
+  void* data = nullptr;  // null for a result of no bytes
+  size_t bytes = 0;
+  shape_t shape;
+  bool allocated = false;
+};
+using result_ptr = std::shared_ptr<result_memory>;
+
+/// The output_allocator that allocates a result of `dtype` into `into`.
+output_allocator cpu_allocator(const result_ptr& into, data_type dtype);
+
 /// Operations whose py_handle is gone but whose memory the runtime still
 /// uses (see ~py_handle); releases those that finished first. Call with
 /// the GIL.
@@ -36,7 +58,7 @@ size_t orphaned_operations();
 class py_handle {
 public:
   py_handle(std::vector<handle> members, pybind11::object keep_alive,
-            std::vector<py_callable> allocators = {});
+            std::vector<py_callable> allocators = {}, std::vector<result_ptr> results = {});
 
   /// A handle dropped while its collective still runs hands the memory the
   /// runtime uses (and its result allocators) to a list released once the
@@ -61,6 +83,10 @@ public:
     return members_.size();
   }
   std::vector<int64_t> received_splits(size_t member) const;
+  /// (memory, shape) of member `i`'s result where cpu_allocator allocated
+  /// it: memory is a writable buffer that keeps it alive (None for no
+  /// bytes). Only after the collective completed.
+  pybind11::tuple result_memory(size_t member) const;
   int join_result() const;
 
 private:
@@ -69,6 +95,7 @@ private:
   std::vector<handle> members_;
   pybind11::object keep_alive_;
   std::vector<py_callable> allocators_;
+  std::vector<result_ptr> results_;  // by member, where cpu_allocator allocates
 };
 
 } // namespace troupe::python

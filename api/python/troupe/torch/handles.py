@@ -142,18 +142,33 @@ def _register(core_handle, finish, key):
 
 
 class _Output:
-    """Allocates a result whose shape is known only after negotiation: the
-    runtime calls it once, from its backend thread with the GIL held, and
-    writes the result straight into the tensor."""
+    """A result whose shape is known only after negotiation. On the CPU the
+    runtime allocates it on its backend thread without the GIL, and
+    result() wraps that memory as a tensor without copying; on a GPU the
+    runtime calls this object once, from its backend thread with the GIL
+    held, for a tensor of the framework's allocator to write into."""
 
     def __init__(self, dtype, device=None):
         self.dtype = dtype
         self.device = device
         self.tensor = None
 
+    @property
+    def allocator(self):
+        """What the core's call takes: None for the runtime's own memory."""
+        return None if self.device is None or self.device.type == 'cpu' else self
+
     def __call__(self, shape):
         self.tensor = torch.empty(shape, dtype=self.dtype, device=self.device)
         return self.tensor.data_ptr()
+
+    def result(self, core_handle, member=0):
+        """The result tensor, once `core_handle` completed."""
+        if self.tensor is None:
+            memory, shape = core_handle.result_memory(member)
+            self.tensor = (torch.empty(shape, dtype=self.dtype) if memory is None
+                           else torch.frombuffer(memory, dtype=self.dtype).view(shape))
+        return self.tensor
 
 
 def _copy_back(targets, sources):

@@ -219,8 +219,9 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     out = _Output(src.dtype, src.device)
     key = _op_name('allgather', name, ps_id)
     core_handle = _core.allgather(src.data_ptr(), code, list(src.shape),
-                                  key[1], src, out, process_set_id=ps_id, device=_device(src))
-    return _register(core_handle, lambda _: out.tensor, key)
+                                  key[1], src, out.allocator, process_set_id=ps_id,
+                                  device=_device(src))
+    return _register(core_handle, out.result, key)
 
 
 def _own_rows(gathered_first_dims, process_set):
@@ -262,9 +263,9 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     key = _op_name('grouped_allgather', name, ps_id)
     core_handle = _core.grouped_allgather([s.data_ptr() for s in srcs], codes,
                                           [list(s.shape) for s in srcs],
-                                          key[1], srcs, outs,
+                                          key[1], srcs, [o.allocator for o in outs],
                                           process_set_id=ps_id, device=_device(*srcs))
-    return _register(core_handle, lambda _: [o.tensor for o in outs], key)
+    return _register(core_handle, lambda h: [o.result(h, i) for i, o in enumerate(outs)], key)
 
 
 class HorovodGroupedAllgather(torch.autograd.Function):
@@ -371,10 +372,10 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     out = _Output(src.dtype, src.device)
     key = _op_name('alltoall', name, ps_id)
     core_handle = _core.alltoall(src.data_ptr(), code, list(src.shape),
-                                 key[1], split_list, src, out,
+                                 key[1], split_list, src, out.allocator,
                                  process_set_id=ps_id, device=_device(src))
     return _register(core_handle, lambda h: (
-        out.tensor, torch.tensor(h.received_splits(0), dtype=torch.int32)), key)
+        out.result(h), torch.tensor(h.received_splits(0), dtype=torch.int32)), key)
 
 
 class HorovodAlltoall(torch.autograd.Function):
@@ -426,9 +427,9 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     key = _op_name('reducescatter', name, ps_id)
     core_handle = _core.reducescatter(src.data_ptr(), code, list(src.shape),
                                       key[1], op,
-                                      float(prescale_factor), float(postscale_factor), src, out,
-                                      process_set_id=ps_id, device=_device(src))
-    return _register_reducescatter(core_handle, lambda _: out.tensor, key, op)
+                                      float(prescale_factor), float(postscale_factor), src,
+                                      out.allocator, process_set_id=ps_id, device=_device(src))
+    return _register_reducescatter(core_handle, out.result, key, op)
 
 
 def _reducescatter_grad(grad, op, process_set, prescale_factor, postscale_factor):
@@ -485,8 +486,10 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     core_handle = _core.grouped_reducescatter(
         [s.data_ptr() for s in srcs], codes, [list(s.shape) for s in srcs],
         key[1], op, float(prescale_factor),
-        float(postscale_factor), srcs, outs, process_set_id=ps_id, device=_device(*srcs))
-    return _register_reducescatter(core_handle, lambda _: [o.tensor for o in outs], key, op)
+        float(postscale_factor), srcs, [o.allocator for o in outs], process_set_id=ps_id,
+        device=_device(*srcs))
+    return _register_reducescatter(
+        core_handle, lambda h: [o.result(h, i) for i, o in enumerate(outs)], key, op)
 
 
 class HorovodGroupedReducescatter(torch.autograd.Function):
