@@ -9,7 +9,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/buffer_piece.hpp"
-#include "backends/cpu/arith.hpp"
+#include "backends/element_finish.hpp"
 #include "troupe/types.hpp"
 
 namespace troupe::backends {
@@ -93,10 +93,11 @@ public:
     (void)pieces, (void)dtype, (void)op, (void)finish;
     throw backend_error(std::string(name()) + " does not reduce pieces in place");
   }
-  /// Whether reducescatter() reduces only each rank's part; else a caller
-  /// reduces the whole vector and keeps its part. Asked once connected, the
-  /// same answer on every member.
-  virtual bool reduces_scatter() const {
+  /// Whether reducescatter() of `count` elements in all reduces only each
+  /// rank's part; else a caller reduces the whole vector and keeps its part.
+  /// The same answer on every member for the same count, once connected.
+  virtual bool reduces_scatter(size_t count) const {
+    (void)count;
     return false;
   }
   /// Only where reduces_scatter().

@@ -2,7 +2,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "troupe/types.hpp"
@@ -22,14 +21,6 @@ void float_to_half(data_type dtype, const float* in, void* out, size_t count);
 /// out[i] = a[i] op b[i] over `count` elements (out may alias a or b):
 /// Gloo's reduce-function signature.
 using element_reduction = void (*)(void* out, const void* a, const void* b, size_t count);
-
-/// What an allreduce does to each element of its result once it is reduced
-/// (an average's division, a postscale), on `count` elements at `data`;
-/// empty when nothing. Element-wise, so a communicator that reduces a
-/// vector in shares may apply it to each share where it is reduced, while
-/// the share is in cache, instead of every rank passing over all of it
-/// after.
-using element_finish = std::function<void(void* data, size_t count)>;
 
 /// The reduction of `op` on `dtype` that Gloo-mode allreduces and the
 /// shared-memory group use: sum for average (the caller divides), max for a

@@ -341,18 +341,16 @@ void mpi_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
     group_bytes_ += p.bytes;
 }
 
-bool mpi_communicator::reduces_scatter() const {
-  return true;
+// MPI_Reduce_scatter's counts are ints, and Open MPI adds them up in an
+// int too: larger vectors go through the chunked allreduce.
+bool mpi_communicator::reduces_scatter(size_t count) const {
+  return (group_ && comm_->across_hosts == MPI_COMM_NULL) ||
+         count <= static_cast<size_t>(std::numeric_limits<int>::max());
 }
 
 void mpi_communicator::reducescatter(const reducescatter_options& opts) {
   if (group_ && comm_->across_hosts == MPI_COMM_NULL) {
-    const size_t element_bytes = element_size(opts.dtype);
-    std::vector<size_t> bytes;
-    bytes.reserve(opts.counts.size());
-    for (auto c : opts.counts)
-      bytes.push_back(c * element_bytes);
-    group_->reduce_scatter(opts.input, opts.output, bytes, element_bytes,
+    group_->reduce_scatter(opts.input, opts.output, opts.counts, element_size(opts.dtype),
                            reduction_of(opts.dtype, opts.op), opts.finish);
     return;
   }

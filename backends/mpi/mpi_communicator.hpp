@@ -55,7 +55,7 @@ public:
                         const element_finish& finish) override;
   /// Through the segment on one host (each rank reduces its own part), else
   /// MPI_Reduce_scatter.
-  bool reduces_scatter() const override;
+  bool reduces_scatter(size_t count) const override;
   void reducescatter(const reducescatter_options& opts) override;
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;

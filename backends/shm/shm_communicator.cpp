@@ -129,22 +129,18 @@ void shm_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
     bytes_ += p.bytes;
 }
 
-bool shm_communicator::reduces_scatter() const {
+bool shm_communicator::reduces_scatter(size_t) const {
   return one_host_;
 }
 
 void shm_communicator::reducescatter(const reducescatter_options& opts) {
   if (!one_host_)
     communicator::reducescatter(opts);  // throws
-  const size_t element_bytes = element_size(opts.dtype);
-  std::vector<size_t> bytes;
-  bytes.reserve(opts.counts.size());
-  for (auto c : opts.counts)
-    bytes.push_back(c * element_bytes);
-  group_->reduce_scatter(opts.input, opts.output, bytes, element_bytes,
+  group_->reduce_scatter(opts.input, opts.output, opts.counts, element_size(opts.dtype),
                          reduction_of(opts.dtype, opts.op), opts.finish);
   ++others_;
-  other_bytes_ += std::accumulate(bytes.begin(), bytes.end(), size_t{0});
+  other_bytes_ +=
+    std::accumulate(opts.counts.begin(), opts.counts.end(), size_t{0}) * element_size(opts.dtype);
 }
 
 void shm_communicator::allgather(const allgather_options& opts) {

@@ -42,10 +42,10 @@ public:
   /// buffer's copies then stay in cache too, and the cross-host step makes
   /// the same calls. Plain Gloo (per-call cost over loopback): at once.
   size_t chunk_bytes() const override;
-  /// Through the segment on one host; else Gloo's.
   /// Through the segment on one host: each rank reduces its own part.
-  bool reduces_scatter() const override;
+  bool reduces_scatter(size_t count) const override;
   void reducescatter(const reducescatter_options& opts) override;
+  /// Through the segment on one host; else Gloo's.
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;
   void alltoall(const alltoall_options& opts) override;

@@ -317,6 +317,16 @@ private:
   size_t total_ = 0;
 };
 
+// Reduces `elements` of every member's `input(m)` into `out`, in member
+// order, so that whoever runs it gets the same bits.
+template <class Input>
+void reduce_members(char* out, size_t elements, element_reduction reduce, int members,
+                    const Input& input) {
+  reduce(out, input(0), input(1), elements);
+  for (int m = 2; m < members; ++m)
+    reduce(out, out, input(m), elements);
+}
+
 } // namespace
 
 void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
@@ -345,10 +355,8 @@ void shm_group::allreduce(piece_span pieces, size_t element_bytes,
     // A piece's part of the round reduced into `out` from each member's
     // `input(m, off)` (`off`: the part's offset in the round).
     const auto reduce_part = [&](char* out, size_t off, size_t bytes, const auto& input) {
-      const size_t elements = bytes / element_bytes;
-      reduce(out, input(0, off), input(1, off), elements);
-      for (int m = 2; m < members_; ++m)
-        reduce(out, out, input(m, off), elements);
+      reduce_members(out, bytes / element_bytes, reduce, members_,
+                     [&](int m) { return input(m, off); });
     };
     if (!cross && end <= whole_round_bytes) {
       mine.copy_out(base, end, slot(p, member_));
@@ -393,24 +401,21 @@ void shm_group::allreduce(piece_span pieces, size_t element_bytes,
 }
 
 void shm_group::reduce_scatter(const void* input, void* output,
-                               const std::vector<size_t>& bytes, size_t element_bytes,
+                               const std::vector<size_t>& counts, size_t element_bytes,
                                element_reduction reduce, const element_finish& finish) {
   running_ = "reducescatter";
   const auto n = static_cast<size_t>(members_);
   // Part k of member m's slot holds a slice of m's input for share k: a
   // multiple of 64 bytes, so of every element size.
   const size_t part = slot_bytes_ / n / 64 * 64;
-  if (bytes.size() != n || part == 0)
-    throw backend_error("shared-memory reduce-scatter: " + std::to_string(bytes.size()) +
+  if (counts.size() != n || part == 0)
+    throw backend_error("shared-memory reduce-scatter: " + std::to_string(counts.size()) +
                         " shares for a group of " + std::to_string(members_) + " in slots of " +
                         std::to_string(slot_bytes_) + " bytes");
-  std::vector<size_t> at(n);
+  std::vector<size_t> bytes(n), at(n);
   size_t most = 0;
   for (size_t k = 0, s = 0; k < n; s += bytes[k], ++k) {
-    if (bytes[k] % element_bytes != 0)
-      throw backend_error("shared-memory reduce-scatter: share " + std::to_string(k) + " of " +
-                          std::to_string(bytes[k]) + " bytes is not whole elements of " +
-                          std::to_string(element_bytes));
+    bytes[k] = counts[k] * element_bytes;
     at[k] = s;
     most = std::max(most, bytes[k]);
   }
@@ -425,24 +430,16 @@ void shm_group::reduce_scatter(const void* input, void* output,
     for (size_t k = 0; k < n; ++k)
       if (const size_t c = slice(k, done); k != me && c > 0)
         std::memcpy(slot(p, member_) + k * part, in + at[k] + done, c);
-    barrier(spin_for(part));
+    barrier(spin_for(std::min(part, most - done)));
     const size_t c = slice(me, done);
     if (c == 0)
       continue;
-    const auto from = [&](size_t m) -> const char* {
-      return m == me ? in + at[me] + done : slot(p, static_cast<int>(m)) + me * part;
-    };
     char* o = out + done;
-    const size_t elements = c / element_bytes;
-    if (n == 1) {
-      std::memcpy(o, from(0), c);
-    } else {
-      reduce(o, from(0), from(1), elements);
-      for (size_t m = 2; m < n; ++m)
-        reduce(o, o, from(m), elements);
-    }
+    reduce_members(o, c / element_bytes, reduce, members_, [&](int m) -> const char* {
+      return m == member_ ? in + at[me] + done : slot(p, m) + me * part;
+    });
     if (finish)
-      finish(o, elements);
+      finish(o, c / element_bytes);
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "backends/buffer_piece.hpp"
 #include "backends/cpu/arith.hpp"
+#include "backends/element_finish.hpp"
 #include "ipc/shm_segment.hpp"
 
 namespace troupe::backends {
@@ -105,13 +106,13 @@ public:
   /// without a fusion buffer to pack them into and unpack them from.
   void allreduce(piece_span pieces, size_t element_bytes, element_reduction reduce,
                  const cross_step& cross, const element_finish& finish = {});
-  /// Reduces the concatenation of the members' shares, `bytes[m]` bytes of
-  /// member m's (whole elements each; the same `bytes` on every member),
-  /// leaving only this member's share of the result in `output` (outside
-  /// `input`), with `finish` applied. Each member reduces its own share:
-  /// a round carries a slice of every share. Throws backend_error as
+  /// Reduces the concatenation of the members' shares, `counts[m]`
+  /// elements of `element_bytes` for member m (the same `counts` on every
+  /// member), leaving only this member's share of the result in `output`
+  /// (outside `input`), with `finish` applied. Each member reduces its own
+  /// share: a round carries a slice of every share. Throws backend_error as
   /// allreduce().
-  void reduce_scatter(const void* input, void* output, const std::vector<size_t>& bytes,
+  void reduce_scatter(const void* input, void* output, const std::vector<size_t>& counts,
                       size_t element_bytes, element_reduction reduce,
                       const element_finish& finish);
   /// Copies `bytes` at `data` of member `root` to `data` of every other

@@ -245,9 +245,6 @@ TEST_P(shm_group_members, reduce_scatter_leaves_each_member_its_share) {
             store(dtype, input.data(), i, input_value(dtype, m, i));
           const auto mine = counts[static_cast<size_t>(m)];
           std::vector<char> output(mine * esize + 1);
-          std::vector<size_t> bytes;
-          for (auto c : counts)
-            bytes.push_back(c * esize);
           element_finish finish;
           if (finish_too)
             finish = [](void* data, size_t count) {
@@ -255,8 +252,8 @@ TEST_P(shm_group_members, reduce_scatter_leaves_each_member_its_share) {
               for (size_t i = 0; i < count; ++i)
                 x[i] = 2 * x[i] + 1;
             };
-          group.reduce_scatter(input.data(), output.data(), bytes, esize, reduction_of(dtype, op),
-                               finish);
+          group.reduce_scatter(input.data(), output.data(), counts, esize,
+                               reduction_of(dtype, op), finish);
           for (size_t i = 0; i < mine; ++i) {
             double want = expected_value(dtype, op, members, first + i);
             if (finish_too)

@@ -104,33 +104,36 @@ check exchanged(int rank, int size) {
           }};
 }
 
-// Reducescatter (sum) of 2 size + 1 rows of three float32, rank r adding
-// r + 1 + 10 row + col: exact in float32.
+// Reducescatter (sum) of 2 size + 1 rows of `cols` float32 (3 unless
+// said), rank r adding r + 1 + 10 row + col: exact in float32.
 struct scattered {
   std::shared_ptr<std::vector<float>> input;
   shape_t mine;   // this rank's block
   int64_t first;  // its first row
+  int64_t cols;
 
-  scattered(int rank, int size) : input(std::make_shared<std::vector<float>>()) {
+  scattered(int rank, int size, int64_t columns = 3)
+    : input(std::make_shared<std::vector<float>>()), cols(columns) {
     const int64_t rows = 2 * size + 1;
     for (int64_t row = 0; row < rows; ++row)
-      for (int col = 0; col < 3; ++col)
+      for (int64_t col = 0; col < cols; ++col)
         input->push_back(static_cast<float>(rank + 1 + 10 * row + col));
     // Horovod's split: the first rows % size ranks get one row more.
     auto rows_of = [&](int r) { return rows / size + (r < rows % size ? 1 : 0); };
     first = 0;
     for (int r = 0; r < rank; ++r)
       first += rows_of(r);
-    mine = {rows_of(rank), 3};
+    mine = {rows_of(rank), cols};
   }
 
   tensor in() const {
-    return {input->data(), data_type::float32, {static_cast<int64_t>(input->size() / 3), 3}};
+    return {input->data(), data_type::float32,
+            {static_cast<int64_t>(input->size()) / cols, cols}};
   }
 
   float want(int size, size_t i) const {
-    const auto row = first + static_cast<int64_t>(i / 3);
-    const auto col = static_cast<int64_t>(i % 3);
+    const auto row = first + static_cast<int64_t>(i) / cols;
+    const auto col = static_cast<int64_t>(i) % cols;
     return static_cast<float>(size * (10 * row + col) + size * (size + 1) / 2);
   }
 };
@@ -145,6 +148,34 @@ check reduced(int rank, int size) {
           },
           [=](const handle& h) {
             return verify<float>(h, *a, x.mine, [&](size_t i) { return x.want(size, i); });
+          }};
+}
+
+// An allocator that hands out the end of the input's own memory, which the
+// reduction reads in later rounds (rows of 60 000 floats: several rounds of
+// the host's segment): the result must still be the sum.
+check reduced_into_input(int rank, int size) {
+  const scattered x(rank, size, 60000);
+  return {"reducescatter.into_its_input",
+          [=] {
+            return reducescatter(x.in(), "alloc.rs_in", reduce_op::sum, 1.0, 1.0, {},
+                                 [=](const shape_t& s) -> void* {
+                                   return x.input->data() + x.input->size() -
+                                          static_cast<size_t>(num_elements(s));
+                                 });
+          },
+          [=](const handle& h) -> std::string {
+            if (auto s = h.result(); !s.ok())
+              return "failed: " + s.message();
+            if (h.output_shape() != x.mine)
+              return "shape " + to_string(h.output_shape());
+            const auto n = static_cast<size_t>(num_elements(x.mine));
+            const float* got = x.input->data() + x.input->size() - n;
+            for (size_t i = 0; i < n; ++i)
+              if (got[i] != x.want(size, i))
+                return "element " + std::to_string(i) + ": " + std::to_string(got[i]) +
+                       ", want " + std::to_string(x.want(size, i));
+            return std::string();
           }};
 }
 
@@ -183,6 +214,7 @@ std::vector<check> allocator_checks(int rank, int size) {
   out.push_back(gathered("allgather.allocated.empty", rank, size, [](int) { return 0; }));
   out.push_back(exchanged(rank, size));
   out.push_back(reduced(rank, size));
+  out.push_back(reduced_into_input(rank, size));
 
   // Three int32 members of one group: fused into one allgather.
   auto inputs = std::make_shared<std::vector<std::vector<int32_t>>>();

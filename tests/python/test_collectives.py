@@ -206,11 +206,14 @@ def test_results_arrive_while_one_rank_never_lets_go_of_the_gil(needs_peers, tmp
         assert ctypes.PyDLL(None).read(fd, said, 1) == 1
         assert said.raw == b'1', 'rank 1 saw no result while rank 0 held its GIL'
     elif hvd.rank() == 1:
-        deadline = time.monotonic() + 20
-        while not hvd.poll(h) and time.monotonic() < deadline:
-            time.sleep(0.001)
-        done = hvd.poll(h)
-        os.write(fd, b'1' if done else b'0')
+        done = False
+        try:  # whatever happens here, rank 0 must get its byte
+            deadline = time.monotonic() + 20
+            while not hvd.poll(h) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            done = hvd.poll(h)
+        finally:
+            os.write(fd, b'1' if done else b'0')
         assert done, 'no result in 20 s while rank 0 held its GIL'
     if fd is not None:
         os.close(fd)

@@ -5,8 +5,10 @@
 // cudaEvent_t recorded on the producer's stream at submission or 0, the
 // object owning that event), held by the handle too; a call's tensors share
 // one device. No framework header is needed: the Python side reads them. A
-// result sized by negotiation goes to memory from `allocate(shape)` (a
-// Python callable returning a data pointer; one per member when grouped).
+// result sized by negotiation goes to memory from `allocate` (one per member
+// when grouped): a Python callable `allocate(shape)` returning a data
+// pointer, or None for the runtime's own memory (cpu_allocator; the Python
+// side takes it with Handle.result_memory).
 #include <cstdint>
 #include <memory>
 #include <string>

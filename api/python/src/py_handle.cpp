@@ -153,7 +153,7 @@ std::vector<int64_t> py_handle::received_splits(size_t i) const {
   return member(i).received_splits();
 }
 
-py::tuple py_handle::result_memory(size_t i) const {
+py::tuple py_handle::allocated_result(size_t i) const {
   if (!member(i).poll())
     throw std::logic_error("the result of a collective that has not completed");
   const auto& r = i < results_.size() ? results_[i] : nullptr;
@@ -185,7 +185,7 @@ void bind_handle(py::module_& m) {
     .def("result", &py_handle::result)
     .def("members", &py_handle::members)
     .def("received_splits", &py_handle::received_splits)
-    .def("result_memory", &py_handle::result_memory)
+    .def("result_memory", &py_handle::allocated_result)
     .def("join_result", &py_handle::join_result);
 }
 

@@ -27,7 +27,7 @@ output_allocator python_allocator(const py_callable& fn);
 /// A CPU result the runtime allocates on its backend thread without the
 /// GIL (cpu_allocator): 64-byte aligned memory that the Python side wraps
 /// as a tensor without copying once the collective completed
-/// (py_handle::result_memory). Taking the GIL there instead would hold
+/// (py_handle::allocated_result). Taking the GIL there instead would hold
 /// the backend's every collective until the interpreter lets go of it (up
 /// to its 5 ms switch interval while another thread runs Python code).
 struct result_memory {
@@ -86,7 +86,7 @@ public:
   /// (memory, shape) of member `i`'s result where cpu_allocator allocated
   /// it: memory is a writable buffer that keeps it alive (None for no
   /// bytes). Only after the collective completed.
-  pybind11::tuple result_memory(size_t member) const;
+  pybind11::tuple allocated_result(size_t member) const;
   int join_result() const;
 
 private:

@@ -1,5 +1,6 @@
 #include "backends/cpu/collectives/reduce.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -79,13 +80,18 @@ void reduce_native(const run_context& ctx, const v1::Response& resp, void* data,
 void reduce_scatter(const run_context& ctx, const v1::Response& resp, const void* input,
                     void* output, std::vector<size_t> counts, data_type dtype) {
   auto finish = finish_of(ctx, resp, dtype);
-  if (resp.prescale_factor() != 1.0) {
-    const size_t bytes = std::accumulate(counts.begin(), counts.end(), size_t{0}) *
-                         element_size(dtype);
-    char* scaled = scratch_buffers::at_least(ctx.scratch.copy, bytes);
-    std::memcpy(scaled, input, bytes);
-    scale(scaled, bytes / element_size(dtype), dtype, resp.prescale_factor());
-    input = scaled;
+  const size_t esize = element_size(dtype);
+  const size_t bytes = std::accumulate(counts.begin(), counts.end(), size_t{0}) * esize;
+  const auto in = reinterpret_cast<uintptr_t>(input);
+  const auto out = reinterpret_cast<uintptr_t>(output);
+  const size_t out_bytes = counts.at(static_cast<size_t>(ctx.rank)) * esize;
+  // The communicator reads the input while it writes the output (an
+  // allocator may hand out the input's own memory), and never scales it.
+  if (resp.prescale_factor() != 1.0 || (out < in + bytes && in < out + out_bytes)) {
+    char* copy = scratch_buffers::at_least(ctx.scratch.copy, bytes);
+    std::memcpy(copy, input, bytes);
+    scale(copy, bytes / esize, dtype, resp.prescale_factor());
+    input = copy;
   }
   ctx.comm.reducescatter(
     {input, output, std::move(counts), dtype, library_op(resp), std::move(finish)});

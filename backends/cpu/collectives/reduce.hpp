@@ -11,10 +11,11 @@ namespace troupe::backends {
 void reduce_in_place(const run_context& ctx, const v1::Response& resp, void* data,
                      size_t count, data_type dtype);
 
-/// This rank's part (`counts[rank]` elements into `output`) of the
-/// reduction of `input` (the parts of every rank back to back, `counts`
-/// elements each): prescale, the communicator's reduce-scatter, average and
-/// postscale. Only where communicator::reduces_scatter().
+/// This rank's part (`counts[rank]` elements into `output`, which may
+/// overlap `input`) of the reduction of `input` (the parts of every rank
+/// back to back, `counts` elements each): prescale, the communicator's
+/// reduce-scatter, average and postscale. Only where
+/// communicator::reduces_scatter().
 void reduce_scatter(const run_context& ctx, const v1::Response& resp, const void* input,
                     void* output, std::vector<size_t> counts, data_type dtype);
 

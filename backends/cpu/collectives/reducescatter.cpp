@@ -29,7 +29,7 @@ void run_reducescatter(const run_context& ctx, const v1::Response& resp,
   out_shape[0] = rows[static_cast<size_t>(ctx.rank)];
   const auto bytes = static_cast<size_t>(out_shape[0]) * row_elements * esize;
   char* out = result_buffer(e, out_shape);
-  if (ctx.comm.reduces_scatter()) {
+  if (ctx.comm.reduces_scatter(static_cast<size_t>(num_elements(shape)))) {
     std::vector<size_t> counts;
     counts.reserve(rows.size());
     for (auto r : rows)

@@ -4,9 +4,11 @@ values (horovod/torch/mpi_ops.py).
 Tensors reach the runtime as (data pointer, dtype code, shape): a contiguous
 CPU tensor is read and written where it lies; a non-contiguous one goes
 through a contiguous copy (copied back for in-place ops). Results sized by
-negotiation (allgather, alltoall, reducescatter) are torch tensors the
-runtime allocates through a callback and writes directly. The objects owning
-that memory stay referenced by the core handle until the collective is over.
+negotiation (allgather, alltoall, reducescatter) are written directly where
+they end up: on the CPU into the runtime's own memory, wrapped as the tensor
+afterwards (handles._Output); on a GPU into a tensor the runtime allocates
+through a callback. The objects owning that memory stay referenced by the
+core handle until the collective is over.
 Handles, names and codes are in troupe.torch.handles.
 """
 
