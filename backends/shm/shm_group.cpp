@@ -317,6 +317,23 @@ private:
   size_t total_ = 0;
 };
 
+// Blocks of `bytes[k]` bytes back to back: where each starts, the largest,
+// and the slice of block k a round of `width` bytes from `done` carries.
+struct block_layout {
+  std::vector<size_t> bytes, at;
+  size_t most = 0;
+
+  explicit block_layout(std::vector<size_t> sizes) : bytes(std::move(sizes)), at(bytes.size()) {
+    for (size_t k = 0, s = 0; k < bytes.size(); s += bytes[k], ++k) {
+      at[k] = s;
+      most = std::max(most, bytes[k]);
+    }
+  }
+  size_t slice(size_t k, size_t done, size_t width) const {
+    return done < bytes[k] ? std::min(width, bytes[k] - done) : size_t{0};
+  }
+};
+
 // Reduces `elements` of every member's `input(m)` into `out`, in member
 // order, so that whoever runs it gets the same bits.
 template <class Input>
@@ -412,31 +429,25 @@ void shm_group::reduce_scatter(const void* input, void* output,
     throw backend_error("shared-memory reduce-scatter: " + std::to_string(counts.size()) +
                         " shares for a group of " + std::to_string(members_) + " in slots of " +
                         std::to_string(slot_bytes_) + " bytes");
-  std::vector<size_t> bytes(n), at(n);
-  size_t most = 0;
-  for (size_t k = 0, s = 0; k < n; s += bytes[k], ++k) {
-    bytes[k] = counts[k] * element_bytes;
-    at[k] = s;
-    most = std::max(most, bytes[k]);
-  }
+  std::vector<size_t> bytes;
+  for (auto c : counts)
+    bytes.push_back(c * element_bytes);
+  const block_layout shares(std::move(bytes));
   const auto* in = static_cast<const char*>(input);
   auto* out = static_cast<char*>(output);
   const auto me = static_cast<size_t>(member_);
-  const auto slice = [&](size_t k, size_t done) {
-    return done < bytes[k] ? std::min(part, bytes[k] - done) : size_t{0};
-  };
-  for (size_t done = 0; done < most; done += part) {
+  for (size_t done = 0; done < shares.most; done += part) {
     const int p = next_parity();
     for (size_t k = 0; k < n; ++k)
-      if (const size_t c = slice(k, done); k != me && c > 0)
-        std::memcpy(slot(p, member_) + k * part, in + at[k] + done, c);
-    barrier(spin_for(std::min(part, most - done)));
-    const size_t c = slice(me, done);
+      if (const size_t c = shares.slice(k, done, part); k != me && c > 0)
+        std::memcpy(slot(p, member_) + k * part, in + shares.at[k] + done, c);
+    barrier(spin_for(std::min(part, shares.most - done)));
+    const size_t c = shares.slice(me, done, part);
     if (c == 0)
       continue;
     char* o = out + done;
     reduce_members(o, c / element_bytes, reduce, members_, [&](int m) -> const char* {
-      return m == member_ ? in + at[me] + done : slot(p, m) + me * part;
+      return m == member_ ? in + shares.at[me] + done : slot(p, m) + me * part;
     });
     if (finish)
       finish(o, c / element_bytes);
@@ -470,32 +481,22 @@ void shm_group::allgather(const void* input, void* output, const std::vector<siz
   if (bytes.size() != static_cast<size_t>(members_))
     throw backend_error("shared-memory allgather: " + std::to_string(bytes.size()) +
                         " sizes for a group of " + std::to_string(members_));
-  std::vector<size_t> offset(bytes.size());
-  size_t total = 0;
-  size_t most = 0;
-  for (size_t m = 0; m < bytes.size(); ++m) {
-    offset[m] = total;
-    total += bytes[m];
-    most = std::max(most, bytes[m]);
-  }
+  const block_layout blocks(bytes);
   const auto* in = static_cast<const char*>(input);
   auto* out = static_cast<char*>(output);
   const auto me = static_cast<size_t>(member_);
-  const auto part = [&](size_t m, size_t done) {
-    return done < bytes[m] ? std::min(slot_bytes_, bytes[m] - done) : size_t{0};
-  };
-  for (size_t done = 0; done < most; done += slot_bytes_) {
+  for (size_t done = 0; done < blocks.most; done += slot_bytes_) {
     const int p = next_parity();
-    if (const size_t n = part(me, done); n > 0)
+    if (const size_t n = blocks.slice(me, done, slot_bytes_); n > 0)
       std::memcpy(slot(p, member_), in + done, n);
-    barrier(spin_for(std::min(slot_bytes_, most - done)));
+    barrier(spin_for(std::min(slot_bytes_, blocks.most - done)));
     for (size_t m = 0; m < bytes.size(); ++m)
-      if (const size_t n = part(m, done); m != me && n > 0)
-        std::memcpy(out + offset[m] + done, slot(p, static_cast<int>(m)), n);
+      if (const size_t n = blocks.slice(m, done, slot_bytes_); m != me && n > 0)
+        std::memcpy(out + blocks.at[m] + done, slot(p, static_cast<int>(m)), n);
   }
   // Last: the others' parts were read from the slots, never from `input`.
-  if (bytes[me] > 0 && out + offset[me] != in)
-    std::memmove(out + offset[me], in, bytes[me]);
+  if (bytes[me] > 0 && out + blocks.at[me] != in)
+    std::memmove(out + blocks.at[me], in, bytes[me]);
 }
 
 void shm_group::alltoall(const void* input, const std::vector<size_t>& send_bytes,
