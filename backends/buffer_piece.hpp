@@ -9,8 +9,11 @@ namespace troupe::backends {
 /// the caller's memory: a fused allreduce's tensors, reduced as the
 /// concatenation of their pieces without packing them into one buffer.
 struct buffer_piece {
-  void* data = nullptr;
+  void* data = nullptr;  // where the result goes
   size_t bytes = 0;
+  /// Where this rank's contribution is read from, if not `data` (an
+  /// allreduce into another tensor: no copy into it first).
+  const void* input = nullptr;
 };
 
 using buffer_pieces = std::vector<buffer_piece>;

@@ -285,14 +285,19 @@ public:
   size_t bytes() const {
     return total_;
   }
-  // Calls f(address, offset from `at`, bytes) for each part of [at, at +
-  // len) that lies in one piece, in order (empty pieces give empty parts).
+  // Calls f(result address, input address, offset from `at`, bytes) for
+  // each part of [at, at + len) that lies in one piece, in order (empty
+  // pieces give empty parts).
   template <class F>
   void each(size_t at, size_t len, F&& f) const {
     if (len == 0)
       return;
+    const auto part = [&](const buffer_piece& p, size_t in, size_t off, size_t n) {
+      const auto* input = static_cast<const char*>(p.input != nullptr ? p.input : p.data);
+      f(static_cast<char*>(p.data) + in, input + in, off, n);
+    };
     if (pieces_.size() == 1) {
-      f(static_cast<char*>(pieces_[0].data) + at, size_t{0}, len);
+      part(pieces_[0], at, 0, len);
       return;
     }
     size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), at) -
@@ -300,15 +305,21 @@ public:
     for (size_t done = 0; done < len; ++i) {
       const size_t in = at + done - starts_[i];
       const size_t n = std::min(pieces_[i].bytes - in, len - done);
-      f(static_cast<char*>(pieces_[i].data) + in, done, n);
+      part(pieces_[i], in, done, n);
       done += n;
     }
   }
+  // This rank's contribution to [at, at + len), into `to`.
   void copy_out(size_t at, size_t len, char* to) const {
-    each(at, len, [&](char* p, size_t off, size_t n) { std::memcpy(to + off, p, n); });
+    each(at, len, [&](char*, const char* in, size_t off, size_t n) {
+      std::memcpy(to + off, in, n);
+    });
   }
+  // The result of [at, at + len), from `from`.
   void copy_in(size_t at, size_t len, const char* from) const {
-    each(at, len, [&](char* p, size_t off, size_t n) { std::memcpy(p, from + off, n); });
+    each(at, len, [&](char* out, const char*, size_t off, size_t n) {
+      std::memcpy(out, from + off, n);
+    });
   }
 
 private:
@@ -379,7 +390,7 @@ void shm_group::allreduce(piece_span pieces, size_t element_bytes,
       mine.copy_out(base, end, slot(p, member_));
       barrier(spin_for(end));
       // Same order on every member: bitwise the same result everywhere.
-      mine.each(base, end, [&](char* at, size_t off, size_t bytes) {
+      mine.each(base, end, [&](char* at, const char*, size_t off, size_t bytes) {
         reduce_part(at, off, bytes, [&](int m, size_t o) { return slot(p, m) + o; });
         if (finish)
           finish(at, bytes / element_bytes);
@@ -395,9 +406,9 @@ void shm_group::allreduce(piece_span pieces, size_t element_bytes,
     mine.copy_out(base + hi, end - hi, slot(p, member_) + hi);
     barrier(spin_.round);
     char* out = result(p);
-    mine.each(base + lo, hi - lo, [&](char* at, size_t off, size_t bytes) {
+    mine.each(base + lo, hi - lo, [&](char*, const char* in, size_t off, size_t bytes) {
       reduce_part(out + lo + off, lo + off, bytes, [&](int m, size_t o) -> const char* {
-        return m == member_ ? at : slot(p, m) + o;
+        return m == member_ ? in : slot(p, m) + o;
       });
     });
     if (cross) {

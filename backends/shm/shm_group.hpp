@@ -102,8 +102,10 @@ public:
   void allreduce(void* data, size_t count, size_t element_bytes, element_reduction reduce,
                  const cross_step& cross, const element_finish& finish = {});
   /// The same for the concatenation of `pieces` (whole elements each),
-  /// each read and written where it lies: a fused allreduce's tensors
-  /// without a fusion buffer to pack them into and unpack them from.
+  /// each written where it lies and read there or from its `input`: a fused
+  /// allreduce's tensors without a fusion buffer to pack them into and
+  /// unpack them from, and an allreduce into another tensor without a copy
+  /// into it first.
   void allreduce(piece_span pieces, size_t element_bytes, element_reduction reduce,
                  const cross_step& cross, const element_finish& finish = {});
   /// Reduces the concatenation of the members' shares, `counts[m]`

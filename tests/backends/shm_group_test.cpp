@@ -162,6 +162,29 @@ TEST_P(shm_group_members, reduce_pieces_where_they_lie) {
   });
 }
 
+// Read from inputs elsewhere (an allreduce into another tensor): the results
+// land in the pieces, whatever they held, and the inputs stay as they were.
+TEST_P(shm_group_members, reduce_inputs_into_other_memory) {
+  const int members = GetParam();
+  expect_every_member_passes("apart", members, [&](shm_group& group, int m) {
+    int touched = 0;
+    const int wrong = check_everything(m, members, [&](void* p, size_t n, data_type d, reduce_op o) {
+      const size_t bytes = n * element_size(d);
+      const std::vector<char> input(static_cast<char*>(p), static_cast<char*>(p) + bytes);
+      const std::vector<char> before = input;
+      std::memset(p, 0xab, bytes);
+      const size_t half = n / 2 * element_size(d);
+      const buffer_pieces pieces{{p, half, input.data()},
+                                 {static_cast<char*>(p) + half, bytes - half, input.data() + half}};
+      group.allreduce(pieces, element_size(d), reduction_of(d, o), {});
+      touched += input != before;
+    });
+    if (touched > 0)
+      std::fprintf(stderr, "member %d: %d inputs written to\n", m, touched);
+    return wrong == 0 && touched == 0 ? 0 : 1;
+  });
+}
+
 // The finish (an average's division, a postscale) runs exactly once on
 // every element of the result, whichever member reduced it: in rounds
 // every member reduces whole (up to 16 KiB), in shares of larger rounds,

@@ -17,21 +17,18 @@ namespace {
 // step went from 1.07 to 1.00 x raw MPI (docs/benchmarks.md).
 constexpr size_t in_place_fraction = 32;
 
-// Copies the input to the output if they differ, then reduces the output in
-// place, `chunk` bytes at a time (0 = at once).
+// Reduces the input into the output (the same tensor, or another), `chunk`
+// bytes at a time (0 = at once).
 void reduce_in_output(const run_context& ctx, const v1::Response& resp,
                       actors::tensor_entry& e, size_t chunk) {
   const size_t size = e.input.size_bytes();
   const size_t esize = element_size(e.input.dtype);
-  if (e.output.data != e.input.data)
-    std::memcpy(e.output.data, e.input.data, size);
+  const auto* in = static_cast<const char*>(e.input.data);
   auto* out = static_cast<char*>(e.output.data);
-  if (chunk == 0 || chunk >= size) {
-    reduce_in_place(ctx, resp, out, size / esize, e.input.dtype);
-    return;
-  }
+  if (chunk == 0 || chunk >= size)
+    chunk = size;
   for (size_t at = 0; at < size; at += chunk)
-    reduce_in_place(ctx, resp, out + at, std::min(chunk, size - at) / esize, e.input.dtype);
+    reduce_into(ctx, resp, in + at, out + at, std::min(chunk, size - at) / esize, e.input.dtype);
 }
 
 // Whole elements per chunk (0: at once). Every rank cuts the same chunks:
@@ -74,9 +71,8 @@ void reduce_through_buffer(const run_context& ctx, const v1::Response& resp,
     pieces.reserve(static_cast<size_t>(last - first));
     for (auto it = first; it != last; ++it) {
       auto& e = **it;
-      if (e.output.data != e.input.data)
-        std::memcpy(e.output.data, e.input.data, e.input.size_bytes());
-      pieces.push_back({e.output.data, e.output.size_bytes()});
+      pieces.push_back({e.output.data, e.output.size_bytes(),
+                        e.output.data != e.input.data ? e.input.data : nullptr});
     }
     ctx.span(activity, 'B');
     reduce_pieces_in_place(ctx, resp, pieces, dtype);

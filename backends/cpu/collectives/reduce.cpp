@@ -103,10 +103,32 @@ bool reduces_pieces(const run_context& ctx, const v1::Response& resp) {
 
 void reduce_pieces_in_place(const run_context& ctx, const v1::Response& resp,
                             const buffer_pieces& pieces, data_type dtype) {
-  const size_t esize = element_size(dtype);
-  for (const auto& p : pieces)
-    scale(p.data, p.bytes / esize, dtype, resp.prescale_factor());
-  ctx.comm.allreduce_pieces(pieces, dtype, library_op(resp), finish_of(ctx, resp, dtype));
+  auto finish = finish_of(ctx, resp, dtype);
+  if (resp.prescale_factor() == 1.0) {
+    ctx.comm.allreduce_pieces(pieces, dtype, library_op(resp), finish);
+    return;
+  }
+  // The prescale is applied to copies in the results, never to the inputs.
+  buffer_pieces scaled(pieces);
+  for (auto& p : scaled) {
+    if (p.input != nullptr)
+      std::memcpy(p.data, p.input, p.bytes);
+    p.input = nullptr;
+    scale(p.data, p.bytes / element_size(dtype), dtype, resp.prescale_factor());
+  }
+  ctx.comm.allreduce_pieces(scaled, dtype, library_op(resp), finish);
+}
+
+void reduce_into(const run_context& ctx, const v1::Response& resp, const void* input,
+                 void* output, size_t count, data_type dtype) {
+  const size_t bytes = count * element_size(dtype);
+  if (input != output && reduces_pieces(ctx, resp)) {
+    reduce_pieces_in_place(ctx, resp, {buffer_piece{output, bytes, input}}, dtype);
+    return;
+  }
+  if (input != output)
+    std::memcpy(output, input, bytes);
+  reduce_in_place(ctx, resp, output, count, dtype);
 }
 
 void reduce_in_place(const run_context& ctx, const v1::Response& resp, void* data,

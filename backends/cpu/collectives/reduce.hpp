@@ -25,9 +25,16 @@ void reduce_scatter(const run_context& ctx, const v1::Response& resp, const void
 bool reduces_pieces(const run_context& ctx, const v1::Response& resp);
 
 /// reduce_in_place() of the concatenation of `pieces` (whole elements of
-/// `dtype` each), each where it lies: no fusion buffer. Only where
-/// reduces_pieces().
+/// `dtype` each), each into its `data`, read from its `input` where it has
+/// one (never written): no fusion buffer, no copy of the inputs first.
+/// Only where reduces_pieces().
 void reduce_pieces_in_place(const run_context& ctx, const v1::Response& resp,
                             const buffer_pieces& pieces, data_type dtype);
+
+/// reduce_in_place() of `count` elements read from `input` into `output`
+/// (the same, or apart): where the communicator reduces pieces, straight
+/// from one to the other; else `input` copied into `output` first.
+void reduce_into(const run_context& ctx, const v1::Response& resp, const void* input,
+                 void* output, size_t count, data_type dtype);
 
 } // namespace troupe::backends
