@@ -94,10 +94,15 @@ def test_allreduce_default_op_is_average():
 
 def test_allreduce_scale_factors():
     x = rank_tensor(hvd.rank(), SHAPE, torch.float64)
+    before = x.clone()
     out = hvd.allreduce(x, op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0)
     assert torch.allclose(out, reference(hvd.Sum, torch.float64) * 1.5)
     out = hvd.allreduce(x, op=hvd.Average, prescale_factor=2.0)
     assert torch.allclose(out, reference(hvd.Average, torch.float64) * 2.0)
+    # Fused with another tensor, and alone: the prescale never reaches the input.
+    outs = hvd.grouped_allreduce([x, x.clone()], op=hvd.Sum, prescale_factor=0.5)
+    assert all(torch.allclose(o, reference(hvd.Sum, torch.float64) * 0.5) for o in outs)
+    assert torch.equal(x, before)
 
 
 def test_allreduce_fp16_compression():
