@@ -60,13 +60,12 @@ element_finish finish_of(const run_context& ctx, const v1::Response& resp, data_
 
 void reduce_native(const run_context& ctx, const v1::Response& resp, void* data,
                    size_t count, data_type dtype) {
-  const auto finish = finish_of(ctx, resp, dtype);
-  scale(data, count, dtype, resp.prescale_factor());
   if (reduces_pieces(ctx, resp)) {
-    ctx.comm.allreduce_pieces(buffer_piece{data, count * element_size(dtype)}, dtype,
-                              library_op(resp), finish);
+    reduce_pieces_in_place(ctx, resp, buffer_piece{data, count * element_size(dtype)}, dtype);
     return;
   }
+  const auto finish = finish_of(ctx, resp, dtype);
+  scale(data, count, dtype, resp.prescale_factor());
   if (op_of(resp) == reduce_op::adasum)
     adasum_in_place(ctx, data, count, dtype);
   else
@@ -102,14 +101,14 @@ bool reduces_pieces(const run_context& ctx, const v1::Response& resp) {
 }
 
 void reduce_pieces_in_place(const run_context& ctx, const v1::Response& resp,
-                            const buffer_pieces& pieces, data_type dtype) {
+                            piece_span pieces, data_type dtype) {
   auto finish = finish_of(ctx, resp, dtype);
   if (resp.prescale_factor() == 1.0) {
     ctx.comm.allreduce_pieces(pieces, dtype, library_op(resp), finish);
     return;
   }
   // The prescale is applied to copies in the results, never to the inputs.
-  buffer_pieces scaled(pieces);
+  buffer_pieces scaled(pieces.begin(), pieces.end());
   for (auto& p : scaled) {
     if (p.input != nullptr)
       std::memcpy(p.data, p.input, p.bytes);
@@ -123,7 +122,7 @@ void reduce_into(const run_context& ctx, const v1::Response& resp, const void* i
                  void* output, size_t count, data_type dtype) {
   const size_t bytes = count * element_size(dtype);
   if (input != output && reduces_pieces(ctx, resp)) {
-    reduce_pieces_in_place(ctx, resp, {buffer_piece{output, bytes, input}}, dtype);
+    reduce_pieces_in_place(ctx, resp, buffer_piece{output, bytes, input}, dtype);
     return;
   }
   if (input != output)

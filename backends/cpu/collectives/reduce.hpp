@@ -29,7 +29,7 @@ bool reduces_pieces(const run_context& ctx, const v1::Response& resp);
 /// one (never written): no fusion buffer, no copy of the inputs first.
 /// Only where reduces_pieces().
 void reduce_pieces_in_place(const run_context& ctx, const v1::Response& resp,
-                            const buffer_pieces& pieces, data_type dtype);
+                            piece_span pieces, data_type dtype);
 
 /// reduce_in_place() of `count` elements read from `input` into `output`
 /// (the same, or apart): where the communicator reduces pieces, straight
