@@ -42,6 +42,7 @@ void fail_pairs(gloo::Context& context) {
 constexpr uint8_t pairwise_prefix = 0x54;
 constexpr uint8_t ring_prefix = 0x55;
 constexpr uint8_t direct_prefix = 0x56;
+constexpr uint8_t scatter_prefix = 0x57;
 
 // Up to this many bytes sent per rank ((members - 1) x the tensor), an
 // allreduce is one exchange of whole buffers (direct_allreduce) instead of
@@ -52,6 +53,15 @@ constexpr uint8_t direct_prefix = 0x56;
 // the others, n (n - 1) messages in all.
 constexpr size_t direct_max_bytes = size_t{64} << 10;
 constexpr int direct_max_members = 8;
+
+// Reduces `members` blocks of `count` elements, `block` bytes apart from
+// `all` on, into `out` in rank order: every rank gets the same bits.
+void reduce_blocks(char* out, const char* all, size_t count, size_t block, int members,
+                   element_reduction reduce) {
+  reduce(out, all, all + block, count);
+  for (int m = 2; m < members; ++m)
+    reduce(out, out, all + block * static_cast<size_t>(m), count);
+}
 
 } // namespace
 
@@ -263,9 +273,7 @@ void gloo_communicator::direct_allreduce(const allreduce_options& opts) {
         if (!in->waitRecv(timeout) || !out->waitSend(timeout))
           throw backend_error("gloo allreduce was aborted: a peer of the process set was lost");
     }
-    reduce(data, all.data(), all.data() + bytes, opts.count);
-    for (int m = 2; m < n; ++m)
-      reduce(data, data, all.data() + bytes * static_cast<size_t>(m), opts.count);
+    reduce_blocks(data, all.data(), opts.count, bytes, n, reduce);
   });
 }
 
@@ -312,6 +320,106 @@ void gloo_communicator::ring_allreduce(const allreduce_options& opts) {
       exchange(n - 1 + s, chunk(ctx_.rank - s + 1), chunk(ctx_.rank - s), out,
                first(chunk(ctx_.rank - s)) * esize);
   });
+}
+
+bool gloo_communicator::reduces_scatter(size_t) const {
+  return true;
+}
+
+void gloo_communicator::reducescatter(const reducescatter_options& opts) {
+  const int n = ctx_.size;
+  const auto me = static_cast<size_t>(ctx_.rank);
+  const size_t esize = element_size(opts.dtype);
+  // Rank c's part: elements [first[c], first[c + 1]).
+  std::vector<size_t> first(static_cast<size_t>(n) + 1, 0);
+  for (int c = 0; c < n; ++c)
+    first[static_cast<size_t>(c) + 1] = first[static_cast<size_t>(c)] + opts.counts.at(static_cast<size_t>(c));
+  const auto part = [&](int c) { return opts.counts[static_cast<size_t>(c)]; };
+  const size_t total = first.back();
+  const size_t mine = opts.counts.at(me);
+  auto* out = static_cast<char*>(opts.output);
+  const auto* in = static_cast<const char*>(opts.input);
+  if (total == 0)
+    return;
+  guarded("reducescatter", [&] {
+    const auto reduce = reduction_of(opts.dtype, opts.op);
+    const auto timeout = gloo_->getTimeout();
+    const auto wait = [&](gloo::transport::UnboundBuffer& b, bool recv) {
+      if (!(recv ? b.waitRecv(timeout) : b.waitSend(timeout)))
+        throw backend_error("gloo reducescatter was aborted: a peer of the process set was lost");
+    };
+    if (n == 1) {
+      std::memcpy(out, in, mine * esize);
+    } else if (n <= direct_max_members && total * esize <= direct_max_bytes) {
+      // Every member's contribution to this rank's part at its rank's
+      // place, this one's included, reduced in rank order. Empty parts are
+      // neither sent nor received: every rank knows every part's size.
+      std::vector<char> all(mine * esize * static_cast<size_t>(n));
+      std::memcpy(all.data() + mine * esize * me, in + first[me] * esize, mine * esize);
+      // Gloo wants a non-const pointer; it only reads what it sends.
+      waiting send{*this, const_cast<char*>(in), total * esize};
+      waiting recv{*this, all.data(), all.size()};
+      const auto slot = gloo::Slot::build(scatter_prefix, 0);
+      int sends = 0;
+      for (int p = 0; p < n; ++p) {
+        if (p == ctx_.rank)
+          continue;
+        if (mine > 0)
+          recv->recv(p, slot, mine * esize * static_cast<size_t>(p), mine * esize);
+        if (part(p) > 0) {
+          send->send(p, slot, first[static_cast<size_t>(p)] * esize, part(p) * esize);
+          ++sends;
+        }
+      }
+      for (int k = 0; k < n - 1 && mine > 0; ++k)
+        wait(*recv, true);
+      for (int k = 0; k < sends; ++k)
+        wait(*send, false);
+      if (mine > 0)
+        reduce_blocks(out, all.data(), mine, mine * esize, n, reduce);
+    } else {
+      // The ring's reduce-scatter, its chunks this call's parts and shifted
+      // by one, so that rank r ends up with part r: at step s it gives the
+      // part it summed at step s - 1 (its own input's at step 0) and sums
+      // the part it takes with its own input's, into one of two buffers
+      // in turn (the other may still be on its way), the last one into
+      // the output. The input is never copied or written.
+      // (Buffers left uninitialised: filling megabytes first cost more than
+      // the exchange; two ranks need no sums.)
+      const size_t most = *std::max_element(opts.counts.begin(), opts.counts.end()) * esize;
+      const size_t sum_bytes = n > 2 ? most : 0;
+      const std::unique_ptr<char[]> received(new char[most]);
+      const std::unique_ptr<char[]> sums[2] = {std::unique_ptr<char[]>(new char[sum_bytes]),
+                                               std::unique_ptr<char[]>(new char[sum_bytes])};
+      // Gloo wants a non-const pointer; it only reads what it sends.
+      waiting from_input{*this, const_cast<char*>(in), total * esize};
+      waiting from_sums[2] = {{*this, sums[0].get(), sum_bytes}, {*this, sums[1].get(), sum_bytes}};
+      waiting recv{*this, received.get(), most};
+      const auto chunk = [&](int c) { return ((c % n) + n) % n; };
+      const int right = (ctx_.rank + 1) % n;
+      const int left = (ctx_.rank + n - 1) % n;
+      for (int s = 0; s < n - 1; ++s) {
+        // What this rank gives is what its right neighbour takes.
+        const int give = chunk(ctx_.rank - s - 1);
+        const int take = chunk(ctx_.rank - s - 2);
+        const auto slot = gloo::Slot::build(scatter_prefix, static_cast<uint32_t>(s + 1));
+        waiting& sender = s == 0 ? from_input : from_sums[(s - 1) % 2];
+        if (part(give) > 0)
+          sender->send(right, slot, s == 0 ? first[static_cast<size_t>(give)] * esize : 0,
+                       part(give) * esize);
+        if (part(take) > 0) {
+          recv->recv(left, slot, 0, part(take) * esize);
+          wait(*recv, true);
+          char* into = s == n - 2 ? out : sums[s % 2].get();
+          reduce(into, in + first[static_cast<size_t>(take)] * esize, received.get(), part(take));
+        }
+        if (part(give) > 0)
+          wait(*sender, false);
+      }
+    }
+  });
+  if (opts.finish && mine > 0)
+    opts.finish(out, mine);
 }
 
 void gloo_communicator::barrier() {

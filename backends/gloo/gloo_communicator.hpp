@@ -27,6 +27,13 @@ public:
   }
   void connect() override;
   void allreduce(const allreduce_options& opts) override;
+  /// Of this class's own, its waits woken by abort() as
+  /// ring_allreduce()'s: one exchange where the whole vector is at most
+  /// 64 KiB on up to 8 members (each rank sends every other its part and
+  /// reduces its own in rank order), else the reduce-scatter half of the
+  /// ring: half an allreduce's traffic.
+  bool reduces_scatter(size_t count) const override;
+  void reducescatter(const reducescatter_options& opts) override;
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;
   void alltoall(const alltoall_options& opts) override;
@@ -51,7 +58,8 @@ public:
   /// Fails every pair of the context (Gloo's own path for its timeout):
   /// their pending sends and receives throw, and Gloo's thread no longer
   /// touches their buffers (closing a pair alone wakes no waiter); then
-  /// wakes the waits of sendrecv(), ring_allreduce() and direct_allreduce().
+  /// wakes the waits of sendrecv(), ring_allreduce(), direct_allreduce()
+  /// and reducescatter().
   void abort() override;
 
 private:
@@ -70,8 +78,8 @@ private:
   std::mutex mutex_;
   std::shared_ptr<gloo::Context> gloo_;
   bool aborted_ = false;
-  // The buffers of sendrecv(), ring_allreduce() and direct_allreduce()
-  // while they are in use.
+  // The buffers of sendrecv(), ring_allreduce(), direct_allreduce() and
+  // reducescatter() while they are in use.
   std::vector<gloo::transport::UnboundBuffer*> waiting_;
 };
 

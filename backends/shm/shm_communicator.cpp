@@ -129,11 +129,17 @@ void shm_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
     bytes_ += p.bytes;
 }
 
-bool shm_communicator::reduces_scatter(size_t) const {
-  return one_host_;
+// Across hosts with a segment on each, a reducescatter stays an allreduce
+// through the segments (hierarchical) that keeps this rank's rows.
+bool shm_communicator::reduces_scatter(size_t count) const {
+  return one_host_ || (!group_ && gloo_communicator::reduces_scatter(count));
 }
 
 void shm_communicator::reducescatter(const reducescatter_options& opts) {
+  if (!group_) {
+    gloo_communicator::reducescatter(opts);
+    return;
+  }
   if (!one_host_)
     communicator::reducescatter(opts);  // throws
   group_->reduce_scatter(opts.input, opts.output, opts.counts, element_size(opts.dtype),

@@ -42,7 +42,8 @@ public:
   /// buffer's copies then stay in cache too, and the cross-host step makes
   /// the same calls. Plain Gloo (per-call cost over loopback): at once.
   size_t chunk_bytes() const override;
-  /// Through the segment on one host: each rank reduces its own part.
+  /// Through the segment on one host (each rank reduces its own part),
+  /// Gloo's where there is no segment.
   bool reduces_scatter(size_t count) const override;
   void reducescatter(const reducescatter_options& opts) override;
   /// Through the segment on one host; else Gloo's.
