@@ -85,8 +85,10 @@ public:
     return false;
   }
   /// allreduce() of the concatenation of `pieces` (whole elements of
-  /// `dtype` each), each in place, with `finish` (if any) applied once to
-  /// every element of the result before the call returns. Only where
+  /// `dtype` each): each piece's contribution read from its `input` where
+  /// it has one (never written), else from its `data`, and its result
+  /// written to its `data`, with `finish` (if any) applied once to every
+  /// element of the result before the call returns. Only where
   /// reduces_pieces().
   virtual void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op,
                                 const element_finish& finish) {

@@ -330,6 +330,9 @@ void gloo_communicator::reducescatter(const reducescatter_options& opts) {
   const int n = ctx_.size;
   const auto me = static_cast<size_t>(ctx_.rank);
   const size_t esize = element_size(opts.dtype);
+  if (opts.counts.size() != static_cast<size_t>(n))
+    throw backend_error("gloo reducescatter: " + std::to_string(opts.counts.size()) +
+                        " parts for a set of " + std::to_string(n));
   // Rank c's part: elements [first[c], first[c + 1]).
   std::vector<size_t> first(static_cast<size_t>(n) + 1, 0);
   for (int c = 0; c < n; ++c)

@@ -179,6 +179,28 @@ check reduced_into_input(int rank, int size) {
           }};
 }
 
+// Fewer rows than ranks, each of 40 000 floats (past a one-exchange
+// reduce-scatter's 64 KiB): the last rank's part is empty.
+check reduced_with_an_empty_part(int rank, int size) {
+  auto input = std::make_shared<std::vector<float>>();
+  const int64_t rows = size - 1, cols = 40000;
+  for (int64_t i = 0; i < rows * cols; ++i)
+    input->push_back(static_cast<float>(rank + 1 + i % 1000));
+  auto a = std::make_shared<allocation>();
+  const shape_t mine{rank < rows ? 1 : 0, cols};
+  return {"reducescatter.allocated.empty_part",
+          [=] {
+            return reducescatter({input->data(), data_type::float32, {rows, cols}}, "alloc.rs_e",
+                                 reduce_op::sum, 1.0, 1.0, {}, a->allocator(data_type::float32));
+          },
+          [=](const handle& h) {
+            return verify<float>(h, *a, mine, [&](size_t i) {
+              const auto at = static_cast<int64_t>(rank) * cols + static_cast<int64_t>(i);
+              return static_cast<float>(size * (1 + at % 1000) + size * (size - 1) / 2);
+            });
+          }};
+}
+
 // Several members, each with its own allocator: `run` submits them as one
 // group; every member must pass `verify_member`.
 check grouped(const std::string& name, size_t members,
@@ -215,6 +237,8 @@ std::vector<check> allocator_checks(int rank, int size) {
   out.push_back(exchanged(rank, size));
   out.push_back(reduced(rank, size));
   out.push_back(reduced_into_input(rank, size));
+  if (size > 1)
+    out.push_back(reduced_with_an_empty_part(rank, size));
 
   // Three int32 members of one group: fused into one allgather.
   auto inputs = std::make_shared<std::vector<std::vector<int32_t>>>();
