@@ -130,12 +130,18 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
   float x = 1;
   auto warm = troupe::allreduce({&x, data_type::float32, {1}}, {&x, data_type::float32, {1}},
                                 "warm-up");
-  // "stop-busy": the victim joins a large allreduce and freezes, so the
-  // others are blocked inside the backend. Otherwise the victim never
-  // submits it and the others wait at the coordinator.
-  const bool busy = how == "stop-busy";
+  // "stop-busy": the victim joins a large allreduce ("stop-busy-scatter": a
+  // reducescatter) and freezes, so the others are blocked inside the
+  // backend. Otherwise the victim never submits it and the others wait at
+  // the coordinator.
+  const bool scatter = how == "stop-busy-scatter";
+  const bool busy = how == "stop-busy" || scatter;
   std::vector<float> big(busy ? 16u << 20 : 1u, 1.0f);
   const troupe::tensor t{big.data(), data_type::float32, {static_cast<int64_t>(big.size())}};
+  const auto submit_big = [&](const std::string& name) {
+    return scatter ? troupe::reducescatter(t, name, troupe::reduce_op::sum)
+                   : troupe::allreduce(t, t, name);
+  };
   if (rank == victim) {
     if (!warm.wait().ok())
       return 1;
@@ -143,7 +149,7 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
       // Long enough for the request to be agreed (well under 1 ms here), short
       // against the 64 MiB allreduce (about 20 ms under MPI on 2 cores): the
       // others are then inside the backend's call when this rank freezes.
-      auto h = troupe::allreduce(t, t, "big");
+      auto h = submit_big("big");
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     std::ofstream(stamp_file) << std::to_string(now_seconds()) << "\n";
@@ -154,8 +160,7 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
   // warm-up is the collective that must fail.
   auto s = warm.wait();
   if (s.ok())
-    s = troupe::allreduce(t, t, busy ? "big" : "never-completes")
-          .wait_for(std::chrono::seconds(60));
+    s = submit_big(busy ? "big" : "never-completes").wait_for(std::chrono::seconds(60));
   const double detected = now_seconds();
   double stamped = 0;
   std::ifstream(stamp_file) >> stamped;

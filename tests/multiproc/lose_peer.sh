@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# lose_peer.sh TROUPE_RUN CHECK kill|stop|stop-busy|mpi-stop-busy VICTIM NP MAX_SECONDS MAX_JOB_SECONDS
+# lose_peer.sh TROUPE_RUN CHECK kill|stop|stop-busy|stop-busy-scatter|noshm-stop-busy-scatter|
+#              mpi-stop-busy|mpi-stop-busy-noshm VICTIM NP MAX_SECONDS MAX_JOB_SECONDS
 #              [MAX_SHUTDOWN_SECONDS]
 # The victim rank dies or freezes while the others wait on a collective.
 # Every survivor must fail that collective with an error naming the victim
 # within MAX_SECONDS, and troupe-run must exit non-zero (no hang) within
 # MAX_JOB_SECONDS. With MAX_SHUTDOWN_SECONDS, every survivor's shutdown()
 # must also have returned within that many seconds of the victim's end.
+#
+# stop-busy-scatter: stop-busy with a reducescatter instead of the
+# allreduce; noshm-...: under --shm 0 (Gloo's TCP, no segment).
 #
 # mpi-stop-busy-noshm: stop-busy under --mpi --shm 0, whose calls nothing
 # can interrupt. Once the heartbeat reports the loss, a survivor still
@@ -30,8 +34,13 @@ case "$how" in
   mpi-stop-busy)
     launch=(--mpi)
     mpi_says="lost a peer; MPI cannot finalize without it, so this rank ends the job with MPI_Abort" ;;
+  noshm-*)
+    launch=(--shm 0) ;;
 esac
-case "$how" in mpi-*) how=stop-busy ;; esac
+case "$how" in
+  mpi-*) how=stop-busy ;;
+  noshm-*) how=${how#noshm-} ;;
+esac
 start=$(date +%s)
 timeout 90 "$run" "${launch[@]}" --timeout 60 -np "$np" "$check" lose-peer "$how" "$victim" \
   "$stamp" >"$out" 2>&1
