@@ -22,6 +22,18 @@ void float_to_half(data_type dtype, const float* in, void* out, size_t count);
 /// Gloo's reduce-function signature.
 using element_reduction = void (*)(void* out, const void* a, const void* b, size_t count);
 
+/// out = input(0) op input(1) op ... op input(members - 1) over `count`
+/// elements, in member order, so that every rank that runs it gets the same
+/// bits (`members` at least 2; `input(m)` a pointer, which may alias `out`
+/// for m = 0 only).
+template <class Input>
+void reduce_in_member_order(void* out, size_t count, element_reduction reduce, int members,
+                            const Input& input) {
+  reduce(out, input(0), input(1), count);
+  for (int m = 2; m < members; ++m)
+    reduce(out, out, input(m), count);
+}
+
 /// The reduction of `op` on `dtype` that Gloo-mode allreduces and the
 /// shared-memory group use: sum for average (the caller divides), max for a
 /// bool sum (a logical or, as in torch), the 16-bit ones below for 16-bit

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <type_traits>
 
 #include <gloo/allgatherv.h>
@@ -53,15 +54,6 @@ constexpr uint8_t scatter_prefix = 0x57;
 // the others, n (n - 1) messages in all.
 constexpr size_t direct_max_bytes = size_t{64} << 10;
 constexpr int direct_max_members = 8;
-
-// Reduces `members` blocks of `count` elements, `block` bytes apart from
-// `all` on, into `out` in rank order: every rank gets the same bits.
-void reduce_blocks(char* out, const char* all, size_t count, size_t block, int members,
-                   element_reduction reduce) {
-  reduce(out, all, all + block, count);
-  for (int m = 2; m < members; ++m)
-    reduce(out, out, all + block * static_cast<size_t>(m), count);
-}
 
 } // namespace
 
@@ -273,7 +265,9 @@ void gloo_communicator::direct_allreduce(const allreduce_options& opts) {
         if (!in->waitRecv(timeout) || !out->waitSend(timeout))
           throw backend_error("gloo allreduce was aborted: a peer of the process set was lost");
     }
-    reduce_blocks(data, all.data(), opts.count, bytes, n, reduce);
+    reduce_in_member_order(data, opts.count, reduce, n, [&](int m) {
+      return all.data() + bytes * static_cast<size_t>(m);
+    });
   });
 }
 
@@ -334,12 +328,11 @@ void gloo_communicator::reducescatter(const reducescatter_options& opts) {
     throw backend_error("gloo reducescatter: " + std::to_string(opts.counts.size()) +
                         " parts for a set of " + std::to_string(n));
   // Rank c's part: elements [first[c], first[c + 1]).
-  std::vector<size_t> first(static_cast<size_t>(n) + 1, 0);
-  for (int c = 0; c < n; ++c)
-    first[static_cast<size_t>(c) + 1] = first[static_cast<size_t>(c)] + opts.counts.at(static_cast<size_t>(c));
+  std::vector<size_t> first(opts.counts.size() + 1, 0);
+  std::partial_sum(opts.counts.begin(), opts.counts.end(), first.begin() + 1);
   const auto part = [&](int c) { return opts.counts[static_cast<size_t>(c)]; };
   const size_t total = first.back();
-  const size_t mine = opts.counts.at(me);
+  const size_t mine = opts.counts[me];
   auto* out = static_cast<char*>(opts.output);
   const auto* in = static_cast<const char*>(opts.input);
   if (total == 0)
@@ -379,7 +372,9 @@ void gloo_communicator::reducescatter(const reducescatter_options& opts) {
       for (int k = 0; k < sends; ++k)
         wait(*send, false);
       if (mine > 0)
-        reduce_blocks(out, all.data(), mine, mine * esize, n, reduce);
+        reduce_in_member_order(out, mine, reduce, n, [&](int m) {
+          return all.data() + mine * esize * static_cast<size_t>(m);
+        });
     } else {
       // The ring's reduce-scatter, its chunks this call's parts and shifted
       // by one, so that rank r ends up with part r: at step s it gives the

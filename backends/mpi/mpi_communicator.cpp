@@ -344,12 +344,15 @@ void mpi_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
 // MPI_Reduce_scatter's counts are ints, and Open MPI adds them up in an
 // int too: larger vectors go through the chunked allreduce.
 bool mpi_communicator::reduces_scatter(size_t count) const {
-  return (group_ && comm_->across_hosts == MPI_COMM_NULL) ||
-         count <= static_cast<size_t>(std::numeric_limits<int>::max());
+  return segment_holds_the_set() || count <= static_cast<size_t>(std::numeric_limits<int>::max());
+}
+
+bool mpi_communicator::segment_holds_the_set() const {
+  return group_ && comm_->across_hosts == MPI_COMM_NULL;
 }
 
 void mpi_communicator::reducescatter(const reducescatter_options& opts) {
-  if (group_ && comm_->across_hosts == MPI_COMM_NULL) {
+  if (segment_holds_the_set()) {
     group_->reduce_scatter(opts.input, opts.output, opts.counts, element_size(opts.dtype),
                            reduction_of(opts.dtype, opts.op), opts.finish);
     return;

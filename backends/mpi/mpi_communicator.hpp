@@ -80,6 +80,8 @@ private:
   // The shared segment of this host's ranks and the communicator across
   // hosts, where the set's layout allows it.
   void join_host_group();
+  // Whether the segment holds every rank of the set (one host).
+  bool segment_holds_the_set() const;
 
   // Holds the MPI_Comm, so mpi.h stays out of this header.
   struct comm_handle;

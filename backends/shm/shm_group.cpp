@@ -345,16 +345,6 @@ struct block_layout {
   }
 };
 
-// Reduces `elements` of every member's `input(m)` into `out`, in member
-// order, so that whoever runs it gets the same bits.
-template <class Input>
-void reduce_members(char* out, size_t elements, element_reduction reduce, int members,
-                    const Input& input) {
-  reduce(out, input(0), input(1), elements);
-  for (int m = 2; m < members; ++m)
-    reduce(out, out, input(m), elements);
-}
-
 } // namespace
 
 void shm_group::allreduce(void* data, size_t count, size_t element_bytes,
@@ -383,8 +373,8 @@ void shm_group::allreduce(piece_span pieces, size_t element_bytes,
     // A piece's part of the round reduced into `out` from each member's
     // `input(m, off)` (`off`: the part's offset in the round).
     const auto reduce_part = [&](char* out, size_t off, size_t bytes, const auto& input) {
-      reduce_members(out, bytes / element_bytes, reduce, members_,
-                     [&](int m) { return input(m, off); });
+      reduce_in_member_order(out, bytes / element_bytes, reduce, members_,
+                             [&](int m) { return input(m, off); });
     };
     if (!cross && end <= whole_round_bytes) {
       mine.copy_out(base, end, slot(p, member_));
@@ -457,7 +447,7 @@ void shm_group::reduce_scatter(const void* input, void* output,
     if (c == 0)
       continue;
     char* o = out + done;
-    reduce_members(o, c / element_bytes, reduce, members_, [&](int m) -> const char* {
+    reduce_in_member_order(o, c / element_bytes, reduce, members_, [&](int m) -> const char* {
       return m == member_ ? in + shares.at[me] + done : slot(p, m) + me * part;
     });
     if (finish)

@@ -1,4 +1,5 @@
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "backends/cpu/collectives/reduce.hpp"
@@ -22,26 +23,26 @@ void run_reducescatter(const run_context& ctx, const v1::Response& resp,
   const auto row_elements =
     static_cast<size_t>(num_elements(shape_t(shape.begin() + 1, shape.end())));
   const auto rows = reducescatter_rows(shape[0], ctx.size);
-  int64_t first = 0;
-  for (int r = 0; r < ctx.rank; ++r)
-    first += rows[static_cast<size_t>(r)];
+  // Each rank's part, in elements, back to back in rank order.
+  std::vector<size_t> counts;
+  counts.reserve(rows.size());
+  for (auto r : rows)
+    counts.push_back(static_cast<size_t>(r) * row_elements);
+  const auto me = static_cast<size_t>(ctx.rank);
   auto out_shape = shape;
-  out_shape[0] = rows[static_cast<size_t>(ctx.rank)];
-  const auto bytes = static_cast<size_t>(out_shape[0]) * row_elements * esize;
+  out_shape[0] = rows[me];
   char* out = result_buffer(e, out_shape);
-  if (ctx.comm.reduces_scatter(static_cast<size_t>(num_elements(shape)))) {
-    std::vector<size_t> counts;
-    counts.reserve(rows.size());
-    for (auto r : rows)
-      counts.push_back(static_cast<size_t>(r) * row_elements);
+  const auto total = static_cast<size_t>(num_elements(shape));
+  if (ctx.comm.reduces_scatter(total)) {
     reduce_scatter(ctx, resp, e.input.data, out, std::move(counts), e.input.dtype);
     return;
   }
   char* scratch = scratch_buffers::at_least(ctx.scratch.copy, e.input.size_bytes());
   std::memcpy(scratch, e.input.data, e.input.size_bytes());
-  reduce_in_place(ctx, resp, scratch, static_cast<size_t>(num_elements(shape)), e.input.dtype);
-  if (bytes > 0)
-    std::memcpy(out, scratch + static_cast<size_t>(first) * row_elements * esize, bytes);
+  reduce_in_place(ctx, resp, scratch, total, e.input.dtype);
+  const size_t first = std::accumulate(counts.begin(), counts.begin() + ctx.rank, size_t{0});
+  if (counts[me] > 0)
+    std::memcpy(out, scratch + first * esize, counts[me] * esize);
 }
 
 } // namespace troupe::backends
