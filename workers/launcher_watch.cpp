@@ -35,6 +35,14 @@ constexpr std::chrono::seconds keepalive_idle{15};
 constexpr std::chrono::seconds keepalive_interval{5};
 constexpr int keepalive_probes = 3;
 
+// The eventfd that ends the watch early; throws when there is none.
+net::unique_fd stop_event() {
+  net::unique_fd fd{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
+  if (!fd)
+    throw std::runtime_error("eventfd: " + net::error_text(errno));
+  return fd;
+}
+
 } // namespace
 
 struct launcher_watch::state {
@@ -45,7 +53,7 @@ struct launcher_watch::state {
   net::unique_fd pid_fd;
   pid_t pid = -1;
   std::string beacon;
-  net::unique_fd stop{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
+  net::unique_fd stop = stop_event();
   std::string where;
   std::thread thread;
 
@@ -122,8 +130,6 @@ launcher_watch::launcher_watch(const elastic::store_endpoint& store, const std::
                                const std::string& secret, std::chrono::milliseconds timeout)
   : state_(std::make_unique<state>()) {
   state_->where = store.describe();
-  if (!state_->stop)
-    throw std::runtime_error("eventfd: " + net::error_text(errno));
   state_->conn = elastic::connect_store(store, secret, timeout);
   if (auto* own = dynamic_cast<elastic::embedded_store_client*>(state_->conn.get())) {
     state_->fd = own->native_handle();
@@ -135,8 +141,6 @@ launcher_watch::launcher_watch(const elastic::store_endpoint& store, const std::
 
 launcher_watch::launcher_watch(pid_t launcher, uint64_t start)
   : state_(std::make_unique<state>()) {
-  if (!state_->stop)
-    throw std::runtime_error("eventfd: " + net::error_text(errno));
   state_->pid_fd = net::unique_fd{static_cast<int>(::syscall(SYS_pidfd_open, launcher, 0))};
   if (!state_->pid_fd)
     throw std::runtime_error("pidfd_open(" + std::to_string(launcher) +
