@@ -9,6 +9,7 @@ namespace troupe::test {
 
 namespace {
 
+// Empty cpus when the thread ended before its status could be read.
 thread_status read(const std::string& tid) {
   thread_status t{tid, {}, {}, 0};
   std::ifstream status("/proc/self/task/" + tid + "/status");
@@ -31,9 +32,15 @@ thread_status read(const std::string& tid) {
 std::vector<thread_status> thread_statuses() {
   const auto main_tid = std::to_string(::getpid());
   std::vector<thread_status> out{read(main_tid)};
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
-    if (entry.path().filename() != main_tid)
-      out.push_back(read(entry.path().filename()));
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    if (entry.path().filename() == main_tid)
+      continue;
+    // A short-lived thread (a connection's, a detached actor's) may end
+    // between the listing and the read: it is not one of this process's
+    // threads any more.
+    if (auto t = read(entry.path().filename()); !t.cpus.empty())
+      out.push_back(std::move(t));
+  }
   return out;
 }
 

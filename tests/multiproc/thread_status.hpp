@@ -13,7 +13,8 @@ struct thread_status {
   long switches = 0;  // voluntary and involuntary context switches so far
 };
 
-/// Every thread of this process, the main thread first.
+/// Every thread of this process, the main thread first; threads that end
+/// while being listed are left out.
 std::vector<thread_status> thread_statuses();
 
 } // namespace troupe::test
