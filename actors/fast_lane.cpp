@@ -163,7 +163,7 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
                  ? agreed_allgather_of(*name, e->request, st.cache.first_dims(*name))
                  : agreed_response_of(*name, e->request);
       else
-        fuses = fuses && append_allreduce(resp, *name, e->request);
+        fuses = fuses && append_fusible(resp, *name, e->request);
       work->entries.push_back(std::move(e));
     }
     if (work->entries.empty())

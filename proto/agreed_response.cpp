@@ -14,7 +14,8 @@ v1::Response agreed_response_of(const std::string& name, const v1::Request& requ
   resp.set_prescale_factor(request.prescale_factor());
   resp.set_postscale_factor(request.postscale_factor());
   resp.set_device_kind(request.device_kind());
-  if (request.op() == v1::OP_TYPE_ALLREDUCE)
+  // Elements, for fusion.
+  if (request.op() == v1::OP_TYPE_ALLREDUCE || request.op() == v1::OP_TYPE_REDUCESCATTER)
     resp.add_tensor_sizes(num_elements(shape_t(request.shape().begin(), request.shape().end())));
   return resp;
 }

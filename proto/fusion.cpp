@@ -8,14 +8,19 @@ namespace troupe {
 
 namespace {
 
-// Adasum's dot products and norms are per tensor, so its tensors run alone.
+// Allreduces and reducescatters; Adasum's dot products and norms are per
+// tensor, so its tensors run alone.
+bool reduces_fusibly(v1::OpType op, v1::ReduceOp reduce_op) {
+  return (op == v1::OP_TYPE_ALLREDUCE || op == v1::OP_TYPE_REDUCESCATTER) &&
+         reduce_op != v1::REDUCE_OP_ADASUM;
+}
+
 bool fusible(const v1::Request& r) {
-  return r.op() == v1::OP_TYPE_ALLREDUCE && r.reduce_op() != v1::REDUCE_OP_ADASUM;
+  return reduces_fusibly(r.op(), r.reduce_op());
 }
 
 bool fusible(const v1::Response& r) {
-  return (r.op() == v1::OP_TYPE_ALLREDUCE && r.tensor_sizes_size() == 1 &&
-          r.reduce_op() != v1::REDUCE_OP_ADASUM) ||
+  return (reduces_fusibly(r.op(), r.reduce_op()) && r.tensor_sizes_size() == 1) ||
          (r.op() == v1::OP_TYPE_ALLGATHER && r.row_elements_size() == 1);
 }
 
@@ -98,7 +103,7 @@ int64_t bytes_of(const v1::Request& r) {
 
 } // namespace
 
-bool append_allreduce(v1::Response& fused, const std::string& name, const v1::Request& request) {
+bool append_fusible(v1::Response& fused, const std::string& name, const v1::Request& request) {
   if (!fusible(request) || !same_key(fused, request))
     return false;
   fused.add_tensor_names(name);

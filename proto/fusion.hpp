@@ -9,8 +9,8 @@
 namespace troupe {
 
 /// Packs ready allreduce responses that can run as one collective (same
-/// dtype, reduction, scale factors and device kind), and ready allgathers
-/// of one dtype and device kind,
+/// dtype, reduction, scale factors and device kind), reducescatters alike,
+/// and ready allgathers of one dtype and device kind,
 /// into fused responses of at most `threshold_bytes` (0 = no fusion; for an
 /// allgather, the bytes of the whole result count); a tensor larger than
 /// the threshold runs alone. Each fused response lists its tensors in
@@ -28,15 +28,15 @@ std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshol
 std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshold_bytes,
                                const std::vector<std::string>& only_within);
 
-/// fuse()'s buckets for allreduce requests (anything else stands alone):
-/// indexes into `ready`, each bucket in order.
+/// fuse()'s buckets for allreduce and reducescatter requests (anything else
+/// stands alone): indexes into `ready`, each bucket in order.
 std::vector<std::vector<size_t>> fusion_groups(const std::vector<const v1::Request*>& ready,
                                                int64_t threshold_bytes);
 
-/// Appends an allreduce to a fused (or single) allreduce response when
-/// fuse() would put them in one bucket regardless of size (same dtype,
-/// reduction and scale factors, no Adasum); false, and `fused` unchanged,
-/// when not.
-bool append_allreduce(v1::Response& fused, const std::string& name, const v1::Request& request);
+/// Appends an allreduce or a reducescatter to a fused (or single) response
+/// of its op when fuse() would put them in one bucket regardless of size
+/// (same op, dtype, reduction and scale factors, no Adasum); false, and
+/// `fused` unchanged, when not.
+bool append_fusible(v1::Response& fused, const std::string& name, const v1::Request& request);
 
 } // namespace troupe

@@ -95,7 +95,7 @@ std::string check_response(const v1::Response& r, int32_t set_size) {
                             std::to_string(names) + " tensor(s), not " + std::to_string(want);
   };
   std::string err;
-  if (r.op() == v1::OP_TYPE_ALLREDUCE)
+  if (r.op() == v1::OP_TYPE_ALLREDUCE || r.op() == v1::OP_TYPE_REDUCESCATTER)
     err = counted("tensor_sizes", r.tensor_sizes_size(), names);
   if (r.op() == v1::OP_TYPE_ALLGATHER) {
     err = counted("tensor_sizes", r.tensor_sizes_size(), names * set_size);

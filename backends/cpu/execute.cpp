@@ -37,6 +37,8 @@ status execute(const run_context& ctx, actors::collective_work& work) {
     const bool fused = work.entries.size() > 1;
     if (fused && work.response.op() == v1::OP_TYPE_ALLREDUCE) {
       run_fused_allreduce(ctx, work.response, work.entries);
+    } else if (fused && work.response.op() == v1::OP_TYPE_REDUCESCATTER) {
+      run_fused_reducescatter(ctx, work.response, work.entries);
     } else if (fused && work.response.op() == v1::OP_TYPE_ALLGATHER) {
       run_fused_allgather(ctx, work.response, work.entries);
     } else {

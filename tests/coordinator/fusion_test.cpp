@@ -92,6 +92,26 @@ TEST(fusion, allgathers_fuse_by_result_size_and_never_with_allreduces) {
             (std::vector<int64_t>{2, 2}));
 }
 
+v1::Response reducescatter(const std::string& name, int64_t elements,
+                           v1::ReduceOp op = v1::REDUCE_OP_SUM) {
+  auto r = allreduce(name, elements);
+  r.set_op(v1::OP_TYPE_REDUCESCATTER);
+  r.set_reduce_op(op);
+  return r;
+}
+
+TEST(fusion, reducescatters_fuse_by_input_size_and_never_with_allreduces) {
+  // 4 floats = 16 bytes each; threshold 40 bytes fits two per bucket.
+  auto out = fuse({reducescatter("a", 4), allreduce("r", 4), reducescatter("b", 4),
+                   reducescatter("v", 1, v1::REDUCE_OP_AVERAGE), reducescatter("c", 4),
+                   reducescatter("w", 1, v1::REDUCE_OP_AVERAGE)},
+                  40);
+  EXPECT_EQ(names(out), (std::vector<std::vector<std::string>>{
+                          {"a", "b"}, {"r"}, {"v", "w"}, {"c"}}));
+  EXPECT_EQ(out[0].op(), v1::OP_TYPE_REDUCESCATTER);
+  EXPECT_EQ(out[0].tensor_sizes_size(), 2);
+}
+
 TEST(fusion, only_within_keeps_groups_apart) {
   // HOROVOD_DISABLE_GROUP_FUSION: g1's members fuse, g2's too, the plain
   // calls p and q with nothing, even where g1's bucket has room.
@@ -127,15 +147,23 @@ TEST(fusion, requests_group_as_their_responses_fuse) {
                                 request(4)};
   reqs.emplace_back();
   reqs.back().set_op(v1::OP_TYPE_BROADCAST);
+  // Reducescatters group among themselves (7 and 9), not with allreduces;
+  // 32-byte float64s.
+  for (int k = 0; k < 2; ++k) {
+    reqs.push_back(request(4));
+    reqs.back().set_op(v1::OP_TYPE_REDUCESCATTER);
+    reqs.push_back(request(4, v1::DATA_TYPE_FLOAT64));
+  }
   std::vector<const v1::Request*> ready;
   for (const auto& r : reqs)
     ready.push_back(&r);
   EXPECT_EQ(fusion_groups(ready, 40),
-            (std::vector<std::vector<size_t>>{{0, 2}, {1}, {3}, {4}, {5}, {6}}));
+            (std::vector<std::vector<size_t>>{
+              {0, 2}, {1}, {3}, {4}, {5}, {6}, {7, 9}, {8}, {10}}));
   EXPECT_EQ(fusion_groups(ready, 1 << 20),
-            (std::vector<std::vector<size_t>>{{0, 2, 4, 5}, {1}, {3}, {6}}));
-  EXPECT_EQ(fusion_groups(ready, 0),
-            (std::vector<std::vector<size_t>>{{0}, {1}, {2}, {3}, {4}, {5}, {6}}));
+            (std::vector<std::vector<size_t>>{{0, 2, 4, 5}, {1, 8, 10}, {3}, {6}, {7, 9}}));
+  EXPECT_EQ(fusion_groups(ready, 0), (std::vector<std::vector<size_t>>{
+                                       {0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}}));
 }
 
 } // namespace

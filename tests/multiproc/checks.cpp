@@ -338,7 +338,7 @@ void add_alltoall(std::vector<check>& out, unsigned& id, int rank, int size, dat
                  }});
 }
 
-// Three float32 allreduces, two allgathers and two reducescatters, each set
+// Three float32 allreduces, two allgathers and six reducescatters, each set
 // as one group.
 void add_groups(std::vector<check>& out, unsigned& id, int rank, int size) {
   const unsigned base = ++id;
@@ -394,29 +394,55 @@ void add_groups(std::vector<check>& out, unsigned& id, int rank, int size) {
                    }
                    return {};
                  }});
-  const unsigned rs_id = ++id;
-  auto r = std::make_shared<buffer>(data_type::float64, static_cast<size_t>(size * 2));
-  for (size_t i = 0; i < r->count(); ++i)
-    r->set(i, value(rs_id, rank, i, data_type::float64, reduce_op::sum));
+  // One group of float64 reducescatters, run as one fused reduce-scatter
+  // (a few rows, uneven, fewer rows than ranks, none), but for one of 64
+  // KiB or more, which runs on its own where it lies.
+  const std::vector<shape_t> shapes{{size * 2},    {2 * size + 1, 3}, {1, 2},
+                                    {0, 3},        {size * 1024 + 3, 8}, {size}};
+  const unsigned rs_base = id + 1;
+  id += static_cast<unsigned>(shapes.size());
+  auto rs_in = std::make_shared<std::vector<std::shared_ptr<buffer>>>();
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    rs_in->push_back(std::make_shared<buffer>(data_type::float64,
+                                              static_cast<size_t>(num_elements(shapes[k]))));
+    for (size_t i = 0; i < rs_in->back()->count(); ++i)
+      rs_in->back()->set(i, value(rs_base + static_cast<unsigned>(k), rank, i, data_type::float64,
+                                  reduce_op::sum));
+  }
   auto scattered = std::make_shared<std::vector<handle>>();
   out.push_back({"grouped_reducescatter",
                  [=] {
-                   *scattered = grouped_reducescatter(
-                     {r->view({size * 2}), r->view({size * 2})}, "group.reducescatter");
+                   std::vector<tensor> views;
+                   for (size_t k = 0; k < shapes.size(); ++k)
+                     views.push_back((*rs_in)[k]->view(shapes[k]));
+                   *scattered = grouped_reducescatter(views, "group.reducescatter");
                    return scattered->front();
                  },
                  [=](const handle&) -> std::string {
-                   for (const auto& h : *scattered) {
+                   for (size_t k = 0; k < shapes.size(); ++k) {
+                     const auto& h = (*scattered)[k];
                      if (auto s = h.wait(); !s.ok())
                        return s.message();
-                     buffer got(data_type::float64, 2);
+                     const int64_t rows = shapes[k][0];
+                     const int64_t row = num_elements(shape_t(shapes[k].begin() + 1, shapes[k].end()));
+                     const int64_t mine = rows / size + (rank < rows % size ? 1 : 0);
+                     int64_t first = 0;
+                     for (int r = 0; r < rank; ++r)
+                       first += rows / size + (r < rows % size ? 1 : 0);
+                     auto want_shape = shapes[k];
+                     want_shape[0] = mine;
+                     if (h.output_shape() != want_shape)
+                       return "member " + std::to_string(k) + ": shape " +
+                              to_string(h.output_shape());
+                     buffer got(data_type::float64, static_cast<size_t>(mine * row));
                      got.bytes = h.output();
-                     auto err = compare(got, 0, 2, [&](size_t i) {
-                       return reduce_reference(rs_id, size, static_cast<size_t>(rank * 2) + i,
+                     auto err = compare(got, 0, got.count(), [&](size_t i) {
+                       return reduce_reference(rs_base + static_cast<unsigned>(k), size,
+                                               static_cast<size_t>(first * row) + i,
                                                data_type::float64, reduce_op::sum, 1, 1);
                      });
                      if (!err.empty())
-                       return err;
+                       return "member " + std::to_string(k) + ": " + err;
                    }
                    return {};
                  }});

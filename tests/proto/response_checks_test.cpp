@@ -26,6 +26,10 @@ TEST(response_checks, well_formed_responses_pass) {
   EXPECT_EQ(check_response(gather, 3), "");
   EXPECT_EQ(check_response(response(v1::OP_TYPE_JOIN, {"join.noname"}), 3), "");
   EXPECT_EQ(check_response(response(v1::OP_TYPE_BROADCAST, {"w"}), 3), "");
+  auto scatter = response(v1::OP_TYPE_REDUCESCATTER, {"s", "t"});
+  scatter.add_tensor_sizes(6);
+  scatter.add_tensor_sizes(9);
+  EXPECT_EQ(check_response(scatter, 3), "");
   auto error = response(v1::OP_TYPE_ERROR, {"x"});
   error.mutable_error()->set_code(v1::ERROR_CODE_MISMATCH);
   EXPECT_EQ(check_response(error, 3), "");
@@ -44,6 +48,8 @@ TEST(response_checks, what_would_crash_or_misindex_a_backend_is_named) {
   reduce.add_tensor_sizes(-1);
   EXPECT_EQ(check_response(reduce, 2),
             "ALLREDUCE response for 'a' and others has a size below 0 or above 2^48 elements");
+  EXPECT_EQ(check_response(response(v1::OP_TYPE_REDUCESCATTER, {"s"}), 2),
+            "REDUCESCATTER response for 's' has 0 tensor_sizes for 1 tensor(s), not 1");
   auto gather = response(v1::OP_TYPE_ALLGATHER, {"g", "h"});
   for (int i = 0; i < 4; ++i)
     gather.add_tensor_sizes(1);

@@ -4,6 +4,7 @@
 // local entry, and drives the communicator's primitives (copy-in, widening of
 // 16-bit floats, scaling, output sizing). They throw backend_error.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,16 @@ using entry_iterator = std::vector<actors::tensor_entry_ptr>::const_iterator;
 /// Copies the inputs of entries [first, last) back to back into `buffer`
 /// (the fusion buffer).
 void pack_inputs(entry_iterator first, entry_iterator last, char* buffer);
+
+/// How a fused work's tensors run, given the bytes a collective handles at
+/// a time (`chunk`, run_context::fusion_chunk_bytes): one of at least 1/32
+/// of a chunk alone, where it lies (`alone`), as it comes; the smaller ones
+/// in list order, whatever lies between them, in batches of consecutive
+/// ones of at most `chunk` bytes (`batch(first, last, bytes)`, through the
+/// fusion buffer), at the end. Without a chunk, all of them in one batch.
+void run_in_batches(const std::vector<actors::tensor_entry_ptr>& entries, size_t chunk,
+                    const std::function<void(actors::tensor_entry&)>& alone,
+                    const std::function<void(entry_iterator, entry_iterator, size_t)>& batch);
 
 /// Where the result of `e` goes once negotiation has sized it to `shape`
 /// (the input's dtype): memory from the caller's output_allocator, else the
@@ -79,6 +90,12 @@ void run_fused_allgather(const run_context& ctx, const v1::Response& resp,
                          const std::vector<actors::tensor_entry_ptr>& entries);
 void run_reducescatter(const run_context& ctx, const v1::Response& resp,
                        actors::tensor_entry& e);
+/// Several reducescatters fused by the coordinator (or a group), in batches
+/// as run_in_batches cuts them: a batch's tensors packed rank part by rank
+/// part (every tensor's rows for rank 0, then for rank 1, ...), one
+/// reduce-scatter, this rank's rows of each tensor copied out.
+void run_fused_reducescatter(const run_context& ctx, const v1::Response& resp,
+                             const std::vector<actors::tensor_entry_ptr>& entries);
 void run_allgather(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
 void run_broadcast(const run_context& ctx, const v1::Response& resp, actors::tensor_entry& e);
 void run_alltoall(const run_context& ctx, actors::tensor_entry& e);

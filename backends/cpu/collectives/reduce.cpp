@@ -96,6 +96,13 @@ void reduce_scatter(const run_context& ctx, const v1::Response& resp, const void
     {input, output, std::move(counts), dtype, library_op(resp), std::move(finish)});
 }
 
+size_t fusion_chunk(const run_context& ctx, const v1::Response& resp, data_type dtype) {
+  if (op_of(resp) == reduce_op::adasum)
+    return 0;
+  const size_t esize = element_size(dtype);
+  return ctx.fusion_chunk_bytes / esize * esize;
+}
+
 bool reduces_pieces(const run_context& ctx, const v1::Response& resp) {
   return op_of(resp) != reduce_op::adasum && ctx.comm.reduces_pieces();
 }

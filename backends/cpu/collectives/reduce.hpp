@@ -19,6 +19,12 @@ void reduce_in_place(const run_context& ctx, const v1::Response& resp, void* dat
 void reduce_scatter(const run_context& ctx, const v1::Response& resp, const void* input,
                     void* output, std::vector<size_t> counts, data_type dtype);
 
+/// The bytes of `dtype` a reduction of `resp` handles at a time, in whole
+/// elements (0: at once). Every rank cuts the same chunks: the response
+/// fixes the tensors, their order and their sizes. Adasum's dot products
+/// and norms span the whole vector.
+size_t fusion_chunk(const run_context& ctx, const v1::Response& resp, data_type dtype);
+
 /// Whether reduce_pieces_in_place() can run `resp`: the communicator
 /// reduces pieces where they lie (communicator::reduces_pieces) and the op
 /// is not Adasum (whose dot products span the whole vector).

@@ -13,36 +13,128 @@ std::vector<int64_t> reducescatter_rows(int64_t rows, int size) {
   return out;
 }
 
+namespace {
+
+// Each rank's part of `e`'s input, in elements, in rank order.
+std::vector<size_t> part_counts(const actors::tensor_entry& e, int size) {
+  const auto& shape = e.input.shape;
+  const auto row_elements =
+    static_cast<size_t>(num_elements(shape_t(shape.begin() + 1, shape.end())));
+  std::vector<size_t> counts;
+  counts.reserve(static_cast<size_t>(size));
+  for (auto r : reducescatter_rows(shape[0], size))
+    counts.push_back(static_cast<size_t>(r) * row_elements);
+  return counts;
+}
+
+// The result of `e` for this rank's part of `part` elements.
+char* part_result(actors::tensor_entry& e, int64_t rows) {
+  auto shape = e.input.shape;
+  shape[0] = rows;
+  return result_buffer(e, shape);
+}
+
+// This rank's part of the reduction of `input` (`counts` elements per
+// rank, back to back) into `output`, outside `input`: the communicator's
+// reduce-scatter where it has one, else the whole vector reduced in a copy
+// (or in `input` itself when `own_input`: the caller's copy) and this
+// rank's part kept.
+void reduce_part(const run_context& ctx, const v1::Response& resp, char* input, bool own_input,
+                 char* output, std::vector<size_t> counts, data_type dtype) {
+  const auto esize = element_size(dtype);
+  const auto me = static_cast<size_t>(ctx.rank);
+  const auto total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  if (ctx.comm.reduces_scatter(total)) {
+    reduce_scatter(ctx, resp, input, output, std::move(counts), dtype);
+    return;
+  }
+  char* whole = input;
+  if (!own_input) {
+    whole = scratch_buffers::at_least(ctx.scratch.copy, total * esize);
+    if (total > 0)
+      std::memcpy(whole, input, total * esize);
+  }
+  reduce_in_place(ctx, resp, whole, total, dtype);
+  const size_t first = std::accumulate(counts.begin(), counts.begin() + ctx.rank, size_t{0});
+  if (counts[me] > 0)
+    std::memcpy(output, whole + first * esize, counts[me] * esize);
+}
+
+// Tensors [first, last) (`bytes` of input in all) as one reduce-scatter:
+// packed into the fusion buffer rank part by rank part, this rank's part
+// reduced after them, then copied out to each tensor's result.
+void reduce_scatter_batch(const run_context& ctx, const v1::Response& resp,
+                          const std::string& activity, entry_iterator first, entry_iterator last,
+                          size_t bytes) {
+  const auto dtype = (*first)->input.dtype;
+  const auto esize = element_size(dtype);
+  const auto ranks = static_cast<size_t>(ctx.size);
+  const auto me = static_cast<size_t>(ctx.rank);
+  std::vector<std::vector<size_t>> parts;  // per tensor, per rank
+  std::vector<size_t> counts(ranks, 0);
+  for (auto it = first; it != last; ++it) {
+    parts.push_back(part_counts(**it, ctx.size));
+    for (size_t r = 0; r < ranks; ++r)
+      counts[r] += parts.back()[r];
+  }
+  const size_t mine = counts[me] * esize;
+  char* buffer = scratch_buffers::at_least(ctx.scratch.fusion, bytes + mine + 1);
+  ctx.span("MEMCPY_IN_FUSION_BUFFER", 'B');
+  std::vector<const char*> from;
+  for (auto it = first; it != last; ++it)
+    from.push_back(static_cast<const char*>((*it)->input.data));
+  char* to = buffer;
+  for (size_t r = 0; r < ranks; ++r)
+    for (size_t t = 0; t < parts.size(); ++t) {
+      const auto n = parts[t][r] * esize;
+      if (n > 0)
+        std::memcpy(to, from[t], n);
+      to += n;
+      from[t] += n;
+    }
+  ctx.span("MEMCPY_IN_FUSION_BUFFER", 'E');
+  char* part = buffer + bytes;
+  ctx.span(activity, 'B');
+  reduce_part(ctx, resp, buffer, true, part, std::move(counts), dtype);
+  ctx.span(activity, 'E');
+  ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'B');
+  size_t t = 0;
+  for (auto it = first; it != last; ++it, ++t) {
+    const auto n = parts[t][me] * esize;
+    const auto rows = reducescatter_rows((*it)->input.shape[0], ctx.size)[me];
+    if (char* out = part_result(**it, rows); n > 0)
+      std::memcpy(out, part, n);
+    part += n;
+  }
+  ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'E');
+}
+
+} // namespace
+
 // A communicator with a reduce-scatter of its own reduces only this rank's
 // rows; else the whole tensor is reduced and this rank's rows kept, a full
 // allreduce's traffic and a copy of the whole.
 void run_reducescatter(const run_context& ctx, const v1::Response& resp,
                        actors::tensor_entry& e) {
-  const auto& shape = e.input.shape;
-  const auto esize = element_size(e.input.dtype);
-  const auto row_elements =
-    static_cast<size_t>(num_elements(shape_t(shape.begin() + 1, shape.end())));
-  const auto rows = reducescatter_rows(shape[0], ctx.size);
-  // Each rank's part, in elements, back to back in rank order.
-  std::vector<size_t> counts;
-  counts.reserve(rows.size());
-  for (auto r : rows)
-    counts.push_back(static_cast<size_t>(r) * row_elements);
-  const auto me = static_cast<size_t>(ctx.rank);
-  auto out_shape = shape;
-  out_shape[0] = rows[me];
-  char* out = result_buffer(e, out_shape);
-  const auto total = static_cast<size_t>(num_elements(shape));
-  if (ctx.comm.reduces_scatter(total)) {
-    reduce_scatter(ctx, resp, e.input.data, out, std::move(counts), e.input.dtype);
-    return;
-  }
-  char* scratch = scratch_buffers::at_least(ctx.scratch.copy, e.input.size_bytes());
-  std::memcpy(scratch, e.input.data, e.input.size_bytes());
-  reduce_in_place(ctx, resp, scratch, total, e.input.dtype);
-  const size_t first = std::accumulate(counts.begin(), counts.begin() + ctx.rank, size_t{0});
-  if (counts[me] > 0)
-    std::memcpy(out, scratch + first * esize, counts[me] * esize);
+  const auto rows = reducescatter_rows(e.input.shape[0], ctx.size)[static_cast<size_t>(ctx.rank)];
+  // (The input is read only: the copy, where one is made, is reduced.)
+  reduce_part(ctx, resp, static_cast<char*>(e.input.data), false, part_result(e, rows),
+              part_counts(e, ctx.size), e.input.dtype);
+}
+
+void run_fused_reducescatter(const run_context& ctx, const v1::Response& resp,
+                             const std::vector<actors::tensor_entry_ptr>& entries) {
+  const auto activity = ctx.trace ? backend_activity(ctx, resp.op()) : std::string();
+  run_in_batches(
+    entries, fusion_chunk(ctx, resp, entries.front()->input.dtype),
+    [&](actors::tensor_entry& e) {
+      ctx.span(activity, 'B');
+      run_reducescatter(ctx, resp, e);
+      ctx.span(activity, 'E');
+    },
+    [&](entry_iterator first, entry_iterator last, size_t bytes) {
+      reduce_scatter_batch(ctx, resp, activity, first, last, bytes);
+    });
 }
 
 } // namespace troupe::backends

@@ -9,11 +9,16 @@
 namespace troupe::backends {
 namespace {
 
-// Two ranks holding the same data: each allreduce is x op x. Records the
-// element count of every call, i.e. how the fused buffer was cut.
+// `size` ranks holding the same data (two unless set): a sum is size times
+// x. Records the element count of every allreduce, i.e. how the fused
+// buffer was cut, and the parts of every reduce-scatter.
 class mirror_communicator : public communicator {
 public:
+  int size = 2;
+  int rank = 0;
+  bool own_scatter = true;  // reduces_scatter()
   std::vector<size_t> calls;
+  std::vector<std::vector<size_t>> scatters;
 
   const char* name() const override {
     return "mirror";
@@ -23,13 +28,32 @@ public:
   void allreduce(const allreduce_options& o) override {
     calls.push_back(o.count);
     if (is_half(o.dtype)) {
+      ASSERT_EQ(size, 2);
       half_reduction_of(o.dtype, o.op)(o.data, o.data, o.data, o.count);
       return;
     }
     ASSERT_EQ(o.dtype, data_type::float32);
     auto* p = static_cast<float*>(o.data);
     for (size_t i = 0; i < o.count; ++i)
-      p[i] += p[i];
+      p[i] *= static_cast<float>(size);
+  }
+  bool reduces_scatter(size_t) const override {
+    return own_scatter;
+  }
+  void reducescatter(const reducescatter_options& o) override {
+    scatters.push_back(o.counts);
+    ASSERT_EQ(o.dtype, data_type::float32);
+    ASSERT_EQ(o.counts.size(), static_cast<size_t>(size));
+    size_t first = 0;
+    for (int r = 0; r < rank; ++r)
+      first += o.counts[static_cast<size_t>(r)];
+    const auto* in = static_cast<const float*>(o.input) + first;
+    auto* out = static_cast<float*>(o.output);
+    const auto n = o.counts[static_cast<size_t>(rank)];
+    for (size_t i = 0; i < n; ++i)
+      out[i] = in[i] * static_cast<float>(size);
+    if (o.finish)
+      o.finish(out, n);
   }
   void allgather(const allgather_options&) override {
     FAIL();
@@ -157,6 +181,108 @@ TEST(single_allreduce, a_large_tensor_is_reduced_in_chunks_where_it_is) {
     c.expect_doubled();
     EXPECT_EQ(r.scratch.fusion.size(), 0u);
   }
+}
+
+// Reducescatters of `shapes` (float32; every element a different value,
+// 1, 2, 3, ... across all of them) on rank `rank` of `size`.
+struct scatter_case {
+  std::vector<std::vector<float>> inputs;
+  std::vector<actors::tensor_entry_ptr> entries;
+
+  explicit scatter_case(const std::vector<shape_t>& shapes) {
+    float next = 1;
+    for (const auto& shape : shapes) {
+      inputs.emplace_back(static_cast<size_t>(num_elements(shape)));
+      for (auto& x : inputs.back())
+        x = next++;
+      auto e = std::make_shared<actors::tensor_entry>();
+      e->input = tensor{inputs.back().data(), data_type::float32, shape};
+      entries.push_back(e);
+    }
+  }
+
+  // Each tensor's result: this rank's rows (Horovod's split: the first
+  // rows % size ranks one more), each element times `factor`.
+  void expect_parts(int rank, int size, float factor) const {
+    for (size_t t = 0; t < entries.size(); ++t) {
+      const auto& shape = entries[t]->input.shape;
+      const auto rows = reducescatter_rows(shape[0], size);
+      int64_t first = 0;
+      for (int r = 0; r < rank; ++r)
+        first += rows[static_cast<size_t>(r)];
+      auto want_shape = shape;
+      want_shape[0] = rows[static_cast<size_t>(rank)];
+      const auto& h = *entries[t]->handle;
+      ASSERT_EQ(h.output_shape, want_shape) << "tensor " << t;
+      const auto row = num_elements(shape_t(shape.begin() + 1, shape.end()));
+      const auto n = static_cast<size_t>(num_elements(want_shape));
+      ASSERT_EQ(h.output.size(), n * sizeof(float)) << "tensor " << t;
+      const auto* got = reinterpret_cast<const float*>(h.output.data());
+      for (size_t k = 0; k < n; ++k)
+        ASSERT_EQ(got[k], factor * inputs[t][static_cast<size_t>(first * row) + k])
+          << "tensor " << t << " element " << k;
+    }
+  }
+};
+
+v1::Response scatter_response(v1::ReduceOp op = v1::REDUCE_OP_SUM, double post = 1) {
+  auto r = sum_response();
+  r.set_op(v1::OP_TYPE_REDUCESCATTER);
+  r.set_reduce_op(op);
+  r.set_postscale_factor(post);
+  return r;
+}
+
+TEST(fused_reducescatter, small_tensors_go_as_one_reduce_scatter_rank_part_by_rank_part) {
+  // Rank 1 of 3: uneven rows, fewer rows than ranks, none, three dimensions.
+  scatter_case c({{7, 2}, {1, 3}, {0, 4}, {3, 2, 2}, {5}});
+  runner r;
+  r.comm.size = 3;
+  r.comm.rank = 1;
+  run_fused_reducescatter({r.comm, 1, 3, r.scratch, r.trace, 1 << 20}, scatter_response(),
+                          c.entries);
+  // Rows per rank: 3/2/2, 1/0/0, 0/0/0, 1/1/1, 2/2/1.
+  ASSERT_EQ(r.comm.scatters.size(), 1u);
+  EXPECT_EQ(r.comm.scatters[0], (std::vector<size_t>{6 + 3 + 0 + 4 + 2, 4 + 4 + 2, 4 + 4 + 1}));
+  c.expect_parts(1, 3, 3);
+}
+
+TEST(fused_reducescatter, an_average_is_finished_on_every_part) {
+  scatter_case c({{4, 3}, {5}});
+  runner r;
+  run_fused_reducescatter({r.comm, 0, 2, r.scratch, r.trace, 1 << 20},
+                          scatter_response(v1::REDUCE_OP_AVERAGE, 3), c.entries);
+  ASSERT_EQ(r.comm.scatters.size(), 1u);
+  c.expect_parts(0, 2, 3);  // (x + x) / 2 * 3
+}
+
+TEST(fused_reducescatter, large_tensors_go_alone_and_small_ones_fill_chunks) {
+  // 512-byte chunks: a tensor of 16 bytes (4 floats) or more goes alone, as
+  // it comes ({8, 2} and {40}); the others (3 floats each) are batched, 42 a
+  // chunk (126 floats).
+  std::vector<shape_t> shapes(50, shape_t{3});
+  shapes.insert(shapes.begin() + 10, shape_t{8, 2});
+  shapes.insert(shapes.begin() + 30, shape_t{40});
+  scatter_case c(shapes);
+  runner r;
+  r.comm.rank = 1;
+  run_fused_reducescatter({r.comm, 1, 2, r.scratch, r.trace, 512}, scatter_response(), c.entries);
+  EXPECT_EQ(r.comm.scatters, (std::vector<std::vector<size_t>>{
+                               {8, 8}, {20, 20}, {42 * 2, 42 * 1}, {8 * 2, 8 * 1}}));
+  c.expect_parts(1, 2, 2);
+}
+
+TEST(fused_reducescatter, without_a_reduce_scatter_the_packed_whole_is_allreduced) {
+  scatter_case c({{5, 2}, {2}, {4}});
+  runner r;
+  r.comm.size = 3;
+  r.comm.rank = 2;
+  r.comm.own_scatter = false;
+  run_fused_reducescatter({r.comm, 2, 3, r.scratch, r.trace, 1 << 20}, scatter_response(),
+                          c.entries);
+  EXPECT_TRUE(r.comm.scatters.empty());
+  EXPECT_EQ(r.comm.calls, (std::vector<size_t>{16}));
+  c.expect_parts(2, 3, 3);
 }
 
 TEST(half_reduction, rounds_each_result_to_16_bits) {
