@@ -28,7 +28,8 @@ void cpu_backend::connect() {
 std::unique_ptr<completion> cpu_backend::start(actors::collective_work& work) {
   const size_t chunk = work.fusion_chunk_bytes ? *work.fusion_chunk_bytes
                                                : fusion_chunk_bytes_.value_or(0);
-  if (work.response.op() == v1::OP_TYPE_ALLREDUCE)
+  if (work.response.op() == v1::OP_TYPE_ALLREDUCE ||
+      work.response.op() == v1::OP_TYPE_REDUCESCATTER)
     work.fusion_chunk_bytes = chunk;  // reported in the list's stats
   return std::make_unique<finished>(
     execute({*comm_, rank_, size_, scratch_, work.trace, chunk}, work));

@@ -272,6 +272,36 @@ TEST(fused_reducescatter, large_tensors_go_alone_and_small_ones_fill_chunks) {
   c.expect_parts(1, 2, 2);
 }
 
+TEST(fused_reducescatter, tensors_of_no_bytes_get_their_empty_results) {
+  // Alone in the list, after a large one, and with no columns: every rank
+  // skips the collective alike, and each result still has its shape.
+  for (auto shapes : {std::vector<shape_t>{{0, 3}, {0, 2}},
+                      std::vector<shape_t>{{40}, {0, 3}},
+                      std::vector<shape_t>{{4, 0}, {0}}}) {
+    scatter_case c(shapes);
+    runner r;
+    r.comm.rank = 1;
+    run_fused_reducescatter({r.comm, 1, 2, r.scratch, r.trace, 512}, scatter_response(),
+                            c.entries);
+    EXPECT_EQ(r.comm.scatters.size(), shapes[0] == shape_t{40} ? 1u : 0u);
+    c.expect_parts(1, 2, 2);
+  }
+}
+
+TEST(fused_reducescatter, a_prescale_scales_a_copy_never_the_inputs) {
+  for (bool own_scatter : {true, false}) {
+    scatter_case c({{3, 2}, {5}});
+    const auto inputs = c.inputs;
+    runner r;
+    r.comm.own_scatter = own_scatter;
+    auto resp = scatter_response(v1::REDUCE_OP_SUM, 0.5);
+    resp.set_prescale_factor(3);
+    run_fused_reducescatter({r.comm, 0, 2, r.scratch, r.trace, 1 << 20}, resp, c.entries);
+    c.expect_parts(0, 2, 3);  // (3x + 3x) * 0.5
+    EXPECT_EQ(c.inputs, inputs);
+  }
+}
+
 TEST(fused_reducescatter, without_a_reduce_scatter_the_packed_whole_is_allreduced) {
   scatter_case c({{5, 2}, {2}, {4}});
   runner r;

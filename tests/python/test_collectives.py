@@ -350,6 +350,24 @@ def test_grouped_reducescatter():
     assert all(torch.equal(a, b) for a, b in zip(outs, outs2))
 
 
+def test_grouped_reducescatter_fuses_small_large_and_empty_members():
+    # One float32 group: small ones fused, a large one (>= 32 KiB) alone,
+    # members without rows or columns, each result its own shape; then a
+    # group of empty members only.
+    n = hvd.size()
+    shapes = [(2 * n + 1, 3), (0, 3), (n * 4096 + 1, 2), (1, 5), (4, 0), (n,)]
+    xs = [rank_tensor(hvd.rank() + k, shape, torch.float32) for k, shape in enumerate(shapes)]
+    outs = hvd.grouped_reducescatter(xs, op=hvd.Sum, prescale_factor=2.0)
+    for k, shape in enumerate(shapes):
+        total = torch.stack([rank_tensor(r + k, shape, torch.float32).to(torch.float64)
+                             for r in range(n)]).sum(0) * 2
+        start, count = rows_of(hvd.rank(), shape[0], n)
+        assert outs[k].shape == (count,) + shape[1:], (k, outs[k].shape)
+        assert torch.allclose(outs[k].to(torch.float64), total[start:start + count]), k
+    empty = hvd.grouped_reducescatter([torch.zeros(0, 3), torch.zeros(0, 2)], op=hvd.Sum)
+    assert [tuple(t.shape) for t in empty] == [(0, 3), (0, 2)]
+
+
 def test_barrier_and_join():
     hvd.barrier()
     hvd.barrier(process_set=hvd.global_process_set)

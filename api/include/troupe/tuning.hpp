@@ -14,7 +14,8 @@ struct tuning {
   std::optional<double> cycle_time_ms;
   /// Response cache entries; 0 = off. A change empties the cache.
   std::optional<int64_t> cache_capacity;
-  /// Bytes of a CPU allreduce reduced at a time (TROUPE_FUSION_CHUNK_BYTES);
+  /// Bytes of a CPU allreduce reduced at a time, and the batches of fused
+  /// reducescatters (TROUPE_FUSION_CHUNK_BYTES);
   /// 0 = at once, -1 = the configured chunk again (TROUPE_FUSION_CHUNK_BYTES,
   /// or the communicator's choice).
   std::optional<int64_t> fusion_chunk_bytes;

@@ -39,6 +39,8 @@ namespace {
 void reduce_through_buffer(const run_context& ctx, const v1::Response& resp,
                            const std::string& activity, entry_iterator first,
                            entry_iterator last, size_t bytes) {
+  if (bytes == 0)
+    return;
   const auto dtype = (*first)->input.dtype;
   if (reduces_pieces(ctx, resp)) {
     buffer_pieces pieces;

@@ -41,7 +41,8 @@ void pack_inputs(entry_iterator first, entry_iterator last, char* buffer);
 /// of a chunk alone, where it lies (`alone`), as it comes; the smaller ones
 /// in list order, whatever lies between them, in batches of consecutive
 /// ones of at most `chunk` bytes (`batch(first, last, bytes)`, through the
-/// fusion buffer), at the end. Without a chunk, all of them in one batch.
+/// fusion buffer; `bytes` may be 0), at the end. Without a chunk, all of
+/// them in one batch.
 void run_in_batches(const std::vector<actors::tensor_entry_ptr>& entries, size_t chunk,
                     const std::function<void(actors::tensor_entry&)>& alone,
                     const std::function<void(entry_iterator, entry_iterator, size_t)>& batch);

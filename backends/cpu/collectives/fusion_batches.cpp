@@ -18,7 +18,8 @@ namespace {
 constexpr size_t alone_fraction = 32;
 
 // Calls batch() on consecutive runs of [first, last) of at most `chunk`
-// bytes each (0: one run).
+// bytes each (0: one run); tensors of no bytes too (a reducescatter still
+// sizes their results).
 void in_chunks(entry_iterator first, entry_iterator last, size_t chunk,
                const std::function<void(entry_iterator, entry_iterator, size_t)>& batch) {
   auto begin = first;
@@ -32,7 +33,7 @@ void in_chunks(entry_iterator first, entry_iterator last, size_t chunk,
     }
     filled += size;
   }
-  if (filled > 0)
+  if (begin != last)
     batch(begin, last, filled);
 }
 

@@ -15,19 +15,25 @@ std::vector<int64_t> reducescatter_rows(int64_t rows, int size) {
 
 namespace {
 
-// Each rank's part of `e`'s input, in elements, in rank order.
-std::vector<size_t> part_counts(const actors::tensor_entry& e, int size) {
+// Each rank's rows of `e`'s input (Horovod's split) and its part, in
+// elements, in rank order.
+struct rank_parts {
+  std::vector<int64_t> rows;
+  std::vector<size_t> counts;
+};
+
+rank_parts parts_of(const actors::tensor_entry& e, int size) {
   const auto& shape = e.input.shape;
   const auto row_elements =
     static_cast<size_t>(num_elements(shape_t(shape.begin() + 1, shape.end())));
-  std::vector<size_t> counts;
-  counts.reserve(static_cast<size_t>(size));
-  for (auto r : reducescatter_rows(shape[0], size))
-    counts.push_back(static_cast<size_t>(r) * row_elements);
-  return counts;
+  rank_parts p{reducescatter_rows(shape[0], size), {}};
+  p.counts.reserve(p.rows.size());
+  for (auto r : p.rows)
+    p.counts.push_back(static_cast<size_t>(r) * row_elements);
+  return p;
 }
 
-// The result of `e` for this rank's part of `part` elements.
+// The result of `e` for this rank's `rows` rows.
 char* part_result(actors::tensor_entry& e, int64_t rows) {
   auto shape = e.input.shape;
   shape[0] = rows;
@@ -35,10 +41,11 @@ char* part_result(actors::tensor_entry& e, int64_t rows) {
 }
 
 // This rank's part of the reduction of `input` (`counts` elements per
-// rank, back to back) into `output`, outside `input`: the communicator's
-// reduce-scatter where it has one, else the whole vector reduced in a copy
-// (or in `input` itself when `own_input`: the caller's copy) and this
-// rank's part kept.
+// rank, back to back) into `output`: the communicator's reduce-scatter
+// where it has one (which copies `input` first if `output` overlaps it),
+// else the whole vector reduced in a copy and this rank's part kept; with
+// `own_input` (the caller's own copy, apart from `output`) in `input`
+// itself.
 void reduce_part(const run_context& ctx, const v1::Response& resp, char* input, bool own_input,
                  char* output, std::vector<size_t> counts, data_type dtype) {
   const auto esize = element_size(dtype);
@@ -70,12 +77,12 @@ void reduce_scatter_batch(const run_context& ctx, const v1::Response& resp,
   const auto esize = element_size(dtype);
   const auto ranks = static_cast<size_t>(ctx.size);
   const auto me = static_cast<size_t>(ctx.rank);
-  std::vector<std::vector<size_t>> parts;  // per tensor, per rank
+  std::vector<rank_parts> parts;  // per tensor
   std::vector<size_t> counts(ranks, 0);
   for (auto it = first; it != last; ++it) {
-    parts.push_back(part_counts(**it, ctx.size));
+    parts.push_back(parts_of(**it, ctx.size));
     for (size_t r = 0; r < ranks; ++r)
-      counts[r] += parts.back()[r];
+      counts[r] += parts.back().counts[r];
   }
   const size_t mine = counts[me] * esize;
   char* buffer = scratch_buffers::at_least(ctx.scratch.fusion, bytes + mine + 1);
@@ -86,7 +93,7 @@ void reduce_scatter_batch(const run_context& ctx, const v1::Response& resp,
   char* to = buffer;
   for (size_t r = 0; r < ranks; ++r)
     for (size_t t = 0; t < parts.size(); ++t) {
-      const auto n = parts[t][r] * esize;
+      const auto n = parts[t].counts[r] * esize;
       if (n > 0)
         std::memcpy(to, from[t], n);
       to += n;
@@ -94,15 +101,17 @@ void reduce_scatter_batch(const run_context& ctx, const v1::Response& resp,
     }
   ctx.span("MEMCPY_IN_FUSION_BUFFER", 'E');
   char* part = buffer + bytes;
-  ctx.span(activity, 'B');
-  reduce_part(ctx, resp, buffer, true, part, std::move(counts), dtype);
-  ctx.span(activity, 'E');
+  // Every rank has the same shapes: none reduces nothing.
+  if (bytes > 0) {
+    ctx.span(activity, 'B');
+    reduce_part(ctx, resp, buffer, true, part, std::move(counts), dtype);
+    ctx.span(activity, 'E');
+  }
   ctx.span("MEMCPY_OUT_FUSION_BUFFER", 'B');
   size_t t = 0;
   for (auto it = first; it != last; ++it, ++t) {
-    const auto n = parts[t][me] * esize;
-    const auto rows = reducescatter_rows((*it)->input.shape[0], ctx.size)[me];
-    if (char* out = part_result(**it, rows); n > 0)
+    const auto n = parts[t].counts[me] * esize;
+    if (char* out = part_result(**it, parts[t].rows[me]); n > 0)
       std::memcpy(out, part, n);
     part += n;
   }
@@ -116,10 +125,11 @@ void reduce_scatter_batch(const run_context& ctx, const v1::Response& resp,
 // allreduce's traffic and a copy of the whole.
 void run_reducescatter(const run_context& ctx, const v1::Response& resp,
                        actors::tensor_entry& e) {
-  const auto rows = reducescatter_rows(e.input.shape[0], ctx.size)[static_cast<size_t>(ctx.rank)];
+  auto parts = parts_of(e, ctx.size);
+  char* out = part_result(e, parts.rows[static_cast<size_t>(ctx.rank)]);
   // (The input is read only: the copy, where one is made, is reduced.)
-  reduce_part(ctx, resp, static_cast<char*>(e.input.data), false, part_result(e, rows),
-              part_counts(e, ctx.size), e.input.dtype);
+  reduce_part(ctx, resp, static_cast<char*>(e.input.data), false, out, std::move(parts.counts),
+              e.input.dtype);
 }
 
 void run_fused_reducescatter(const run_context& ctx, const v1::Response& resp,
