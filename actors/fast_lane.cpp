@@ -46,6 +46,9 @@ arrival post_arrival(negotiator_state& st, const tensor_entry_ptr& e, cache_ref 
 
 namespace {
 
+// What a tensor other than an allgather has of every rank's first dimension.
+const std::vector<int64_t> no_first_dims;
+
 // Whether the negotiator has handled every list the channel's reader passed
 // on.
 bool caught_up(const negotiator_state& st) {
@@ -66,12 +69,19 @@ void write_agreed(negotiator_self self) {
     return;
   const auto completed = std::exchange(st.completed, {});
   std::vector<const v1::Request*> requests;
+  std::vector<int64_t> sizes;  // as fusion counts them
   requests.reserve(completed.size());
-  for (const auto& c : completed)
-    requests.push_back(&c.second->request);
+  sizes.reserve(completed.size());
+  for (const auto& c : completed) {
+    const auto& request = c.second->request;
+    requests.push_back(&request);
+    sizes.push_back(fusion_bytes(request, request.op() == v1::OP_TYPE_ALLGATHER
+                                            ? st.cache.first_dims(request.tensor_name())
+                                            : no_first_dims));
+  }
   v1::ResponseList list;
   list.set_process_set_id(st.set_id);
-  for (const auto& group : fusion_groups(requests, st.lane_fusion)) {
+  for (const auto& group : fusion_groups(requests, sizes, st.lane_fusion)) {
     for (auto i : group) {
       list.add_agreed_ids(completed[i].first.id);
       list.add_agreed_lists(completed[i].first.list);
@@ -158,12 +168,14 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
       st.posted.erase(posted);
       trace(self, *e, "E", e->request.op(), true);
       st.metrics->negotiated(e->submitted, now);
+      const auto& first_dims =
+        e->request.op() == v1::OP_TYPE_ALLGATHER ? st.cache.first_dims(*name) : no_first_dims;
       if (work->entries.empty())
         resp = e->request.op() == v1::OP_TYPE_ALLGATHER
-                 ? agreed_allgather_of(*name, e->request, st.cache.first_dims(*name))
+                 ? agreed_allgather_of(*name, e->request, first_dims)
                  : agreed_response_of(*name, e->request);
       else
-        fuses = fuses && append_fusible(resp, *name, e->request);
+        fuses = fuses && append_agreed(resp, *name, e->request, first_dims);
       work->entries.push_back(std::move(e));
     }
     if (work->entries.empty())

@@ -16,7 +16,7 @@ bool reduces_fusibly(v1::OpType op, v1::ReduceOp reduce_op) {
 }
 
 bool fusible(const v1::Request& r) {
-  return reduces_fusibly(r.op(), r.reduce_op());
+  return reduces_fusibly(r.op(), r.reduce_op()) || r.op() == v1::OP_TYPE_ALLGATHER;
 }
 
 bool fusible(const v1::Response& r) {
@@ -97,17 +97,39 @@ int64_t elements_of(const v1::Request& r) {
   return num_elements(shape_t(r.shape().begin(), r.shape().end()));
 }
 
-int64_t bytes_of(const v1::Request& r) {
-  return elements_of(r) * static_cast<int64_t>(element_size(static_cast<data_type>(r.dtype())));
+// Elements of a row: all dimensions but the first (an allgather's request
+// has at least one).
+int64_t row_elements_of(const v1::Request& r) {
+  return num_elements(shape_t(r.shape().begin() + 1, r.shape().end()));
 }
 
 } // namespace
 
-bool append_fusible(v1::Response& fused, const std::string& name, const v1::Request& request) {
-  if (!fusible(request) || !same_key(fused, request))
+int64_t fusion_bytes(const v1::Request& request, const std::vector<int64_t>& first_dims) {
+  int64_t elements = 0;
+  if (request.op() == v1::OP_TYPE_ALLGATHER) {
+    const auto row = row_elements_of(request);
+    for (auto rows : first_dims)
+      elements += rows * row;
+  } else {
+    elements = elements_of(request);
+  }
+  return elements * static_cast<int64_t>(element_size(static_cast<data_type>(request.dtype())));
+}
+
+bool append_agreed(v1::Response& fused, const std::string& name, const v1::Request& request,
+                   const std::vector<int64_t>& first_dims) {
+  const bool gathers = request.op() == v1::OP_TYPE_ALLGATHER;
+  if (!fusible(request) || !same_key(fused, request) || (gathers && first_dims.empty()))
     return false;
   fused.add_tensor_names(name);
-  fused.add_tensor_sizes(elements_of(request));
+  if (!gathers) {
+    fused.add_tensor_sizes(elements_of(request));
+    return true;
+  }
+  for (auto rows : first_dims)
+    fused.add_tensor_sizes(rows);
+  fused.add_row_elements(row_elements_of(request));
   return true;
 }
 
@@ -135,12 +157,13 @@ std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshol
 }
 
 std::vector<std::vector<size_t>> fusion_groups(const std::vector<const v1::Request*>& ready,
+                                               const std::vector<int64_t>& bytes,
                                                int64_t threshold_bytes) {
   return buckets(
     ready.size(), threshold_bytes,
     [&](size_t i) { return fusible(*ready[i]); },
     [&](size_t a, size_t b) { return same_key(*ready[a], *ready[b]); },
-    [&](size_t i) { return bytes_of(*ready[i]); });
+    [&](size_t i) { return bytes[i]; });
 }
 
 } // namespace troupe

@@ -28,15 +28,25 @@ std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshol
 std::vector<v1::Response> fuse(std::vector<v1::Response> ready, int64_t threshold_bytes,
                                const std::vector<std::string>& only_within);
 
-/// fuse()'s buckets for allreduce and reducescatter requests (anything else
-/// stands alone): indexes into `ready`, each bucket in order.
+/// What `request` counts toward the fusion threshold, as fuse() counts its
+/// response: its input's bytes; for an allgather, its whole result's, with
+/// `first_dims` every rank's first dimension in set-rank order.
+int64_t fusion_bytes(const v1::Request& request, const std::vector<int64_t>& first_dims);
+
+/// fuse()'s buckets for requests of `bytes[i]` bytes each (fusion_bytes):
+/// allreduces, reducescatters and allgathers (anything else stands alone);
+/// indexes into `ready`, each bucket in order.
 std::vector<std::vector<size_t>> fusion_groups(const std::vector<const v1::Request*>& ready,
+                                               const std::vector<int64_t>& bytes,
                                                int64_t threshold_bytes);
 
-/// Appends an allreduce or a reducescatter to a fused (or single) response
-/// of its op when fuse() would put them in one bucket regardless of size
-/// (same op, dtype, reduction and scale factors, no Adasum); false, and
-/// `fused` unchanged, when not.
-bool append_fusible(v1::Response& fused, const std::string& name, const v1::Request& request);
+/// Appends the agreed response to `request` (agreed_response_of; an
+/// allgather's with every rank's `first_dims`) to a fused (or single)
+/// response of its op, as fuse() lays it out, when fuse() would put them in
+/// one bucket regardless of size (same op, dtype, reduction and scale
+/// factors, no Adasum); false, and `fused` unchanged, when not (or an
+/// allgather comes without first dimensions).
+bool append_agreed(v1::Response& fused, const std::string& name, const v1::Request& request,
+                   const std::vector<int64_t>& first_dims);
 
 } // namespace troupe

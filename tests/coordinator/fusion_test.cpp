@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "proto/agreed_response.hpp"
+
 namespace troupe::coordinator {
 namespace {
 
@@ -154,16 +156,52 @@ TEST(fusion, requests_group_as_their_responses_fuse) {
     reqs.back().set_op(v1::OP_TYPE_REDUCESCATTER);
     reqs.push_back(request(4, v1::DATA_TYPE_FLOAT64));
   }
+  // Allgathers of 2 floats a row, counted by their whole result (11: 3 + 1
+  // rows, 32 bytes; 12: 1 + 1 rows, 16 bytes), apart from the allreduces.
+  for (int k = 0; k < 2; ++k) {
+    reqs.push_back(request(2));
+    reqs.back().set_op(v1::OP_TYPE_ALLGATHER);
+    reqs.back().add_shape(2);
+  }
   std::vector<const v1::Request*> ready;
-  for (const auto& r : reqs)
+  std::vector<int64_t> bytes;
+  for (const auto& r : reqs) {
     ready.push_back(&r);
-  EXPECT_EQ(fusion_groups(ready, 40),
+    bytes.push_back(fusion_bytes(r, &r == &reqs[11] ? std::vector<int64_t>{3, 1}
+                                                    : std::vector<int64_t>{1, 1}));
+  }
+  EXPECT_EQ(bytes[11], 32);
+  EXPECT_EQ(bytes[12], 16);
+  EXPECT_EQ(fusion_groups(ready, bytes, 40),
             (std::vector<std::vector<size_t>>{
-              {0, 2}, {1}, {3}, {4}, {5}, {6}, {7, 9}, {8}, {10}}));
-  EXPECT_EQ(fusion_groups(ready, 1 << 20),
-            (std::vector<std::vector<size_t>>{{0, 2, 4, 5}, {1, 8, 10}, {3}, {6}, {7, 9}}));
-  EXPECT_EQ(fusion_groups(ready, 0), (std::vector<std::vector<size_t>>{
-                                       {0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}}));
+              {0, 2}, {1}, {3}, {4}, {5}, {6}, {7, 9}, {8}, {10}, {11}, {12}}));
+  EXPECT_EQ(fusion_groups(ready, bytes, 1 << 20),
+            (std::vector<std::vector<size_t>>{
+              {0, 2, 4, 5}, {1, 8, 10}, {3}, {6}, {7, 9}, {11, 12}}));
+  EXPECT_EQ(fusion_groups(ready, bytes, 0),
+            (std::vector<std::vector<size_t>>{
+              {0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}}));
+}
+
+TEST(fusion, agreed_responses_append_as_fuse_lays_them_out) {
+  auto first = allreduce("a", 4);
+  EXPECT_TRUE(append_agreed(first, "b", request(3), {}));
+  EXPECT_FALSE(append_agreed(first, "d", request(3, v1::DATA_TYPE_FLOAT64), {}));
+  EXPECT_EQ(names({first}), (std::vector<std::vector<std::string>>{{"a", "b"}}));
+  EXPECT_EQ(first.tensor_sizes(1), 3);
+  // Allgathers: every rank's first dimension, then the row, per tensor.
+  auto g = request(1);
+  g.set_op(v1::OP_TYPE_ALLGATHER);
+  g.add_shape(2);  // 1 x 2 here
+  auto h = g;
+  h.set_shape(0, 3);
+  auto gathered = agreed_allgather_of("g", g, {1, 2});
+  EXPECT_FALSE(append_agreed(gathered, "h", h, {}));
+  EXPECT_TRUE(append_agreed(gathered, "h", h, {3, 0}));
+  EXPECT_EQ(gathered.SerializeAsString(),
+            fuse({agreed_allgather_of("g", g, {1, 2}), agreed_allgather_of("h", h, {3, 0})},
+                 1 << 20)[0]
+            .SerializeAsString());
 }
 
 } // namespace

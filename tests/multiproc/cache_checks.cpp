@@ -215,13 +215,12 @@ void add_stable_alltoall(std::vector<job>& out, int rank, int size, int step) {
                  }});
 }
 
-// A reducescatter under one name every step (cached: agreed on the board)
-// of 2 x size + 1 rows of two int32 values (uneven shares); on `odd_rank`
+// A reducescatter under `name` every step (cached: agreed on the board) of
+// `rows` rows of two int32 values (uneven shares); on `odd_rank`
 // at this step the rank asks for an average instead of a sum, which every
 // rank must see fail, naming the tensor.
-void add_stable_reducescatter(std::vector<job>& out, int rank, int size, int step, int odd_rank) {
-  const std::string name = "stable.reducescatter";
-  const int rows = 2 * size + 1;
+void add_stable_reducescatter(std::vector<job>& out, const std::string& name, int rows, int rank,
+                              int size, int step, int odd_rank) {
   const auto value = [=](int r, int i) { return r * 1000 + step % 89 + i; };
   auto buf = std::make_shared<std::vector<int32_t>>();
   for (int i = 0; i < rows * 2; ++i)
@@ -324,9 +323,16 @@ int run_fast_lane_checks(int rank, int size, int steps) {
     // A cached broadcast; every 50 steps one rank names another root.
     add_stable_broadcast(jobs, rank, step, step % 50 == 35 ? (step / 50) % size : -1);
     add_stable_allgather(jobs, rank, size, step);
+    // A second one of its dtype: agreed lists fuse the two when both
+    // complete on one rank before it writes.
+    add_gather_job(jobs, "stable.gather.b", rank, size, step, [](int r) { return r + 1; }, 2,
+                   10000);
     add_stable_alltoall(jobs, rank, size, step);
     // A cached reducescatter; every 50 steps one rank asks for an average.
-    add_stable_reducescatter(jobs, rank, size, step, step % 50 == 45 ? (step / 50) % size : -1);
+    // A second one, fused with it alike, of fewer rows than ranks.
+    add_stable_reducescatter(jobs, "stable.reducescatter", 2 * size + 1, rank, size, step,
+                             step % 50 == 45 ? (step / 50) % size : -1);
+    add_stable_reducescatter(jobs, "stable.reducescatter.b", size - 1, rank, size, step, -1);
     std::shuffle(jobs.begin(), jobs.end(), gen);
     if (!check_step(rank, step, jobs))
       return 1;
