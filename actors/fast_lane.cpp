@@ -13,6 +13,7 @@
 #include "metrics/rank_metrics.hpp"
 #include "proto/agreed_response.hpp"
 #include "proto/fusion.hpp"
+#include "proto/request_checks.hpp"
 
 namespace troupe::actors::negotiation {
 
@@ -180,11 +181,13 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
     }
     if (work->entries.empty())
       continue;
-    if (!fuses) {
+    // The backends index and allocate by what a response says (an
+    // allgather's first dimensions came from this member's cache view).
+    const auto wrong = fuses ? check_response(resp, st.set_size) : "tensors that do not fuse";
+    if (!wrong.empty()) {
       const status s{status_code::internal,
-                     fmt::format("process set {}: an agreed list grouped tensors that do not "
-                                 "fuse ('{}' ...)",
-                                 st.set_id, work->entries.front()->request.tensor_name())};
+                     fmt::format("process set {}: an agreed list grouped {} ('{}' ...)", st.set_id,
+                                 wrong, work->entries.front()->request.tensor_name())};
       for (auto& e : work->entries)
         complete(st, e, s);
       continue;

@@ -79,19 +79,22 @@ std::string check_request(const v1::Request& r) {
 
 std::string check_response(const v1::Response& r, int32_t set_size) {
   const auto names = static_cast<int64_t>(r.tensor_names_size());
-  const std::string what =
-    std::string(properties(r.op()).name) + " response" +
-    (names > 0 ? " for '" + r.tensor_names(0) + "'" + (names > 1 ? " and others" : "") : "");
+  // Built only for an error: every list's responses pass here.
+  const auto what = [&] {
+    return std::string(properties(r.op()).name) + " response" +
+           (names > 0 ? " for '" + r.tensor_names(0) + "'" + (names > 1 ? " and others" : "")
+                      : "");
+  };
   if (names == 0)
-    return what + " names no tensor";
+    return what() + " names no tensor";
   for (const auto& name : r.tensor_names())
     if (name.empty())
-      return what + " names a tensor without a name";
+      return what() + " names a tensor without a name";
   if (r.op() == v1::OP_TYPE_ERROR)
-    return r.error().code() == 0 ? what + " has no error code" : "";
+    return r.error().code() == 0 ? what() + " has no error code" : "";
   const auto counted = [&](const char* field, int64_t have, int64_t want) {
     return have == want ? std::string()
-                        : what + " has " + std::to_string(have) + " " + field + " for " +
+                        : what() + " has " + std::to_string(have) + " " + field + " for " +
                             std::to_string(names) + " tensor(s), not " + std::to_string(want);
   };
   std::string err;
@@ -108,7 +111,7 @@ std::string check_response(const v1::Response& r, int32_t set_size) {
                        [](int64_t v) { return v < 0 || v > most; });
   };
   if (err.empty() && (out_of_range(r.tensor_sizes()) || out_of_range(r.row_elements())))
-    err = what + " has a size below 0 or above 2^48 elements";
+    err = what() + " has a size below 0 or above 2^48 elements";
   return err;
 }
 

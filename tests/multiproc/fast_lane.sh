@@ -8,6 +8,10 @@
 # with the lane on (the default), none with --fast-lane 0 among the flags.
 # FAST_LANE_MODE=fast-lane-lru runs that workload instead, and
 # FAST_LANE_MIN replaces the least count expected per rank (default STEPS).
+# FAST_LANE_FUSED=R: on every rank, the allgathers and the reducescatters
+# (two cached ones of each a step) ran as fewer than R collectives per
+# tensor (troupe_collective_operations_total against _tensors_total): the
+# agreed lists fused them.
 set -u
 run=$1 check=$2 np=$3 steps=$4
 shift 4
@@ -37,6 +41,19 @@ for r in $(seq 0 $((np - 1))); do
   else
     [ "$agreed" -ge "$least" ] || { echo "FAIL: rank $r agreed only $agreed (at least $least)"; exit 1; }
   fi
+  [ -n "${FAST_LANE_FUSED:-}" ] || continue
+  page=$(scrape $((base + 1 + r)))
+  for op in allgather reducescatter; do
+    ratio=$(echo "$page" | awk -v op="op=\"$op\"" '
+      index($1, op) && index($1, "status=\"ok\"") {
+        if ($1 ~ /^troupe_collective_operations_total/) ops += $2
+        if ($1 ~ /^troupe_collective_tensors_total/) tensors += $2
+      }
+      END { if (tensors > 0) printf "%.3f", ops / tensors }')
+    echo "rank $r: ${ratio:-no} $op collectives per tensor"
+    awk -v x="${ratio:-9}" -v most="$FAST_LANE_FUSED" 'BEGIN { exit !(x < most) }' ||
+      { echo "FAIL: rank $r ran ${ratio:-no} $op collectives per tensor (want fewer than $FAST_LANE_FUSED)"; exit 1; }
+  done
 done
 finish_job "$dir" || exit 1
 grep -h "PASS" "$dir/job.log" | head -"$np"
