@@ -241,6 +241,26 @@ def test_cpu_results_are_aligned_writable_and_outlive_their_handles():
     assert scattered.dtype == torch.int32
 
 
+def test_large_cpu_results_are_whole_and_writable():
+    # A result of 32 MiB or more comes in huge-page-aligned memory of its
+    # own (madvise'd for 2 MiB pages); every element still lands, and it
+    # outlives a second one of the same size.
+    n = hvd.size()
+    rows = (32 << 20) // (4 * 1024 * n) + 1
+    x = torch.arange(rows * 1024, dtype=torch.float32).view(rows, 1024) + hvd.rank()
+    first = hvd.allgather(x, name='large.ag')
+    second = hvd.allgather(x, name='large.ag')
+    assert first.numel() * 4 >= 32 << 20
+    assert first.data_ptr() % 64 == 0
+    expected = torch.cat([x - hvd.rank() + r for r in range(n)])
+    assert torch.equal(first, expected) and torch.equal(second, expected)
+    first.mul_(2)
+    assert torch.equal(second, expected)
+    del first
+    gc.collect()
+    assert torch.equal(second, expected)
+
+
 def test_grouped_allgather():
     xs = [rank_tensor(hvd.rank(), (hvd.rank() + 1,), torch.int32),
           rank_tensor(hvd.rank() + 5, (1, 2), torch.float64)]
