@@ -261,6 +261,26 @@ def test_large_cpu_results_are_whole_and_writable():
     assert torch.equal(second, expected)
 
 
+def test_large_new_outputs_are_whole_and_their_own():
+    # allreduce, grouped_allreduce and broadcast into new tensors of 32 MiB
+    # or more (the runtime's memory in huge pages): right, contiguous,
+    # apart from the input, and the input left as it was.
+    n = hvd.size()
+    x = torch.arange((32 << 20) // 8 + 3, dtype=torch.float64) + hvd.rank()
+    before = x.clone()
+    summed = hvd.allreduce(x, op=hvd.Sum, name='large.ar')
+    grouped = hvd.grouped_allreduce([x], op=hvd.Sum, name='large.gar')[0]
+    root = n - 1
+    sent = hvd.broadcast(x, root, name='large.bc')
+    want = (torch.arange(x.numel(), dtype=torch.float64) * n + sum(range(n)))
+    assert torch.equal(summed, want) and torch.equal(grouped, want)
+    assert torch.equal(sent, before - hvd.rank() + root)
+    assert torch.equal(x, before)
+    for t in (summed, grouped, sent):
+        assert t.is_contiguous() and t.data_ptr() != x.data_ptr()
+    assert not summed.requires_grad
+
+
 def test_grouped_allgather():
     xs = [rank_tensor(hvd.rank(), (hvd.rank() + 1,), torch.int32),
           rank_tensor(hvd.rank() + 5, (1, 2), torch.float64)]

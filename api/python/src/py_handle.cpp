@@ -43,6 +43,22 @@ void* result_block(size_t bytes) {
   return block;
 }
 
+// Memory for a CPU output the caller sizes itself (an allreduce into a new
+// tensor, a broadcast's copy), as a result's: the Python side wraps it
+// with torch.frombuffer.
+result_ptr cpu_memory(size_t bytes) {
+  auto r = std::make_shared<result_memory>();
+  if (bytes > 0) {
+    r->data = result_block(bytes);
+    if (r->data == nullptr)
+      throw std::bad_alloc();
+  }
+  r->bytes = bytes;
+  r->shape = {static_cast<int64_t>(bytes)};
+  r->allocated = true;
+  return r;
+}
+
 } // namespace
 
 output_allocator cpu_allocator(const result_ptr& into, data_type dtype) {
@@ -205,6 +221,9 @@ void bind_handle(py::module_& m) {
                              {static_cast<py::ssize_t>(r.bytes)}, {py::ssize_t{1}},
                              /*readonly=*/false);
     });
+  m.def("cpu_memory", &cpu_memory, py::arg("nbytes"),
+        "Uninitialised memory as a CPU result gets it (huge pages from huge_result_bytes on)");
+  m.attr("huge_result_bytes") = huge_from;
   py::class_<py_handle>(m, "Handle")
     .def("poll", &py_handle::poll)
     .def("wait", &py_handle::wait)

@@ -7,6 +7,7 @@ import warnings
 
 import torch
 
+from troupe import _core
 from troupe.common import basics as _basics
 from troupe.common.exceptions import HorovodInternalError, status_error
 
@@ -139,6 +140,20 @@ def _register(core_handle, finish, key):
     _handle_map[handle] = (core_handle, finish, key)
     _named[key] = core_handle
     return handle
+
+
+def _empty_like(src):
+    """An uninitialised contiguous tensor of `src`'s shape, dtype and device,
+    for an output. From _core.huge_result_bytes on, a CPU one is memory the
+    runtime allocates as it does a large CPU result, in huge pages: torch's
+    own comes from the kernel afresh on every call, a page fault per 4 KiB
+    (64 MiB allocated and filled: 24.5 against 8.7 ms here; an allreduce
+    into a new 64 MiB tensor on 2 ranks 40.1 -> 22.7-24.8 ms). Below that,
+    torch's measured no worse."""
+    nbytes = src.numel() * src.element_size()
+    if src.device.type != 'cpu' or nbytes < _core.huge_result_bytes:
+        return torch.empty_like(src, memory_format=torch.contiguous_format)
+    return torch.frombuffer(_core.cpu_memory(nbytes), dtype=src.dtype).view(src.shape)
 
 
 class _Output:

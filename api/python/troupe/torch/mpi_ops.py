@@ -21,8 +21,9 @@ from troupe.common.process_sets import check_process_set, global_process_set
 from troupe.torch.compression import Compression
 # Horovod's scripts import these from mpi_ops too.
 from troupe.torch.handles import (  # noqa: F401
-    Adasum, Average, Max, Min, Product, Sum, _Output, _copy_back, _device, _dtype_code, _op_name,
-    _register, _resolve_op, _wait, init, poll, reset, shutdown, synchronize)
+    Adasum, Average, Max, Min, Product, Sum, _Output, _copy_back, _device, _dtype_code,
+    _empty_like, _op_name, _register, _resolve_op, _wait, init, poll, reset, shutdown,
+    synchronize)
 
 
 # ---------------------------------------------------------------- allreduce
@@ -32,7 +33,7 @@ def _allreduce_async(tensor, inplace, name, op, prescale_factor, postscale_facto
     ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
     src = tensor.contiguous()
-    dst = src if inplace else torch.empty_like(src)
+    dst = src if inplace else _empty_like(src)
     key = _op_name('allreduce', name, ps_id)
     core_handle = _core.allreduce(src.data_ptr(), dst.data_ptr(), code, list(src.shape),
                                   key[1], op, float(prescale_factor),
@@ -113,7 +114,7 @@ def _grouped_allreduce_async(tensors, inplace, name, op, prescale_factor, postsc
     tensors = list(tensors)
     codes = [_dtype_code(t) for t in tensors]
     srcs = [t.contiguous() for t in tensors]
-    dsts = srcs if inplace else [torch.empty_like(s) for s in srcs]
+    dsts = srcs if inplace else [_empty_like(s) for s in srcs]
     key = _op_name('grouped_allreduce', name, ps_id)
     core_handle = _core.grouped_allreduce(
         [s.data_ptr() for s in srcs], [d.data_ptr() for d in dsts], codes,
@@ -299,7 +300,7 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 def _broadcast_async(tensor, inplace, root_rank, name, process_set):
     ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
-    data = tensor.contiguous() if inplace else tensor.clone(memory_format=torch.contiguous_format)
+    data = tensor.contiguous() if inplace else _empty_like(tensor).copy_(tensor)
     key = _op_name('broadcast', name, ps_id)
     core_handle = _core.broadcast(data.data_ptr(), code, list(data.shape), int(root_rank),
                                   key[1], data, process_set_id=ps_id, device=_device(data))
