@@ -47,8 +47,14 @@ arrival post_arrival(negotiator_state& st, const tensor_entry_ptr& e, cache_ref 
 
 namespace {
 
-// What a tensor other than an allgather has of every rank's first dimension.
-const std::vector<int64_t> no_first_dims;
+// Every rank's first dimension of `request`'s tensor, registered as `name`,
+// as this member's cache view keeps them for an allgather; none (and no
+// lookup) for any other op.
+const std::vector<int64_t>& gathered_dims(const negotiator_state& st, const v1::Request& request,
+                                          const std::string& name) {
+  static const std::vector<int64_t> none;
+  return request.op() == v1::OP_TYPE_ALLGATHER ? st.cache.first_dims(name) : none;
+}
 
 // Whether the negotiator has handled every list the channel's reader passed
 // on.
@@ -76,9 +82,7 @@ void write_agreed(negotiator_self self) {
   for (const auto& c : completed) {
     const auto& request = c.second->request;
     requests.push_back(&request);
-    sizes.push_back(fusion_bytes(request, request.op() == v1::OP_TYPE_ALLGATHER
-                                            ? st.cache.first_dims(request.tensor_name())
-                                            : no_first_dims));
+    sizes.push_back(fusion_bytes(request, gathered_dims(st, request, request.tensor_name())));
   }
   v1::ResponseList list;
   list.set_process_set_id(st.set_id);
@@ -169,8 +173,7 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
       st.posted.erase(posted);
       trace(self, *e, "E", e->request.op(), true);
       st.metrics->negotiated(e->submitted, now);
-      const auto& first_dims =
-        e->request.op() == v1::OP_TYPE_ALLGATHER ? st.cache.first_dims(*name) : no_first_dims;
+      const auto& first_dims = gathered_dims(st, e->request, *name);
       if (work->entries.empty())
         resp = e->request.op() == v1::OP_TYPE_ALLGATHER
                  ? agreed_allgather_of(*name, e->request, first_dims)

@@ -21,6 +21,15 @@ v1::Response agreed_response_of(const std::string& name, const v1::Request& requ
 v1::Response agreed_allgather_of(const std::string& name, const v1::Request& request,
                                  const std::vector<int64_t>& first_dims);
 
+/// Appends the fields a response carries per tensor for `request`: its
+/// element count for an allreduce or a reducescatter (for fusion, and a
+/// joined rank's zeros); for an allgather every rank's first dimension
+/// (`first_dims`, in set-rank order; nothing while they are unknown), then
+/// the elements of a row; nothing for any other op. Fused responses list
+/// them tensor after tensor.
+void append_sizes(v1::Response& resp, const v1::Request& request,
+                  const std::vector<int64_t>& first_dims);
+
 /// Whether members may agree on `request`, once cached, among themselves
 /// (the fast lane's arrival board): an allreduce, a broadcast, an
 /// allgather, an alltoall or a reducescatter outside a group. A member builds the response

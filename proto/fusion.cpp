@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "proto/agreed_response.hpp"
 #include "troupe/types.hpp"
 
 namespace troupe {
@@ -97,18 +98,13 @@ int64_t elements_of(const v1::Request& r) {
   return num_elements(shape_t(r.shape().begin(), r.shape().end()));
 }
 
-// Elements of a row: all dimensions but the first (an allgather's request
-// has at least one).
-int64_t row_elements_of(const v1::Request& r) {
-  return num_elements(shape_t(r.shape().begin() + 1, r.shape().end()));
-}
-
 } // namespace
 
 int64_t fusion_bytes(const v1::Request& request, const std::vector<int64_t>& first_dims) {
   int64_t elements = 0;
   if (request.op() == v1::OP_TYPE_ALLGATHER) {
-    const auto row = row_elements_of(request);
+    // (An allgather's request has at least one dimension.)
+    const auto row = num_elements(shape_t(request.shape().begin() + 1, request.shape().end()));
     for (auto rows : first_dims)
       elements += rows * row;
   } else {
@@ -123,13 +119,7 @@ bool append_agreed(v1::Response& fused, const std::string& name, const v1::Reque
   if (!fusible(request) || !same_key(fused, request) || (gathers && first_dims.empty()))
     return false;
   fused.add_tensor_names(name);
-  if (!gathers) {
-    fused.add_tensor_sizes(elements_of(request));
-    return true;
-  }
-  for (auto rows : first_dims)
-    fused.add_tensor_sizes(rows);
-  fused.add_row_elements(row_elements_of(request));
+  append_sizes(fused, request, first_dims);
   return true;
 }
 

@@ -43,19 +43,25 @@ void* result_block(size_t bytes) {
   return block;
 }
 
+// Gives `r` a block of `bytes` (none for a result of no bytes) for a
+// result of `shape`.
+void allocate(result_memory& r, size_t bytes, shape_t shape) {
+  if (bytes > 0) {
+    r.data = result_block(bytes);
+    if (r.data == nullptr)
+      throw std::bad_alloc();
+  }
+  r.bytes = bytes;
+  r.shape = std::move(shape);
+  r.allocated = true;
+}
+
 // Memory for a CPU output the caller sizes itself (an allreduce into a new
 // tensor, a broadcast's copy), as a result's: the Python side wraps it
 // with torch.frombuffer.
 result_ptr cpu_memory(size_t bytes) {
   auto r = std::make_shared<result_memory>();
-  if (bytes > 0) {
-    r->data = result_block(bytes);
-    if (r->data == nullptr)
-      throw std::bad_alloc();
-  }
-  r->bytes = bytes;
-  r->shape = {static_cast<int64_t>(bytes)};
-  r->allocated = true;
+  allocate(*r, bytes, {static_cast<int64_t>(bytes)});
   return r;
 }
 
@@ -67,14 +73,7 @@ output_allocator cpu_allocator(const result_ptr& into, data_type dtype) {
     const auto bytes = static_cast<size_t>(num_elements(shape)) * element_bytes;
     if (into->allocated)
       throw std::runtime_error("a result allocated twice");
-    if (bytes > 0) {
-      into->data = result_block(bytes);
-      if (into->data == nullptr)
-        throw std::bad_alloc();
-    }
-    into->bytes = bytes;
-    into->shape = shape;
-    into->allocated = true;
+    allocate(*into, bytes, shape);
     return into->data;
   };
 }

@@ -76,8 +76,8 @@ void reduce_native(const run_context& ctx, const v1::Response& resp, void* data,
 
 } // namespace
 
-void reduce_scatter(const run_context& ctx, const v1::Response& resp, const void* input,
-                    void* output, std::vector<size_t> counts, data_type dtype) {
+void reduce_scatter(const run_context& ctx, const v1::Response& resp, void* input,
+                    bool own_input, void* output, std::vector<size_t> counts, data_type dtype) {
   auto finish = finish_of(ctx, resp, dtype);
   const size_t esize = element_size(dtype);
   const size_t bytes = std::accumulate(counts.begin(), counts.end(), size_t{0}) * esize;
@@ -85,8 +85,11 @@ void reduce_scatter(const run_context& ctx, const v1::Response& resp, const void
   const auto out = reinterpret_cast<uintptr_t>(output);
   const size_t out_bytes = counts.at(static_cast<size_t>(ctx.rank)) * esize;
   // The communicator reads the input while it writes the output (an
-  // allocator may hand out the input's own memory), and never scales it.
-  if (resp.prescale_factor() != 1.0 || (out < in + bytes && in < out + out_bytes)) {
+  // allocator may hand out the input's own memory), and never scales it:
+  // the caller's own copy is scaled where it is, anything else in a copy.
+  if (own_input) {
+    scale(input, bytes / esize, dtype, resp.prescale_factor());
+  } else if (resp.prescale_factor() != 1.0 || (out < in + bytes && in < out + out_bytes)) {
     char* copy = scratch_buffers::at_least(ctx.scratch.copy, bytes);
     std::memcpy(copy, input, bytes);
     scale(copy, bytes / esize, dtype, resp.prescale_factor());

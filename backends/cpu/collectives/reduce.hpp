@@ -14,10 +14,12 @@ void reduce_in_place(const run_context& ctx, const v1::Response& resp, void* dat
 /// This rank's part (`counts[rank]` elements into `output`, which may
 /// overlap `input`) of the reduction of `input` (the parts of every rank
 /// back to back, `counts` elements each): prescale, the communicator's
-/// reduce-scatter, average and postscale. Only where
+/// reduce-scatter, average and postscale. `input` is never written, unless
+/// `own_input` (the caller's own copy, apart from `output`): then the
+/// prescale goes to it where it is. Only where
 /// communicator::reduces_scatter().
-void reduce_scatter(const run_context& ctx, const v1::Response& resp, const void* input,
-                    void* output, std::vector<size_t> counts, data_type dtype);
+void reduce_scatter(const run_context& ctx, const v1::Response& resp, void* input,
+                    bool own_input, void* output, std::vector<size_t> counts, data_type dtype);
 
 /// The bytes of `dtype` a reduction of `resp` handles at a time, in whole
 /// elements (0: at once). Every rank cuts the same chunks: the response

@@ -52,7 +52,7 @@ void reduce_part(const run_context& ctx, const v1::Response& resp, char* input, 
   const auto me = static_cast<size_t>(ctx.rank);
   const auto total = std::accumulate(counts.begin(), counts.end(), size_t{0});
   if (ctx.comm.reduces_scatter(total)) {
-    reduce_scatter(ctx, resp, input, output, std::move(counts), dtype);
+    reduce_scatter(ctx, resp, input, own_input, output, std::move(counts), dtype);
     return;
   }
   char* whole = input;
