@@ -17,6 +17,7 @@
 
 #include "backends/cpu/arith.hpp"
 #include "backends/gloo/mesh_context.hpp"
+#include "backends/gloo/tcp_links.hpp"
 
 namespace troupe::backends {
 
@@ -42,16 +43,16 @@ void fail_pairs(gloo::Context& context) {
 // Our own slot prefixes, clear of Gloo's collectives (0x01-0x08).
 constexpr uint8_t pairwise_prefix = 0x54;
 constexpr uint8_t ring_prefix = 0x55;
-constexpr uint8_t direct_prefix = 0x56;
 constexpr uint8_t scatter_prefix = 0x57;
 
 // Up to this many bytes sent per rank ((members - 1) x the tensor), an
 // allreduce is one exchange of whole buffers (direct_allreduce) instead of
 // a ring's 2 (n - 1) exchanges of pieces: small ones cost messages'
-// latency, not bandwidth. 2 ranks over loopback: 4 B 280-314 -> 227-251
-// us, 64 KiB 620-652 -> 328-355 us; 1 MiB whole was 2x slower than the
-// ring (docs/benchmarks.md, run (23)). Up to 8 members: each sends to all
-// the others, n (n - 1) messages in all.
+// latency, not bandwidth. 2 ranks over loopback, through Gloo's buffers:
+// 4 B 280-314 -> 227-251 us, 64 KiB 620-652 -> 328-355 us; 1 MiB whole
+// was 2x slower than the ring (docs/benchmarks.md, run (23)). Up to 8
+// members: each sends to all the others over tcp_links, n (n - 1)
+// messages in all.
 constexpr size_t direct_max_bytes = size_t{64} << 10;
 constexpr int direct_max_members = 8;
 
@@ -131,10 +132,18 @@ void gloo_communicator::connect() {
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto context = connect_full_mesh(*ctx_.store, ctx_.store_prefix + "gloo/", ctx_.rank,
                                      ctx_.size, std::move(device), ctx_.timeout);
+    std::unique_ptr<tcp_links> links;
+    if (ctx_.size > 1 && ctx_.size <= direct_max_members)
+      links = std::make_unique<tcp_links>(*ctx_.store, ctx_.store_prefix + "gloo-links/",
+                                          ctx_.rank, ctx_.size, ctx_.advertise_host, ctx_.timeout);
     std::lock_guard<std::mutex> lock(mutex_);
     gloo_ = std::move(context);
-    if (aborted_)
+    links_ = std::move(links);
+    if (aborted_) {
       fail_pairs(*gloo_);
+      if (links_)
+        links_->abort();
+    }
   });
 }
 
@@ -148,6 +157,8 @@ void gloo_communicator::abort() {
   if (context)
     fail_pairs(*context);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (links_)
+    links_->abort();
   for (auto* buffer : waiting_)
     waiting::wake(*buffer);
 }
@@ -248,23 +259,10 @@ void gloo_communicator::direct_allreduce(const allreduce_options& opts) {
     // reduce them in rank order, so every rank holds the same bits.
     std::vector<char> all(bytes * static_cast<size_t>(n));
     std::memcpy(all.data() + bytes * static_cast<size_t>(ctx_.rank), data, bytes);
-    {
-      waiting out{*this, data, bytes};
-      waiting in{*this, all.data(), all.size()};
-      // Calls are serialised on the backend thread and wait for every
-      // message, and a pair delivers a slot's messages in order, so the
-      // slot can repeat from call to call.
-      const auto slot = gloo::Slot::build(direct_prefix, 0);
-      for (int p = 0; p < n; ++p)
-        if (p != ctx_.rank)
-          in->recv(p, slot, bytes * static_cast<size_t>(p), bytes);
-      for (int p = 0; p < n; ++p)
-        if (p != ctx_.rank)
-          out->send(p, slot);
-      for (int p = 1; p < n; ++p)
-        if (!in->waitRecv(timeout) || !out->waitSend(timeout))
-          throw backend_error("gloo allreduce was aborted: a peer of the process set was lost");
-    }
+    std::vector<link_piece> pieces(static_cast<size_t>(n));
+    for (int p = 0; p < n; ++p)
+      pieces[p] = {data, bytes, all.data() + bytes * static_cast<size_t>(p), bytes};
+    links_->exchange(pieces, timeout);
     reduce_in_member_order(data, opts.count, reduce, n, [&](int m) {
       return all.data() + bytes * static_cast<size_t>(m);
     });
@@ -348,29 +346,15 @@ void gloo_communicator::reducescatter(const reducescatter_options& opts) {
       std::memcpy(out, in, mine * esize);
     } else if (n <= direct_max_members && total * esize <= direct_max_bytes) {
       // Every member's contribution to this rank's part at its rank's
-      // place, this one's included, reduced in rank order. Empty parts are
-      // neither sent nor received: every rank knows every part's size.
+      // place, this one's included, reduced in rank order, over the links
+      // (an empty part is an empty message).
       std::vector<char> all(mine * esize * static_cast<size_t>(n));
       std::memcpy(all.data() + mine * esize * me, in + first[me] * esize, mine * esize);
-      // Gloo wants a non-const pointer; it only reads what it sends.
-      waiting send{*this, const_cast<char*>(in), total * esize};
-      waiting recv{*this, all.data(), all.size()};
-      const auto slot = gloo::Slot::build(scatter_prefix, 0);
-      int sends = 0;
-      for (int p = 0; p < n; ++p) {
-        if (p == ctx_.rank)
-          continue;
-        if (mine > 0)
-          recv->recv(p, slot, mine * esize * static_cast<size_t>(p), mine * esize);
-        if (part(p) > 0) {
-          send->send(p, slot, first[static_cast<size_t>(p)] * esize, part(p) * esize);
-          ++sends;
-        }
-      }
-      for (int k = 0; k < n - 1 && mine > 0; ++k)
-        wait(*recv, true);
-      for (int k = 0; k < sends; ++k)
-        wait(*send, false);
+      std::vector<link_piece> pieces(static_cast<size_t>(n));
+      for (int p = 0; p < n; ++p)
+        pieces[p] = {in + first[static_cast<size_t>(p)] * esize, part(p) * esize,
+                     all.data() + mine * esize * static_cast<size_t>(p), mine * esize};
+      links_->exchange(pieces, timeout);
       if (mine > 0)
         reduce_in_member_order(out, mine, reduce, n, [&](int m) {
           return all.data() + mine * esize * static_cast<size_t>(m);

@@ -17,6 +17,8 @@ namespace troupe::backends {
 
 /// CPU collectives over Gloo's TCP transport, full mesh built through the
 /// launcher's store.
+class tcp_links;
+
 class gloo_communicator : public communicator {
 public:
   explicit gloo_communicator(backend_context ctx);
@@ -48,9 +50,9 @@ public:
   /// others, so every rank holds the same bits. For the shared-memory
   /// path's cross-host step.
   void ring_allreduce(const allreduce_options& opts);
-  /// An allreduce as one exchange: every rank sends its whole buffer to
-  /// every other and reduces all of them in rank order (the same bits
-  /// everywhere), its waits woken by abort() as ring_allreduce()'s.
+  /// An allreduce as one exchange over the set's tcp_links: every rank
+  /// sends its whole buffer to every other and reduces all of them in rank
+  /// order (the same bits everywhere); abort() wakes it.
   /// allreduce() and ring_allreduce() take it for up to 8 members where
   /// (members - 1) x the tensor is at most 64 KiB: one message's latency
   /// instead of the ring's 2 (members - 1).
@@ -58,8 +60,8 @@ public:
   /// Fails every pair of the context (Gloo's own path for its timeout):
   /// their pending sends and receives throw, and Gloo's thread no longer
   /// touches their buffers (closing a pair alone wakes no waiter); then
-  /// wakes the waits of sendrecv(), ring_allreduce(), direct_allreduce()
-  /// and reducescatter().
+  /// wakes the waits of sendrecv(), ring_allreduce() and reducescatter(),
+  /// and the tcp links'.
   void abort() override;
 
 private:
@@ -74,12 +76,16 @@ private:
   void guarded(const char* what, F&& f);
 
   backend_context ctx_;
-  // Guards gloo_ (written by connect()), aborted_ and waiting_ for abort().
+  // Guards gloo_ and links_ (written by connect()), aborted_ and waiting_
+  // for abort().
   std::mutex mutex_;
   std::shared_ptr<gloo::Context> gloo_;
+  // The small exchanges' (direct_allreduce, reducescatter's direct path),
+  // where the set has at most direct_max_members.
+  std::unique_ptr<tcp_links> links_;
   bool aborted_ = false;
-  // The buffers of sendrecv(), ring_allreduce(), direct_allreduce() and
-  // reducescatter() while they are in use.
+  // The buffers of sendrecv(), ring_allreduce() and reducescatter() while
+  // they are in use.
   std::vector<gloo::transport::UnboundBuffer*> waiting_;
 };
 

@@ -1,0 +1,250 @@
+#include "backends/gloo/tcp_links.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "backends/backend.hpp"
+#include "elastic/job_secret.hpp"
+#include "elastic/socket_util.hpp"
+#include "elastic/store_exchange.hpp"
+
+namespace troupe::backends {
+
+namespace net = elastic::net;
+
+namespace {
+
+// What a connecting rank presents: its rank, then the token the accepting
+// rank sent it through the store.
+constexpr size_t token_size = 64;
+constexpr size_t hello_size = sizeof(uint32_t) + token_size;
+// How long an accepted connection may take to present itself.
+constexpr auto hello_limit = std::chrono::seconds(1);
+
+// Leads every message: its payload's length and the sender's call number.
+struct header {
+  uint64_t bytes;
+  uint64_t call;
+};
+
+std::string ms(std::chrono::milliseconds t) {
+  return std::to_string(t.count()) + " ms";
+}
+
+// "host port token", what an accepting rank tells a connecting one.
+struct address {
+  std::string host;
+  uint16_t port = 0;
+  std::string token;
+
+  static address parse(const std::string& text, int from) {
+    address a;
+    const auto sp1 = text.find(' ');
+    const auto sp2 = text.rfind(' ');
+    if (sp1 == std::string::npos || sp2 == sp1)
+      throw backend_error("tcp links: rank " + std::to_string(from) +
+                          " published a malformed address: '" + text + "'");
+    a.host = text.substr(0, sp1);
+    a.port = static_cast<uint16_t>(std::stoul(text.substr(sp1 + 1, sp2 - sp1 - 1)));
+    a.token = text.substr(sp2 + 1);
+    return a;
+  }
+};
+
+} // namespace
+
+tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, int rank,
+                     int size, const std::string& host, std::chrono::milliseconds timeout)
+    : rank_(rank), size_(size), fds_(static_cast<size_t>(size), -1) {
+  const auto deadline = net::clock::now() + timeout;
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0)
+    throw backend_error("tcp links: eventfd: " + net::error_text(errno));
+  try {
+    // Higher ranks connect to lower ones.
+    net::unique_fd listener;
+    std::vector<std::string> to_peer(static_cast<size_t>(size));
+    std::vector<std::string> tokens(static_cast<size_t>(size));
+    if (rank < size - 1) {
+      listener = net::listen_on(host, 0);
+      const auto port = std::to_string(net::local_port(listener.get()));
+      for (int p = rank + 1; p < size; ++p) {
+        tokens[p] = elastic::random_secret();
+        to_peer[p] = host + " " + port + " " + tokens[p];
+      }
+    }
+    const auto from_peer = elastic::all_to_all(store, prefix, rank, size, to_peer, timeout);
+    for (int p = 0; p < rank; ++p) {
+      const auto a = address::parse(from_peer[p], p);
+      std::string why;
+      auto fd = net::try_connect(a.host, a.port, deadline, why);
+      if (!fd)
+        throw backend_error("tcp links: rank " + std::to_string(rank) + " could not connect to rank " +
+                            std::to_string(p) + " at " + a.host + ":" + std::to_string(a.port) +
+                            ": " + why);
+      std::string hello(sizeof(uint32_t), '\0');
+      const auto me = static_cast<uint32_t>(rank);
+      std::memcpy(hello.data(), &me, sizeof me);
+      hello += a.token;
+      if (net::send_all(fd.get(), hello, deadline) != net::io_result::done)
+        throw backend_error("tcp links: rank " + std::to_string(p) + " did not take rank " +
+                            std::to_string(rank) + "'s hello within " + ms(timeout));
+      fds_[p] = fd.release();
+    }
+    int awaited = size - 1 - rank;
+    while (awaited > 0) {
+      pollfd pfd{listener.get(), POLLIN, 0};
+      if (::poll(&pfd, 1, net::poll_timeout(deadline)) <= 0 || net::clock::now() >= deadline)
+        throw backend_error("tcp links: rank " + std::to_string(rank) + " still awaited " +
+                            std::to_string(awaited) + " higher rank(s) after " + ms(timeout));
+      net::unique_fd fd{::accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)};
+      if (!fd)
+        continue;
+      // A stranger's connection costs at most hello_limit, then is dropped.
+      std::string hello;
+      const auto limit = std::min(deadline, net::clock::now() + hello_limit);
+      if (net::recv_exact(fd.get(), hello_size, hello, limit) != net::io_result::done)
+        continue;
+      uint32_t from = 0;
+      std::memcpy(&from, hello.data(), sizeof from);
+      if (from <= static_cast<uint32_t>(rank) || from >= static_cast<uint32_t>(size) ||
+          fds_[from] >= 0 ||
+          !elastic::equal_digests(hello.substr(sizeof from), tokens[from]))
+        continue;
+      net::set_nodelay(fd.get());
+      fds_[from] = fd.release();
+      --awaited;
+    }
+  } catch (...) {
+    for (int fd : fds_)
+      if (fd >= 0)
+        ::close(fd);
+    ::close(wake_fd_);
+    throw;
+  }
+}
+
+tcp_links::~tcp_links() {
+  for (int fd : fds_)
+    if (fd >= 0)
+      ::close(fd);
+  ::close(wake_fd_);
+}
+
+void tcp_links::abort() {
+  aborted_ = true;
+  const uint64_t one = 1;
+  [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof one);
+}
+
+void tcp_links::fail(const std::string& why) {
+  failure_ = why;
+  // A peer blocked on this rank's part of the stream learns at once.
+  for (int fd : fds_)
+    if (fd >= 0)
+      ::shutdown(fd, SHUT_RDWR);
+  throw backend_error(why);
+}
+
+void tcp_links::exchange(const std::vector<link_piece>& pieces, std::chrono::milliseconds timeout) {
+  if (!failure_.empty())
+    throw backend_error("tcp links: an earlier exchange failed: " + failure_);
+  if (pieces.size() != static_cast<size_t>(size_))
+    throw backend_error("tcp links: " + std::to_string(pieces.size()) + " pieces for " +
+                        std::to_string(size_) + " members");
+  const auto deadline = net::clock::now() + timeout;
+  const auto n = static_cast<size_t>(size_);
+  // Per member: bytes of header + payload sent and received so far.
+  std::vector<header> out(n), in(n);
+  std::vector<size_t> sent(n, 0), got(n, 0);
+  for (size_t m = 0; m < n; ++m)
+    out[m] = {pieces[m].send_bytes, calls_};
+  const auto peer = [&](size_t m) { return "rank " + std::to_string(m); };
+  for (;;) {
+    if (aborted_)
+      fail("tcp links: aborted");
+    std::vector<pollfd> waits;
+    for (size_t m = 0; m < n; ++m) {
+      if (static_cast<int>(m) == rank_)
+        continue;
+      const size_t out_total = sizeof(header) + pieces[m].send_bytes;
+      while (sent[m] < out_total) {
+        iovec iov[2];
+        int count = 0;
+        if (sent[m] < sizeof(header))
+          iov[count++] = {reinterpret_cast<char*>(&out[m]) + sent[m], sizeof(header) - sent[m]};
+        const size_t body = sent[m] > sizeof(header) ? sent[m] - sizeof(header) : 0;
+        if (pieces[m].send_bytes > body)
+          iov[count++] = {const_cast<char*>(static_cast<const char*>(pieces[m].send)) + body,
+                          pieces[m].send_bytes - body};
+        msghdr msg{};
+        msg.msg_iov = iov;
+        msg.msg_iovlen = static_cast<size_t>(count);
+        const auto w = ::sendmsg(fds_[m], &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+          break;
+        if (w < 0 && errno == EINTR)
+          continue;
+        if (w < 0)
+          fail("tcp links: sending to " + peer(m) + " failed: " + net::error_text(errno));
+        sent[m] += static_cast<size_t>(w);
+      }
+      const size_t in_total = sizeof(header) + pieces[m].recv_bytes;
+      while (got[m] < in_total) {
+        char* into = got[m] < sizeof(header)
+                       ? reinterpret_cast<char*>(&in[m]) + got[m]
+                       : static_cast<char*>(pieces[m].recv) + (got[m] - sizeof(header));
+        const size_t want = got[m] < sizeof(header) ? sizeof(header) - got[m] : in_total - got[m];
+        const auto r = ::recv(fds_[m], into, want, MSG_DONTWAIT);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+          break;
+        if (r < 0 && errno == EINTR)
+          continue;
+        if (r == 0)
+          fail("tcp links: " + peer(m) + " closed its link to rank " + std::to_string(rank_) +
+               " (it failed or left) during call " + std::to_string(calls_));
+        if (r < 0)
+          fail("tcp links: receiving from " + peer(m) + " failed: " + net::error_text(errno));
+        got[m] += static_cast<size_t>(r);
+        if (got[m] == sizeof(header) &&
+            (in[m].bytes != pieces[m].recv_bytes || in[m].call != calls_))
+          fail("tcp links: " + peer(m) + " sent " + std::to_string(in[m].bytes) +
+               " bytes in its call " + std::to_string(in[m].call) + " where rank " +
+               std::to_string(rank_) + " expected " + std::to_string(pieces[m].recv_bytes) +
+               " bytes in its call " + std::to_string(calls_));
+      }
+      short events = 0;
+      if (sent[m] < out_total)
+        events |= POLLOUT;
+      if (got[m] < in_total)
+        events |= POLLIN;
+      if (events)
+        waits.push_back({fds_[m], events, 0});
+    }
+    if (waits.empty())
+      break;
+    waits.push_back({wake_fd_, POLLIN, 0});
+    const int ready = ::poll(waits.data(), waits.size(), net::poll_timeout(deadline));
+    if (ready < 0 && errno != EINTR)
+      fail("tcp links: poll failed: " + net::error_text(errno));
+    if (ready == 0 && net::clock::now() >= deadline) {
+      std::string missing;
+      for (size_t i = 0; i + 1 < waits.size(); ++i)
+        for (size_t m = 0; m < n; ++m)
+          if (fds_[m] == waits[i].fd)
+            missing += (missing.empty() ? "" : ", ") + peer(m);
+      fail("tcp links: rank " + std::to_string(rank_) + " waited " + ms(timeout) + " in call " +
+           std::to_string(calls_) + " for " + missing);
+    }
+  }
+  ++calls_;
+}
+
+} // namespace troupe::backends

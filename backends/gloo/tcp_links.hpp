@@ -1,0 +1,69 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace troupe::elastic {
+class store_client;
+}
+
+namespace troupe::backends {
+
+/// Bytes to or from one member in tcp_links::exchange().
+struct link_piece {
+  const void* send = nullptr;
+  size_t send_bytes = 0;
+  void* recv = nullptr;
+  size_t recv_bytes = 0;
+};
+
+/// A TCP connection of our own to every other member of a Gloo-mode set,
+/// for its small exchanges. Gloo's transport hands every message through
+/// its network thread and announces every receive before the data may
+/// leave: one 4-byte exchange between 2 ranks over loopback took 85-92 us
+/// through Gloo's unbound buffers, 4-7 us as a write and a read on a
+/// socket of the calling thread's (bench/raw_peers.cpp's peer, swapped in
+/// turn, 2026-11-29). No CAF, no Gloo.
+class tcp_links {
+public:
+  /// Connects rank `rank` of `size` to every other member: each listens on
+  /// `host`, port 0, and tells each higher rank, through the store under
+  /// `prefix` (elastic::all_to_all), its address and a random token meant
+  /// for that rank only; each higher rank connects and presents its rank
+  /// and the token. A connection that does not do so within a second is
+  /// closed. Throws backend_error when `timeout` passes first.
+  tcp_links(elastic::store_client& store, const std::string& prefix, int rank, int size,
+            const std::string& host, std::chrono::milliseconds timeout);
+  ~tcp_links();
+  tcp_links(const tcp_links&) = delete;
+  tcp_links& operator=(const tcp_links&) = delete;
+
+  /// Sends `pieces[m].send` to every other member m and receives exactly
+  /// `pieces[m].recv_bytes` from it (this rank's entry is ignored; a piece
+  /// may be empty: every member sends every other one message per call).
+  /// Each message carries its length and the call's number, so a member
+  /// that sent a different size or is a call ahead or behind is named.
+  /// Throws backend_error on such a message, a closed link, the timeout,
+  /// or abort(); after that every call throws: a link's byte stream is no
+  /// longer in step. Not for concurrent calls.
+  void exchange(const std::vector<link_piece>& pieces, std::chrono::milliseconds timeout);
+
+  /// From any thread: wakes exchange() and fails it and every later call.
+  void abort();
+
+private:
+  void fail(const std::string& why);
+
+  int rank_;
+  int size_;
+  std::vector<int> fds_;  // by member; -1 for this rank
+  int wake_fd_ = -1;      // an eventfd abort() writes
+  std::atomic<bool> aborted_{false};
+  std::string failure_;  // set by the exchanging thread only
+  uint64_t calls_ = 0;
+};
+
+} // namespace troupe::backends
