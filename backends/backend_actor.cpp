@@ -44,10 +44,26 @@ struct backend_state {
   std::chrono::microseconds poll_delay{0};
   bool poll_scheduled = false;
   bool answer_first = false;  // see finish_work
+  // See backend_actor_options::cpus; both empty when the thread stays put.
+  std::vector<int> idle_cpus;
+  std::vector<int> work_cpus;
   static constexpr const char* name = "troupe.backend";
 };
 
 using self_pointer = actors::backend_actor::stateful_pointer<backend_state>;
+
+// Runs the backend's thread on `cpus` (none: leaves it); where the kernel
+// refuses, it stays on the process's CPUs from then on.
+void move_to(backend_state& st, const std::vector<int>& cpus) {
+  if (cpus.empty())
+    return;
+  if (auto why = ipc::run_current_thread_on(cpus); !why.empty()) {
+    spdlog::warn("the {} backend's thread stays on the process's CPUs: {}", st.impl->name(), why);
+    ipc::run_current_thread_on(st.work_cpus);
+    st.idle_cpus.clear();
+    st.work_cpus.clear();
+  }
+}
 
 // Completes the callers' handles of `work` if it succeeded with `result`,
 // a thread hop before the negotiator hears of it (which keeps its
@@ -132,12 +148,18 @@ actors::backend_actor::behavior_type serve_backend(self_pointer self, std::share
           spdlog::error("TROUPE_THREAD_AFFINITY: the {} backend's thread runs unpinned: {}",
                         self->state.impl->name(), why);
       } else if (!options.cpus.empty()) {
-        if (auto why = ipc::run_current_thread_on(options.cpus); !why.empty())
+        auto runtime_cpus = ipc::usable_cpu_list();
+        if (auto why = ipc::run_current_thread_on(options.cpus); !why.empty()) {
           spdlog::warn("the {} backend's thread stays on the runtime's CPU: {}",
                        self->state.impl->name(), why);
+        } else {
+          self->state.idle_cpus = std::move(runtime_cpus);
+          self->state.work_cpus = options.cpus;
+        }
       }
       try {
         self->state.impl->connect();
+        move_to(self->state, self->state.idle_cpus);
         return {};
       } catch (const std::exception& e) {
         return {status_code::backend, e.what()};
@@ -160,7 +182,12 @@ actors::backend_actor::behavior_type serve_backend(self_pointer self, std::share
       if (st.aborted)
         return {executed_atom::value, work->id, *st.aborted, list_stats{}};
       const auto started = clock::now();
+      const bool wide = !st.work_cpus.empty() && payload_bytes(*work) > wide_work_bytes;
+      if (wide)
+        move_to(st, st.work_cpus);
       auto done = st.impl->start(*work);
+      if (wide)
+        move_to(st, st.idle_cpus);
       auto reply = self->make_response_promise<executed_atom, uint64_t, status, list_stats>();
       if (auto result = done->poll()) {
         finish_work(self, *work, std::move(*result), started, reply);
