@@ -28,10 +28,10 @@ constexpr size_t hello_size = sizeof(uint32_t) + token_size;
 // How long an accepted connection may take to present itself.
 constexpr auto hello_limit = std::chrono::seconds(1);
 
-// Leads every message: its payload's length and the sender's call number.
+// Leads every message: its payload's length and its number on its link.
 struct header {
   uint64_t bytes;
-  uint64_t call;
+  uint64_t number;
 };
 
 std::string ms(std::chrono::milliseconds t) {
@@ -62,7 +62,8 @@ struct address {
 
 tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, int rank,
                      int size, const std::string& host, std::chrono::milliseconds timeout)
-    : rank_(rank), size_(size), fds_(static_cast<size_t>(size), -1) {
+    : rank_(rank), size_(size), fds_(static_cast<size_t>(size), -1),
+      sent_(static_cast<size_t>(size), 0), received_(static_cast<size_t>(size), 0) {
   const auto deadline = net::clock::now() + timeout;
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0)
@@ -165,7 +166,7 @@ void tcp_links::exchange(const std::vector<link_piece>& pieces, std::chrono::mil
   std::vector<header> out(n), in(n);
   std::vector<size_t> sent(n, 0), got(n, 0);
   for (size_t m = 0; m < n; ++m)
-    out[m] = {pieces[m].send_bytes, calls_};
+    out[m] = {pieces[m].send_bytes, sent_[m]};
   const auto peer = [&](size_t m) { return "rank " + std::to_string(m); };
   for (;;) {
     if (aborted_)
@@ -174,7 +175,7 @@ void tcp_links::exchange(const std::vector<link_piece>& pieces, std::chrono::mil
     for (size_t m = 0; m < n; ++m) {
       if (static_cast<int>(m) == rank_)
         continue;
-      const size_t out_total = sizeof(header) + pieces[m].send_bytes;
+      const size_t out_total = pieces[m].sends ? sizeof(header) + pieces[m].send_bytes : 0;
       while (sent[m] < out_total) {
         iovec iov[2];
         int count = 0;
@@ -196,7 +197,7 @@ void tcp_links::exchange(const std::vector<link_piece>& pieces, std::chrono::mil
           fail("tcp links: sending to " + peer(m) + " failed: " + net::error_text(errno));
         sent[m] += static_cast<size_t>(w);
       }
-      const size_t in_total = sizeof(header) + pieces[m].recv_bytes;
+      const size_t in_total = pieces[m].receives ? sizeof(header) + pieces[m].recv_bytes : 0;
       while (got[m] < in_total) {
         char* into = got[m] < sizeof(header)
                        ? reinterpret_cast<char*>(&in[m]) + got[m]
@@ -209,16 +210,16 @@ void tcp_links::exchange(const std::vector<link_piece>& pieces, std::chrono::mil
           continue;
         if (r == 0)
           fail("tcp links: " + peer(m) + " closed its link to rank " + std::to_string(rank_) +
-               " (it failed or left) during call " + std::to_string(calls_));
+               " (it failed or left) before its message " + std::to_string(received_[m]));
         if (r < 0)
           fail("tcp links: receiving from " + peer(m) + " failed: " + net::error_text(errno));
         got[m] += static_cast<size_t>(r);
         if (got[m] == sizeof(header) &&
-            (in[m].bytes != pieces[m].recv_bytes || in[m].call != calls_))
+            (in[m].bytes != pieces[m].recv_bytes || in[m].number != received_[m]))
           fail("tcp links: " + peer(m) + " sent " + std::to_string(in[m].bytes) +
-               " bytes in its call " + std::to_string(in[m].call) + " where rank " +
+               " bytes as its message " + std::to_string(in[m].number) + " where rank " +
                std::to_string(rank_) + " expected " + std::to_string(pieces[m].recv_bytes) +
-               " bytes in its call " + std::to_string(calls_));
+               " bytes as message " + std::to_string(received_[m]));
       }
       short events = 0;
       if (sent[m] < out_total)
@@ -240,11 +241,14 @@ void tcp_links::exchange(const std::vector<link_piece>& pieces, std::chrono::mil
         for (size_t m = 0; m < n; ++m)
           if (fds_[m] == waits[i].fd)
             missing += (missing.empty() ? "" : ", ") + peer(m);
-      fail("tcp links: rank " + std::to_string(rank_) + " waited " + ms(timeout) + " in call " +
-           std::to_string(calls_) + " for " + missing);
+      fail("tcp links: rank " + std::to_string(rank_) + " waited " + ms(timeout) + " for " +
+           missing);
     }
   }
-  ++calls_;
+  for (size_t m = 0; m < n; ++m) {
+    sent_[m] += pieces[m].sends;
+    received_[m] += pieces[m].receives;
+  }
 }
 
 } // namespace troupe::backends

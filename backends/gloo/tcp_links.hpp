@@ -18,6 +18,10 @@ struct link_piece {
   size_t send_bytes = 0;
   void* recv = nullptr;
   size_t recv_bytes = 0;
+  /// A message goes to this member (an empty one where send_bytes is 0).
+  bool sends = true;
+  /// A message comes from this member.
+  bool receives = true;
 };
 
 /// A TCP connection of our own to every other member of a Gloo-mode set,
@@ -42,10 +46,10 @@ public:
   tcp_links& operator=(const tcp_links&) = delete;
 
   /// Sends `pieces[m].send` to every other member m and receives exactly
-  /// `pieces[m].recv_bytes` from it (this rank's entry is ignored; a piece
-  /// may be empty: every member sends every other one message per call).
-  /// Each message carries its length and the call's number, so a member
-  /// that sent a different size or is a call ahead or behind is named.
+  /// `pieces[m].recv_bytes` from it, where the piece says it sends and
+  /// receives (this rank's entry is ignored). Each message carries its
+  /// length and its number on its link, so a member that sent a different
+  /// size or is a message ahead or behind is named.
   /// Throws backend_error on such a message, a closed link, the timeout,
   /// or abort(); after that every call throws: a link's byte stream is no
   /// longer in step. Not for concurrent calls.
@@ -63,7 +67,9 @@ private:
   int wake_fd_ = -1;      // an eventfd abort() writes
   std::atomic<bool> aborted_{false};
   std::string failure_;  // set by the exchanging thread only
-  uint64_t calls_ = 0;
+  // Messages sent to / received from each member so far.
+  std::vector<uint64_t> sent_;
+  std::vector<uint64_t> received_;
 };
 
 } // namespace troupe::backends

@@ -146,6 +146,96 @@ TEST_F(gloo_abort_test, small_and_large_allreduces_hold_the_same_bits_on_every_r
   }
 }
 
+// Small allgathers, broadcasts and barriers go over the links, large ones
+// through Gloo: both kinds in a row on 3 ranks, parts of different sizes
+// (one empty), broadcasts from every root.
+TEST_F(gloo_abort_test, small_and_large_allgathers_broadcasts_and_barriers_deliver) {
+  connect_ranks(3);
+  // Allgathers of 20 B, 40 KiB (links) and 160 KiB (Gloo); broadcasts of
+  // 12 B, 24 KiB (links) and 96 KiB (Gloo).
+  const std::vector<size_t> scales = {1, 2048, 8192};
+  std::vector<std::future<std::string>> runs;
+  for (int rank = 0; rank < 3; ++rank)
+    runs.push_back(std::async(std::launch::async, [&, rank]() -> std::string {
+      auto& c = *ranks_[rank];
+      for (auto scale : scales) {
+        const std::vector<size_t> counts = {2 * scale, 0, 3 * scale};
+        std::vector<float> mine(counts[rank], static_cast<float>(rank + 1));
+        std::vector<float> all(5 * scale, -1.0f);
+        allgather_options g;
+        g.input = mine.data();
+        g.output = all.data();
+        g.counts = counts;
+        c.allgather(g);
+        for (size_t i = 0; i < all.size(); ++i)
+          if (all[i] != (i < 2 * scale ? 1.0f : 3.0f))
+            return "allgather x" + std::to_string(scale) + ": element " + std::to_string(i) +
+                   " is " + std::to_string(all[i]);
+        c.barrier();
+        for (int root = 0; root < 3; ++root) {
+          std::vector<float> data(3 * scale, rank == root ? 7.0f + root : 0.0f);
+          broadcast_options b;
+          b.data = data.data();
+          b.count = data.size();
+          b.root = root;
+          c.broadcast(b);
+          for (auto v : data)
+            if (v != 7.0f + root)
+              return "broadcast x" + std::to_string(scale) + " from " + std::to_string(root) +
+                     ": " + std::to_string(v);
+        }
+      }
+      return "";
+    }));
+  for (int rank = 0; rank < 3; ++rank)
+    EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
+}
+
+// Reducescatters as one exchange (small) and around the ring (large), parts
+// of different sizes, one empty, on 3 ranks; then pairwise exchanges of
+// unequal sizes (Adasum's), each rank with every other.
+TEST_F(gloo_abort_test, reducescatters_and_pairwise_exchanges_deliver) {
+  connect_ranks(3);
+  std::vector<std::future<std::string>> runs;
+  for (int rank = 0; rank < 3; ++rank)
+    runs.push_back(std::async(std::launch::async, [&, rank]() -> std::string {
+      auto& c = *ranks_[rank];
+      for (size_t scale : {size_t{1}, size_t{16384}}) {  // 24 B / 384 KiB in all
+        const std::vector<size_t> counts = {3 * scale, 0, 3 * scale};
+        std::vector<float> input(6 * scale);
+        for (size_t i = 0; i < input.size(); ++i)
+          input[i] = static_cast<float>(rank + 1) * static_cast<float>(i % 7);
+        std::vector<float> mine(counts[rank], -1.0f);
+        reducescatter_options o;
+        o.input = input.data();
+        o.output = mine.data();
+        o.counts = counts;
+        c.reducescatter(o);
+        const size_t first = rank == 2 ? 3 * scale : 0;
+        for (size_t i = 0; i < mine.size(); ++i)
+          if (mine[i] != 6.0f * static_cast<float>((first + i) % 7))
+            return "reducescatter x" + std::to_string(scale) + ": element " +
+                   std::to_string(i) + " is " + std::to_string(mine[i]);
+      }
+      for (int round = 0; round < 3; ++round) {
+        // Round r pairs the two ranks whose numbers add up to -r (mod 3);
+        // the third sits it out.
+        const int peer = (3 - rank - round + 3) % 3;
+        if (peer == rank)
+          continue;
+        std::vector<char> out(static_cast<size_t>(100 * rank + 1), static_cast<char>(rank));
+        std::vector<char> in(static_cast<size_t>(100 * peer + 1), -1);
+        c.sendrecv(out.data(), out.size(), in.data(), in.size(), peer);
+        if (in != std::vector<char>(in.size(), static_cast<char>(peer)))
+          return "sendrecv with rank " + std::to_string(peer) + " in round " +
+                 std::to_string(round);
+      }
+      return "";
+    }));
+  for (int rank = 0; rank < 3; ++rank)
+    EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
+}
+
 TEST_F(gloo_abort_test, an_abort_before_the_call_fails_it_at_once) {
   ranks_[0]->abort();
   ranks_[0]->abort();  // a second abort changes nothing
