@@ -163,6 +163,10 @@ void gloo_communicator::abort() {
     waiting::wake(*buffer);
 }
 
+size_t gloo_communicator::chunk_bytes() const {
+  return links_ ? cache_sized_chunk_bytes : 0;
+}
+
 bool gloo_communicator::over_links(size_t bytes) const {
   return links_ && bytes <= direct_max_bytes;
 }

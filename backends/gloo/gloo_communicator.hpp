@@ -35,6 +35,12 @@ public:
     return "gloo";
   }
   void connect() override;
+  /// 1 MiB over the links (the ring's steps cost little, and a chunk's
+  /// copies and reduction stay in cache: 2 ranks, `--shm 0`, 64 MiB 57-58
+  /// -> 20-21 ms, the ResNet-50 step 122-123 -> 34-36 ms, 2026-11-29);
+  /// through Gloo (a set of more than 8) 0, whole: each call costs Gloo's
+  /// rendezvous.
+  size_t chunk_bytes() const override;
   void allreduce(const allreduce_options& opts) override;
   /// Of this class's own, its waits woken by abort() as
   /// ring_allreduce()'s: one exchange over the links where the whole
