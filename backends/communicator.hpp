@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -110,6 +111,29 @@ public:
   virtual void allgather(const allgather_options& opts) = 0;
   virtual void broadcast(const broadcast_options& opts) = 0;
   virtual void alltoall(const alltoall_options& opts) = 0;
+  /// Where an alltoall's received rows go, given how many each member
+  /// sends this one (by member): every member's back to back in rank order.
+  using row_placement = std::function<void*(const std::vector<int64_t>& recv_rows)>;
+  /// An alltoall in which the senders say how many rows come: sends
+  /// `send_rows[p]` rows of `row_bytes` from `input` (back to back in rank
+  /// order) to each member p and receives every member's rows where
+  /// `place` says, called once. By default an alltoall of the row counts,
+  /// then alltoall(): two exchanges.
+  virtual void alltoall_rows(const void* input, const std::vector<int64_t>& send_rows,
+                             size_t row_bytes, const row_placement& place) {
+    const size_t n = send_rows.size();
+    std::vector<int64_t> recv_rows(n);
+    const std::vector<int64_t> one_count(n, sizeof(int64_t));
+    alltoall({send_rows.data(), one_count, recv_rows.data(), one_count});
+    alltoall_options o;
+    o.input = input;
+    for (size_t r = 0; r < n; ++r) {
+      o.send_bytes.push_back(send_rows[r] * static_cast<int64_t>(row_bytes));
+      o.recv_bytes.push_back(recv_rows[r] * static_cast<int64_t>(row_bytes));
+    }
+    o.output = place(recv_rows);
+    alltoall(o);
+  }
   virtual void barrier() = 0;
 
   /// Sends `send_bytes` to `peer` while receiving `recv_bytes` from it

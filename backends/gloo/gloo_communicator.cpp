@@ -293,6 +293,49 @@ void gloo_communicator::alltoall(const alltoall_options& opts) {
   });
 }
 
+void gloo_communicator::alltoall_rows(const void* input, const std::vector<int64_t>& send_rows,
+                                      size_t row_bytes, const row_placement& place) {
+  // A row of no bytes says nothing of how many came.
+  if (!links_ || row_bytes == 0)
+    return communicator::alltoall_rows(input, send_rows, row_bytes, place);
+  guarded("alltoall", [&] {
+    const auto n = static_cast<size_t>(ctx_.size);
+    const auto me = static_cast<size_t>(ctx_.rank);
+    const auto* in = static_cast<const char*>(input);
+    std::vector<link_piece> pieces(n);
+    std::vector<size_t> first(n + 1, 0);  // this rank's rows for member p start at first[p]
+    for (size_t p = 0; p < n; ++p) {
+      pieces[p].send = in + first[p] * row_bytes;
+      pieces[p].send_bytes = static_cast<size_t>(send_rows[p]) * row_bytes;
+      first[p + 1] = first[p] + static_cast<size_t>(send_rows[p]);
+    }
+    char* out = nullptr;
+    size_t mine_at = 0;
+    links_->exchange_sized_by_senders(pieces, ctx_.timeout, [&](const std::vector<size_t>& bytes) {
+      std::vector<int64_t> recv_rows(n);
+      for (size_t p = 0; p < n; ++p) {
+        if (p != me && bytes[p] % row_bytes != 0)
+          throw backend_error("gloo alltoall: rank " + std::to_string(p) + " sent " +
+                              std::to_string(bytes[p]) + " bytes, not whole rows of " +
+                              std::to_string(row_bytes));
+        recv_rows[p] = p == me ? send_rows[me] : static_cast<int64_t>(bytes[p] / row_bytes);
+      }
+      out = static_cast<char*>(place(recv_rows));
+      std::vector<void*> where(n);
+      size_t at = 0;
+      for (size_t p = 0; p < n; ++p) {
+        if (p == me)
+          mine_at = at;
+        where[p] = out + at;
+        at += static_cast<size_t>(recv_rows[p]) * row_bytes;
+      }
+      return where;
+    });
+    if (pieces[me].send_bytes > 0)
+      std::memcpy(out + mine_at, pieces[me].send, pieces[me].send_bytes);
+  });
+}
+
 void gloo_communicator::shift(const void* give, size_t give_bytes, int to, void* take,
                               size_t take_bytes, int from, uint64_t slot) {
   if (links_) {

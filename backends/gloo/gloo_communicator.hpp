@@ -52,6 +52,9 @@ public:
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;
   void alltoall(const alltoall_options& opts) override;
+  /// Over the links, one exchange: each message's length gives its rows.
+  void alltoall_rows(const void* input, const std::vector<int64_t>& send_rows, size_t row_bytes,
+                     const row_placement& place) override;
   void barrier() override;
   void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                 int peer) override;

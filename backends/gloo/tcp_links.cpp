@@ -155,6 +155,17 @@ void tcp_links::fail(const std::string& why) {
 }
 
 void tcp_links::exchange(const std::vector<link_piece>& pieces, std::chrono::milliseconds timeout) {
+  run(pieces, timeout, nullptr);
+}
+
+void tcp_links::exchange_sized_by_senders(const std::vector<link_piece>& pieces,
+                                          std::chrono::milliseconds timeout,
+                                          const placement& place) {
+  run(pieces, timeout, &place);
+}
+
+void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds timeout,
+                    const placement* place) {
   if (!failure_.empty())
     throw backend_error("tcp links: an earlier exchange failed: " + failure_);
   if (pieces.size() != static_cast<size_t>(size_))
@@ -168,7 +179,37 @@ void tcp_links::exchange(const std::vector<link_piece>& pieces, std::chrono::mil
   for (size_t m = 0; m < n; ++m)
     out[m] = {pieces[m].send_bytes, sent_[m]};
   const auto peer = [&](size_t m) { return "rank " + std::to_string(m); };
+  const auto receives = [&](size_t m) {
+    return static_cast<int>(m) != rank_ && pieces[m].receives;
+  };
+  // Sized by the senders: headers only until every one is in, then the
+  // payloads where `place` says.
+  size_t headers_awaited = 0;
+  if (place)
+    for (size_t m = 0; m < n; ++m)
+      headers_awaited += receives(m);
+  const auto placed = [&] {
+    std::vector<size_t> bytes(n, 0);
+    for (size_t m = 0; m < n; ++m)
+      if (receives(m))
+        bytes[m] = in[m].bytes;
+    std::vector<void*> where;
+    try {
+      where = (*place)(bytes);
+    } catch (const std::exception& e) {
+      fail(std::string("tcp links: ") + e.what());
+    }
+    for (size_t m = 0; m < n; ++m) {
+      pieces[m].recv = where.at(m);
+      pieces[m].recv_bytes = bytes[m];
+    }
+  };
+  if (place && headers_awaited == 0)
+    placed();
   for (;;) {
+    // Set when the last header came in this pass: the payloads are read
+    // in the next one, before any wait.
+    bool just_placed = false;
     if (aborted_)
       fail("tcp links: aborted");
     std::vector<pollfd> waits;
@@ -197,7 +238,10 @@ void tcp_links::exchange(const std::vector<link_piece>& pieces, std::chrono::mil
           fail("tcp links: sending to " + peer(m) + " failed: " + net::error_text(errno));
         sent[m] += static_cast<size_t>(w);
       }
-      const size_t in_total = pieces[m].receives ? sizeof(header) + pieces[m].recv_bytes : 0;
+      const bool sizing = place && headers_awaited > 0;
+      const size_t in_total = !pieces[m].receives ? 0
+                              : sizing            ? sizeof(header)
+                                                  : sizeof(header) + pieces[m].recv_bytes;
       while (got[m] < in_total) {
         char* into = got[m] < sizeof(header)
                        ? reinterpret_cast<char*>(&in[m]) + got[m]
@@ -214,8 +258,17 @@ void tcp_links::exchange(const std::vector<link_piece>& pieces, std::chrono::mil
         if (r < 0)
           fail("tcp links: receiving from " + peer(m) + " failed: " + net::error_text(errno));
         got[m] += static_cast<size_t>(r);
-        if (got[m] == sizeof(header) &&
-            (in[m].bytes != pieces[m].recv_bytes || in[m].number != received_[m]))
+        if (got[m] == sizeof(header) && sizing) {
+          if (in[m].number != received_[m])
+            fail("tcp links: " + peer(m) + " sent its message " + std::to_string(in[m].number) +
+                 " where rank " + std::to_string(rank_) + " expected message " +
+                 std::to_string(received_[m]));
+          if (--headers_awaited == 0) {
+            placed();
+            just_placed = true;
+          }
+        } else if (got[m] == sizeof(header) &&
+                   (in[m].bytes != pieces[m].recv_bytes || in[m].number != received_[m]))
           fail("tcp links: " + peer(m) + " sent " + std::to_string(in[m].bytes) +
                " bytes as its message " + std::to_string(in[m].number) + " where rank " +
                std::to_string(rank_) + " expected " + std::to_string(pieces[m].recv_bytes) +
@@ -229,6 +282,8 @@ void tcp_links::exchange(const std::vector<link_piece>& pieces, std::chrono::mil
       if (events)
         waits.push_back({fds_[m], events, 0});
     }
+    if (just_placed)
+      continue;
     if (waits.empty())
       break;
     waits.push_back({wake_fd_, POLLIN, 0});

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,11 +56,25 @@ public:
   /// longer in step. Not for concurrent calls.
   void exchange(const std::vector<link_piece>& pieces, std::chrono::milliseconds timeout);
 
+  /// Where each member's message goes, by member, given the bytes each
+  /// sends this one (0 for members it hears nothing from).
+  using placement = std::function<std::vector<void*>(const std::vector<size_t>& bytes)>;
+
+  /// As exchange(), but a message is as long as its sender says: once
+  /// every member this rank receives from has sent its header, `place`
+  /// says where the payloads go (the pieces' recv and recv_bytes are not
+  /// read). One exchange where a receiver would otherwise first have to
+  /// learn the sizes in one of its own.
+  void exchange_sized_by_senders(const std::vector<link_piece>& pieces,
+                                 std::chrono::milliseconds timeout, const placement& place);
+
   /// From any thread: wakes exchange() and fails it and every later call.
   void abort();
 
 private:
   void fail(const std::string& why);
+  void run(std::vector<link_piece> pieces, std::chrono::milliseconds timeout,
+           const placement* place);
 
   int rank_;
   int size_;

@@ -110,6 +110,74 @@ TEST_F(tcp_links_test, every_member_receives_each_others_piece_call_after_call) 
     r.get();
 }
 
+// Messages whose receivers learn their sizes from the senders, between
+// exchanges of known sizes: every payload lands where the placement said.
+TEST_F(tcp_links_test, receivers_learn_sizes_from_the_senders) {
+  constexpr int size = 3;
+  auto links = link_all(size, "links/sized/");
+  std::vector<std::future<std::string>> runs;
+  for (int rank = 0; rank < size; ++rank)
+    runs.push_back(std::async(std::launch::async, [&, rank]() -> std::string {
+      for (int call : {0, 1, 40, 2}) {
+        std::vector<std::vector<char>> out(size), in(size);
+        std::vector<link_piece> pieces(size);
+        for (int p = 0; p < size; ++p) {
+          if (p == rank)
+            continue;
+          out[p] = message(rank, p, call);
+          pieces[p].send = out[p].data();
+          pieces[p].send_bytes = out[p].size();
+        }
+        std::vector<size_t> told;
+        links[rank]->exchange_sized_by_senders(pieces, 5s, [&](const std::vector<size_t>& bytes) {
+          told = bytes;
+          std::vector<void*> where(size);
+          for (int p = 0; p < size; ++p) {
+            in[p].assign(bytes[p], 0);
+            where[p] = in[p].data();
+          }
+          return where;
+        });
+        for (int p = 0; p < size; ++p) {
+          if (p == rank)
+            continue;
+          if (told[p] != message(p, rank, call).size() || in[p] != message(p, rank, call))
+            return "from rank " + std::to_string(p) + " in call " + std::to_string(call);
+        }
+        // A known-size exchange after it stays in step.
+        int sent = rank, got[size] = {};
+        std::vector<link_piece> plain(size);
+        for (int p = 0; p < size; ++p)
+          plain[p] = {&sent, sizeof sent, &got[p], sizeof got[p]};
+        links[rank]->exchange(plain, 5s);
+        for (int p = 0; p < size; ++p)
+          if (p != rank && got[p] != p)
+            return "plain exchange after call " + std::to_string(call);
+      }
+      return "";
+    }));
+  for (int rank = 0; rank < size; ++rank)
+    EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
+}
+
+TEST_F(tcp_links_test, a_placement_that_refuses_fails_the_links) {
+  auto links = link_all(2, "links/refused/");
+  char byte = 1;
+  auto other = std::async(std::launch::async, [&] {
+    return error_of([&] { links[1]->exchange({{&byte, 1, &byte, 1}, {}}, 5s); });
+  });
+  const auto error = error_of([&] {
+    links[0]->exchange_sized_by_senders({{}, {&byte, 1}}, 5s,
+                                        [](const std::vector<size_t>&) -> std::vector<void*> {
+                                          throw backend_error("no room for it");
+                                        });
+  });
+  EXPECT_NE(error.find("no room for it"), std::string::npos) << error;
+  other.get();
+  const auto later = error_of([&] { links[0]->exchange({{}, {&byte, 1, &byte, 1}}, 5s); });
+  EXPECT_NE(later.find("an earlier exchange failed"), std::string::npos) << later;
+}
+
 TEST_F(tcp_links_test, a_member_sending_another_size_is_named_and_the_links_stay_failed) {
   auto links = link_all(2, "links/size/");
   char four[4] = {}, eight[8] = {}, into_zero[8] = {}, into_one[8] = {};
