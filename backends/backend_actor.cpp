@@ -53,13 +53,14 @@ struct backend_state {
 using self_pointer = actors::backend_actor::stateful_pointer<backend_state>;
 
 // Runs the backend's thread on `cpus` (none: leaves it); where the kernel
-// refuses, it stays on the process's CPUs from then on.
+// refuses, it stays where it is from then on.
 void move_to(backend_state& st, const std::vector<int>& cpus) {
   if (cpus.empty())
     return;
   if (auto why = ipc::run_current_thread_on(cpus); !why.empty()) {
-    spdlog::warn("the {} backend's thread stays on the process's CPUs: {}", st.impl->name(), why);
-    ipc::run_current_thread_on(st.work_cpus);
+    spdlog::warn("the {} backend's thread no longer moves between the runtime's CPU and the "
+                 "process's: {}",
+                 st.impl->name(), why);
     st.idle_cpus.clear();
     st.work_cpus.clear();
   }

@@ -208,6 +208,9 @@ void gloo_communicator::allgather(const allgather_options& opts) {
     std::vector<size_t> bytes;
     for (auto c : opts.counts)
       bytes.push_back(c * esize);
+    if (bytes.size() != static_cast<size_t>(ctx_.size))
+      throw backend_error("gloo allgather: " + std::to_string(bytes.size()) + " parts for a set of " +
+                          std::to_string(ctx_.size));
     if (links_) {
       // Every rank sends its part to every other, each at its rank's place:
       // as many bytes leave a rank as around Gloo's ring, in one step (2
@@ -242,13 +245,14 @@ void gloo_communicator::broadcast(const broadcast_options& opts) {
     auto* bytes = static_cast<char*>(opts.data);
     const auto n = opts.count * element_size(opts.dtype);
     if (over_links(n)) {
-      // The root sends to every other rank, the others send nothing.
-      std::vector<link_piece> pieces(static_cast<size_t>(ctx_.size));
+      // The root sends to every other rank, the others hear from it only.
+      std::vector<link_piece> pieces(static_cast<size_t>(ctx_.size),
+                                     link_piece{nullptr, 0, nullptr, 0, false, false});
       for (int p = 0; p < ctx_.size; ++p) {
         if (ctx_.rank == opts.root)
-          pieces[p] = {bytes, n, nullptr, 0};
+          pieces[p] = {bytes, n, nullptr, 0, true, false};
         else if (p == opts.root)
-          pieces[p] = {nullptr, 0, bytes, n};
+          pieces[p] = {nullptr, 0, bytes, n, false, true};
       }
       links_->exchange(pieces, ctx_.timeout);
       return;
@@ -263,6 +267,15 @@ void gloo_communicator::broadcast(const broadcast_options& opts) {
 }
 
 void gloo_communicator::alltoall(const alltoall_options& opts) {
+  if (opts.send_bytes.size() != static_cast<size_t>(ctx_.size) ||
+      opts.recv_bytes.size() != static_cast<size_t>(ctx_.size))
+    throw backend_error("gloo alltoall: " + std::to_string(opts.send_bytes.size()) + " / " +
+                        std::to_string(opts.recv_bytes.size()) + " parts for a set of " +
+                        std::to_string(ctx_.size));
+  if (opts.send_bytes[ctx_.rank] != opts.recv_bytes[ctx_.rank])
+    throw backend_error("gloo alltoall: rank " + std::to_string(ctx_.rank) + " sends itself " +
+                        std::to_string(opts.send_bytes[ctx_.rank]) + " bytes but expects " +
+                        std::to_string(opts.recv_bytes[ctx_.rank]));
   guarded("alltoall", [&] {
     if (links_) {
       // Every rank sends each other its part and receives its own from
@@ -277,7 +290,7 @@ void gloo_communicator::alltoall(const alltoall_options& opts) {
         const auto send = static_cast<size_t>(opts.send_bytes[p]);
         const auto recv = static_cast<size_t>(opts.recv_bytes[p]);
         if (p == ctx_.rank)
-          std::memcpy(out + into, in + from, std::min(send, recv));
+          std::memcpy(out + into, in + from, send);
         else
           pieces[p] = {in + from, send, out + into, recv};
         from += send;

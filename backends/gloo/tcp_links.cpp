@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 
 #include "backends/backend.hpp"
@@ -52,7 +53,13 @@ struct address {
       throw backend_error("tcp links: rank " + std::to_string(from) +
                           " published a malformed address: '" + text + "'");
     a.host = text.substr(0, sp1);
-    a.port = static_cast<uint16_t>(std::stoul(text.substr(sp1 + 1, sp2 - sp1 - 1)));
+    const auto port = text.substr(sp1 + 1, sp2 - sp1 - 1);
+    unsigned long value = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc{} || end != port.data() + port.size() || value == 0 || value > 65535)
+      throw backend_error("tcp links: rank " + std::to_string(from) +
+                          " published a malformed port: '" + port + "'");
+    a.port = static_cast<uint16_t>(value);
     a.token = text.substr(sp2 + 1);
     return a;
   }
@@ -81,7 +88,9 @@ tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, in
         to_peer[p] = host + " " + port + " " + tokens[p];
       }
     }
-    const auto from_peer = elastic::all_to_all(store, prefix, rank, size, to_peer, timeout);
+    const auto from_peer = elastic::all_to_all(
+      store, prefix, rank, size, to_peer,
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - net::clock::now()));
     for (int p = 0; p < rank; ++p) {
       const auto a = address::parse(from_peer[p], p);
       std::string why;
@@ -94,18 +103,28 @@ tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, in
       const auto me = static_cast<uint32_t>(rank);
       std::memcpy(hello.data(), &me, sizeof me);
       hello += a.token;
-      if (net::send_all(fd.get(), hello, deadline) != net::io_result::done)
+      if (const auto sent = net::send_all(fd.get(), hello, deadline); sent != net::io_result::done)
         throw backend_error("tcp links: rank " + std::to_string(p) + " did not take rank " +
-                            std::to_string(rank) + "'s hello within " + ms(timeout));
+                            std::to_string(rank) + "'s hello: " +
+                            (sent == net::io_result::timed_out ? "not within " + ms(timeout)
+                                                               : std::string("its end closed")));
       fds_[p] = fd.release();
     }
     int awaited = size - 1 - rank;
     while (awaited > 0) {
       pollfd pfd{listener.get(), POLLIN, 0};
-      if (::poll(&pfd, 1, net::poll_timeout(deadline)) <= 0 || net::clock::now() >= deadline)
+      const int ready = ::poll(&pfd, 1, net::poll_timeout(deadline));
+      if (ready < 0 && errno != EINTR)
+        throw backend_error("tcp links: poll: " + net::error_text(errno));
+      if (net::clock::now() >= deadline)
         throw backend_error("tcp links: rank " + std::to_string(rank) + " still awaited " +
                             std::to_string(awaited) + " higher rank(s) after " + ms(timeout));
+      if (ready <= 0)
+        continue;
       net::unique_fd fd{::accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)};
+      if (!fd && errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+        throw backend_error("tcp links: rank " + std::to_string(rank) +
+                            " could not accept a link: " + net::error_text(errno));
       if (!fd)
         continue;
       // A stranger's connection costs at most hello_limit, then is dropped.
@@ -290,7 +309,9 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
     const int ready = ::poll(waits.data(), waits.size(), net::poll_timeout(deadline));
     if (ready < 0 && errno != EINTR)
       fail("tcp links: poll failed: " + net::error_text(errno));
-    if (ready == 0 && net::clock::now() >= deadline) {
+    // Checked whatever poll said: a peer sending a trickle does not extend
+    // the call.
+    if (net::clock::now() >= deadline) {
       std::string missing;
       for (size_t i = 0; i + 1 < waits.size(); ++i)
         for (size_t m = 0; m < n; ++m)

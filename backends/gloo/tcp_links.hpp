@@ -48,9 +48,10 @@ public:
 
   /// Sends `pieces[m].send` to every other member m and receives exactly
   /// `pieces[m].recv_bytes` from it, where the piece says it sends and
-  /// receives (this rank's entry is ignored). Each message carries its
-  /// length and its number on its link, so a member that sent a different
-  /// size or is a message ahead or behind is named.
+  /// receives (this rank's entry is ignored; the members must agree on
+  /// who sends whom what). Each message carries its length, so a member
+  /// that sent another size is named, and its number on its link, which
+  /// the receiver checks against its own count.
   /// Throws backend_error on such a message, a closed link, the timeout,
   /// or abort(); after that every call throws: a link's byte stream is no
   /// longer in step. Not for concurrent calls.

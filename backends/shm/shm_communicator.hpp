@@ -40,7 +40,7 @@ public:
                         const element_finish& finish) override;
   /// Through the segment, cache-sized (four rounds per member): the fusion
   /// buffer's copies then stay in cache too, and the cross-host step makes
-  /// the same calls. Plain Gloo (per-call cost over loopback): at once.
+  /// the same calls. Without a segment, gloo_communicator's.
   size_t chunk_bytes() const override;
   /// Through the segment on one host (each rank reduces its own part),
   /// Gloo's where there is no segment.

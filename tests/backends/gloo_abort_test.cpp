@@ -7,6 +7,7 @@
 #include <cstring>
 #include <future>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,9 +51,10 @@ protected:
   }
 
   // Seconds from the start of the abort, made by another thread after
-  // `delay`, until rank 0's allreduce of `data` returns; the allreduce must
-  // throw backend_error naming the abort.
-  double allreduce_aborted_after(std::vector<float>& data, std::chrono::milliseconds delay) {
+  // `delay`, until rank 0's allreduce (ring_allreduce with `ring`) of
+  // `data` returns; the call must throw backend_error naming the abort.
+  double allreduce_aborted_after(std::vector<float>& data, std::chrono::milliseconds delay,
+                                 bool ring = false) {
     auto aborter = std::async(std::launch::async, [&] {
       std::this_thread::sleep_for(delay);
       const auto start = clock::now();
@@ -64,7 +66,10 @@ protected:
     opts.count = data.size();
     std::string error;
     try {
-      ranks_[0]->allreduce(opts);
+      if (ring)
+        ranks_[0]->ring_allreduce(opts);
+      else
+        ranks_[0]->allreduce(opts);
     } catch (const backend_error& e) {
       error = e.what();
     }
@@ -146,13 +151,13 @@ TEST_F(gloo_abort_test, small_and_large_allreduces_hold_the_same_bits_on_every_r
   }
 }
 
-// Small allgathers, broadcasts and barriers go over the links, large ones
-// through Gloo: both kinds in a row on 3 ranks, parts of different sizes
-// (one empty), broadcasts from every root.
+// Allgathers, broadcasts and barriers, small and large, in a row on 3 ranks
+// (the links; broadcasts of more than 64 KiB through Gloo), parts of
+// different sizes (one empty), broadcasts from every root.
 TEST_F(gloo_abort_test, small_and_large_allgathers_broadcasts_and_barriers_deliver) {
   connect_ranks(3);
-  // Allgathers of 20 B, 40 KiB (links) and 160 KiB (Gloo); broadcasts of
-  // 12 B, 24 KiB (links) and 96 KiB (Gloo).
+  // Allgathers of 20 B, 40 KiB and 160 KiB; broadcasts of 12 B, 24 KiB
+  // (links) and 96 KiB (Gloo).
   const std::vector<size_t> scales = {1, 2048, 8192};
   std::vector<std::future<std::string>> runs;
   for (int rank = 0; rank < 3; ++rank)
@@ -234,6 +239,97 @@ TEST_F(gloo_abort_test, reducescatters_and_pairwise_exchanges_deliver) {
     }));
   for (int rank = 0; rank < 3; ++rank)
     EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
+}
+
+// A set of more than 8 has no links: every collective goes through Gloo
+// (its algorithms, or this class's ring and pairwise steps over Gloo's
+// unbound buffers). One of each on 9 ranks.
+TEST_F(gloo_abort_test, beyond_8_members_every_collective_goes_through_gloo) {
+  constexpr int size = 9;
+  connect_ranks(size);
+  ASSERT_EQ(ranks_[0]->chunk_bytes(), 0u);  // whole, not the links' 1 MiB
+  std::vector<std::future<std::string>> runs;
+  for (int rank = 0; rank < size; ++rank)
+    runs.push_back(std::async(std::launch::async, [&, rank]() -> std::string {
+      auto& c = *ranks_[rank];
+      const float mine = static_cast<float>(rank + 1);
+      const float total = size * (size + 1) / 2.0f;
+      for (size_t count : {size_t{1}, size_t{40000}}) {
+        std::vector<float> a(count, mine), b(count, mine);
+        allreduce_options o;
+        o.data = a.data();
+        o.count = count;
+        c.allreduce(o);
+        o.data = b.data();
+        c.ring_allreduce(o);
+        if (a.front() != total || a.back() != total || b.front() != total || b.back() != total)
+          return "allreduce of " + std::to_string(count);
+      }
+      // Reducescatter around the ring: rank r gets r rows (rank 0 none).
+      std::vector<size_t> counts(size);
+      for (int r = 0; r < size; ++r)
+        counts[r] = static_cast<size_t>(r) * 1000;
+      std::vector<float> input(size * (size - 1) / 2 * 1000, mine), part(counts[rank], 0.0f);
+      reducescatter_options rs;
+      rs.input = input.data();
+      rs.output = part.data();
+      rs.counts = counts;
+      c.reducescatter(rs);
+      for (auto v : part)
+        if (v != total)
+          return "reducescatter: " + std::to_string(v);
+      std::vector<float> gathered(size, 0.0f);
+      allgather_options g;
+      g.input = &mine;
+      g.output = gathered.data();
+      g.counts.assign(size, 1);
+      c.allgather(g);
+      for (int r = 0; r < size; ++r)
+        if (gathered[r] != static_cast<float>(r + 1))
+          return "allgather";
+      // Rank r sends r rows of one int to each member.
+      std::vector<int32_t> rows(static_cast<size_t>(rank) * size, rank);
+      std::vector<int32_t> received;
+      c.alltoall_rows(rows.data(), std::vector<int64_t>(size, rank), sizeof(int32_t),
+                      [&](const std::vector<int64_t>& recv_rows) {
+                        received.resize(static_cast<size_t>(
+                          std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t{0})));
+                        return static_cast<void*>(received.data());
+                      });
+      std::vector<int32_t> expected;
+      for (int r = 0; r < size; ++r)
+        expected.insert(expected.end(), static_cast<size_t>(r), r);
+      if (received != expected)
+        return "alltoall";
+      float value = rank == 4 ? 42.0f : 0.0f;
+      broadcast_options bo;
+      bo.data = &value;
+      bo.count = 1;
+      bo.root = 4;
+      c.broadcast(bo);
+      if (value != 42.0f)
+        return "broadcast";
+      c.barrier();
+      // Pairs (0, 1), (2, 3), ...; rank 8 sits it out.
+      if (rank < 8) {
+        const int peer = rank ^ 1;
+        int got = -1;
+        c.sendrecv(&rank, sizeof rank, &got, sizeof got, peer);
+        if (got != peer)
+          return "sendrecv";
+      }
+      return "";
+    }));
+  for (int rank = 0; rank < size; ++rank)
+    EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
+}
+
+TEST_F(gloo_abort_test, beyond_8_members_a_ring_waiting_for_silent_peers_fails_at_the_abort) {
+  connect_ranks(9);
+  std::vector<float> data(1 << 20, 1.0f);
+  const double after = allreduce_aborted_after(data, 300ms, true);
+  EXPECT_GT(after, 0.0);
+  EXPECT_LT(after, 2.0);
 }
 
 TEST_F(gloo_abort_test, an_abort_before_the_call_fails_it_at_once) {

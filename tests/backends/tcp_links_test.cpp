@@ -215,18 +215,28 @@ TEST_F(tcp_links_test, an_abort_wakes_a_call_waiting_for_a_silent_peer) {
 TEST_F(tcp_links_test, a_silent_peer_is_named_at_the_deadline) {
   auto links = link_all(3, "links/deadline/");
   char byte = 0;
-  std::vector<link_piece> pieces(3, link_piece{&byte, 1, &byte, 1});
-  // Rank 2 takes part, rank 1 stays silent.
-  auto two = std::async(std::launch::async,
-                        [&] { return error_of([&] { links[2]->exchange(pieces, 1s); }); });
+  const link_piece none{nullptr, 0, nullptr, 0, false, false};
+  // Rank 0 exchanges with rank 1, which stays silent; rank 2 waits for a
+  // message from rank 0 that never comes, with a far deadline.
+  auto two = std::async(std::launch::async, [&] {
+    const auto start = clock::now();
+    auto error = error_of([&] {
+      links[2]->exchange({{nullptr, 0, &byte, 1, false, true}, none, none}, 30s);
+    });
+    return std::make_pair(error, clock::now() - start);
+  });
   const auto start = clock::now();
-  const auto error = error_of([&] { links[0]->exchange(pieces, 300ms); });
+  const auto error =
+    error_of([&] { links[0]->exchange({none, {&byte, 1, &byte, 1}, none}, 300ms); });
   EXPECT_GE(clock::now() - start, 300ms);
   EXPECT_NE(error.find("waited 300 ms"), std::string::npos) << error;
   EXPECT_NE(error.find("for rank 1"), std::string::npos) << error;
   EXPECT_EQ(error.find("rank 2"), std::string::npos) << error;
-  // Rank 2 fails too: rank 0 shut its links, or rank 1 stayed silent.
-  EXPECT_NE(two.get(), "");
+  // Rank 0's failure shut its links: rank 2 learns at once, not at its
+  // deadline.
+  const auto [two_error, two_took] = two.get();
+  EXPECT_NE(two_error.find("rank 0 closed its link to rank 2"), std::string::npos) << two_error;
+  EXPECT_LT(two_took, 5s);
 }
 
 TEST_F(tcp_links_test, a_peer_that_leaves_is_named) {
