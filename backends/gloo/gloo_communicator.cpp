@@ -311,6 +311,9 @@ void gloo_communicator::alltoall_rows(const void* input, const std::vector<int64
   // A row of no bytes says nothing of how many came.
   if (!links_ || row_bytes == 0)
     return communicator::alltoall_rows(input, send_rows, row_bytes, place);
+  if (send_rows.size() != static_cast<size_t>(ctx_.size))
+    throw backend_error("gloo alltoall: " + std::to_string(send_rows.size()) +
+                        " parts for a set of " + std::to_string(ctx_.size));
   guarded("alltoall", [&] {
     const auto n = static_cast<size_t>(ctx_.size);
     const auto me = static_cast<size_t>(ctx_.rank);

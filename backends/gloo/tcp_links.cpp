@@ -107,7 +107,8 @@ tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, in
         throw backend_error("tcp links: rank " + std::to_string(p) + " did not take rank " +
                             std::to_string(rank) + "'s hello: " +
                             (sent == net::io_result::timed_out ? "not within " + ms(timeout)
-                                                               : std::string("its end closed")));
+                             : sent == net::io_result::closed  ? std::string("its end closed")
+                                                               : net::error_text(errno)));
       fds_[p] = fd.release();
     }
     int awaited = size - 1 - rank;
@@ -122,7 +123,11 @@ tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, in
       if (ready <= 0)
         continue;
       net::unique_fd fd{::accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)};
-      if (!fd && errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+      // This process's own errors end the setup; the others (a pending
+      // connection's network errors, which accept(2) passes on) only drop
+      // that connection.
+      if (!fd && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM ||
+                  errno == EBADF || errno == EINVAL))
         throw backend_error("tcp links: rank " + std::to_string(rank) +
                             " could not accept a link: " + net::error_text(errno));
       if (!fd)
@@ -217,7 +222,12 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
       where = (*place)(bytes);
     } catch (const std::exception& e) {
       fail(std::string("tcp links: ") + e.what());
+    } catch (...) {
+      fail("tcp links: the placement of a sender-sized exchange failed");
     }
+    if (where.size() != n)
+      fail("tcp links: a placement of " + std::to_string(where.size()) + " members for " +
+           std::to_string(n));
     for (size_t m = 0; m < n; ++m) {
       pieces[m].recv = where.at(m);
       pieces[m].recv_bytes = bytes[m];
@@ -305,21 +315,21 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
       continue;
     if (waits.empty())
       break;
-    waits.push_back({wake_fd_, POLLIN, 0});
-    const int ready = ::poll(waits.data(), waits.size(), net::poll_timeout(deadline));
-    if (ready < 0 && errno != EINTR)
-      fail("tcp links: poll failed: " + net::error_text(errno));
-    // Checked whatever poll said: a peer sending a trickle does not extend
-    // the call.
+    // Checked after every pass of reads and writes, whatever poll said: a
+    // peer sending a trickle does not extend the call.
     if (net::clock::now() >= deadline) {
       std::string missing;
-      for (size_t i = 0; i + 1 < waits.size(); ++i)
+      for (size_t i = 0; i < waits.size(); ++i)
         for (size_t m = 0; m < n; ++m)
           if (fds_[m] == waits[i].fd)
             missing += (missing.empty() ? "" : ", ") + peer(m);
       fail("tcp links: rank " + std::to_string(rank_) + " waited " + ms(timeout) + " for " +
            missing);
     }
+    waits.push_back({wake_fd_, POLLIN, 0});
+    const int ready = ::poll(waits.data(), waits.size(), net::poll_timeout(deadline));
+    if (ready < 0 && errno != EINTR)
+      fail("tcp links: poll failed: " + net::error_text(errno));
   }
   for (size_t m = 0; m < n; ++m) {
     sent_[m] += pieces[m].sends;

@@ -27,8 +27,9 @@ shm_communicator::~shm_communicator() {
                ctx_.rank, ctx_.size, allreduces_, bytes_, segment_name_, cross_bytes_);
   if (one_host_)
     spdlog::info("troupe set rank {}/{}: shared-memory broadcasts, allgathers, alltoalls, "
-                 "reduce-scatters and barriers: {} calls, {} bytes through segment {}",
-                 ctx_.rank, ctx_.size, others_, other_bytes_, segment_name_);
+                 "reduce-scatters and barriers: {} calls, {} bytes through segment {} ({} "
+                 "alltoall calls)",
+                 ctx_.rank, ctx_.size, others_, other_bytes_, segment_name_, alltoalls_);
 }
 
 void shm_communicator::connect() {
@@ -184,7 +185,16 @@ void shm_communicator::alltoall(const alltoall_options& opts) {
   const std::vector<size_t> recv(opts.recv_bytes.begin(), opts.recv_bytes.end());
   group_->alltoall(opts.input, send, opts.output, recv);
   ++others_;
+  ++alltoalls_;
   other_bytes_ += std::accumulate(send.begin(), send.end(), size_t{0});
+}
+
+void shm_communicator::alltoall_rows(const void* input, const std::vector<int64_t>& send_rows,
+                                     size_t row_bytes, const row_placement& place) {
+  if (one_host_)
+    communicator::alltoall_rows(input, send_rows, row_bytes, place);
+  else
+    gloo_communicator::alltoall_rows(input, send_rows, row_bytes, place);
 }
 
 void shm_communicator::barrier() {

@@ -50,6 +50,10 @@ public:
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;
   void alltoall(const alltoall_options& opts) override;
+  /// On one host the row counts, then the rows, through the segment (the
+  /// links would take them over loopback TCP); else Gloo's.
+  void alltoall_rows(const void* input, const std::vector<int64_t>& send_rows, size_t row_bytes,
+                     const row_placement& place) override;
   void barrier() override;
   /// Fails the waits of this host's ranks in the segment and every Gloo
   /// context.
@@ -71,6 +75,7 @@ private:
   // bytes they moved. The backend's thread only.
   uint64_t others_ = 0;
   uint64_t other_bytes_ = 0;
+  uint64_t alltoalls_ = 0;  // of others_
   // Whether the set's ranks are all on this host (a member's set rank is
   // then its index in the group). Set by connect().
   bool one_host_ = false;

@@ -241,6 +241,44 @@ TEST_F(gloo_abort_test, reducescatters_and_pairwise_exchanges_deliver) {
     EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
 }
 
+// An alltoall over the links on 3 ranks: rank r sends (r + d) % 3 rows of
+// 2 ints to rank d (none at times), its own included; every rank learns
+// the rows from the senders.
+TEST_F(gloo_abort_test, alltoall_rows_over_the_links_deliver_uneven_rows) {
+  connect_ranks(3);
+  const auto rows = [](int from, int to) { return (from + to) % 3; };
+  std::vector<std::future<std::string>> runs;
+  for (int rank = 0; rank < 3; ++rank)
+    runs.push_back(std::async(std::launch::async, [&, rank]() -> std::string {
+      std::vector<int64_t> send_rows(3);
+      std::vector<int32_t> input;
+      for (int d = 0; d < 3; ++d) {
+        send_rows[d] = rows(rank, d);
+        for (int r = 0; r < rows(rank, d); ++r)
+          input.insert(input.end(), {rank * 100 + d * 10 + r, -rank});
+      }
+      std::vector<int64_t> told;
+      std::vector<int32_t> out;
+      ranks_[rank]->alltoall_rows(input.data(), send_rows, 2 * sizeof(int32_t),
+                                  [&](const std::vector<int64_t>& recv_rows) {
+                                    told = recv_rows;
+                                    out.resize(2 * static_cast<size_t>(std::accumulate(
+                                                     recv_rows.begin(), recv_rows.end(), 0)));
+                                    return static_cast<void*>(out.data());
+                                  });
+      std::vector<int32_t> expected;
+      for (int from = 0; from < 3; ++from) {
+        if (told.at(from) != rows(from, rank))
+          return "rows from rank " + std::to_string(from);
+        for (int r = 0; r < rows(from, rank); ++r)
+          expected.insert(expected.end(), {from * 100 + rank * 10 + r, -from});
+      }
+      return out == expected ? "" : "the rows themselves";
+    }));
+  for (int rank = 0; rank < 3; ++rank)
+    EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
+}
+
 // A set of more than 8 has no links: every collective goes through Gloo
 // (its algorithms, or this class's ring and pairwise steps over Gloo's
 // unbound buffers). One of each on 9 ranks.
