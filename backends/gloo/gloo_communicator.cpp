@@ -172,13 +172,11 @@ bool gloo_communicator::over_links(size_t bytes) const {
 }
 
 bool gloo_communicator::goes_direct(const allreduce_options& opts) const {
-  return ctx_.size <= direct_max_members &&
-         opts.count * element_size(opts.dtype) * static_cast<size_t>(ctx_.size - 1) <=
-           direct_max_bytes;
+  return over_links(opts.count * element_size(opts.dtype) * static_cast<size_t>(ctx_.size - 1));
 }
 
 void gloo_communicator::allreduce(const allreduce_options& opts) {
-  if (opts.count == 0)
+  if (opts.count == 0 || ctx_.size == 1)
     return;
   if (goes_direct(opts))
     return direct_allreduce(opts);
@@ -246,8 +244,7 @@ void gloo_communicator::broadcast(const broadcast_options& opts) {
     const auto n = opts.count * element_size(opts.dtype);
     if (over_links(n)) {
       // The root sends to every other rank, the others hear from it only.
-      std::vector<link_piece> pieces(static_cast<size_t>(ctx_.size),
-                                     link_piece{nullptr, 0, nullptr, 0, false, false});
+      std::vector<link_piece> pieces(static_cast<size_t>(ctx_.size), no_message);
       for (int p = 0; p < ctx_.size; ++p) {
         if (ctx_.rank == opts.root)
           pieces[p] = {bytes, n, nullptr, 0, true, false};
@@ -355,8 +352,7 @@ void gloo_communicator::alltoall_rows(const void* input, const std::vector<int64
 void gloo_communicator::shift(const void* give, size_t give_bytes, int to, void* take,
                               size_t take_bytes, int from, uint64_t slot) {
   if (links_) {
-    std::vector<link_piece> pieces(static_cast<size_t>(ctx_.size),
-                                   link_piece{nullptr, 0, nullptr, 0, false, false});
+    std::vector<link_piece> pieces(static_cast<size_t>(ctx_.size), no_message);
     pieces[to].send = give;
     pieces[to].send_bytes = give_bytes;
     pieces[to].sends = true;
@@ -471,7 +467,7 @@ void gloo_communicator::reducescatter(const reducescatter_options& opts) {
     const auto reduce = reduction_of(opts.dtype, opts.op);
     if (n == 1) {
       std::memcpy(out, in, mine * esize);
-    } else if (n <= direct_max_members && total * esize <= direct_max_bytes) {
+    } else if (over_links(total * esize)) {
       // Every member's contribution to this rank's part at its rank's
       // place, this one's included, reduced in rank order, over the links
       // (an empty part is an empty message).

@@ -148,15 +148,16 @@ tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, in
       --awaited;
     }
   } catch (...) {
-    for (int fd : fds_)
-      if (fd >= 0)
-        ::close(fd);
-    ::close(wake_fd_);
+    close_all();
     throw;
   }
 }
 
 tcp_links::~tcp_links() {
+  close_all();
+}
+
+void tcp_links::close_all() {
   for (int fd : fds_)
     if (fd >= 0)
       ::close(fd);
@@ -235,13 +236,14 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
   };
   if (place && headers_awaited == 0)
     placed();
+  std::vector<pollfd> waits;
   for (;;) {
     // Set when the last header came in this pass: the payloads are read
     // in the next one, before any wait.
     bool just_placed = false;
     if (aborted_)
       fail("tcp links: aborted");
-    std::vector<pollfd> waits;
+    waits.clear();
     for (size_t m = 0; m < n; ++m) {
       if (static_cast<int>(m) == rank_)
         continue;

@@ -25,6 +25,9 @@ struct link_piece {
   bool receives = true;
 };
 
+/// A member a call neither sends to nor hears from.
+inline constexpr link_piece no_message{nullptr, 0, nullptr, 0, false, false};
+
 /// A TCP connection of our own to every other member of a Gloo-mode set,
 /// for its small exchanges. Gloo's transport hands every message through
 /// its network thread and announces every receive before the data may
@@ -74,6 +77,7 @@ public:
 
 private:
   void fail(const std::string& why);
+  void close_all();
   void run(std::vector<link_piece> pieces, std::chrono::milliseconds timeout,
            const placement* place);
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <memory>
 #include <numeric>
@@ -77,6 +78,16 @@ protected:
     const auto aborted = aborter.get();
     EXPECT_NE(error.find("aborted"), std::string::npos) << "error: '" << error << "'";
     return std::chrono::duration<double>(returned - aborted).count();
+  }
+
+  // Runs `check` for ranks 0 .. size - 1 at once, each on a thread of its
+  // own; each must return "" (else what went wrong).
+  static void on_every_rank(int size, const std::function<std::string(int)>& check) {
+    std::vector<std::future<std::string>> runs;
+    for (int rank = 0; rank < size; ++rank)
+      runs.push_back(std::async(std::launch::async, check, rank));
+    for (int rank = 0; rank < size; ++rank)
+      EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
   }
 
   elastic::store_server store_{"127.0.0.1", 0, secret};
@@ -159,41 +170,37 @@ TEST_F(gloo_abort_test, small_and_large_allgathers_broadcasts_and_barriers_deliv
   // Allgathers of 20 B, 40 KiB and 160 KiB; broadcasts of 12 B, 24 KiB
   // (links) and 96 KiB (Gloo).
   const std::vector<size_t> scales = {1, 2048, 8192};
-  std::vector<std::future<std::string>> runs;
-  for (int rank = 0; rank < 3; ++rank)
-    runs.push_back(std::async(std::launch::async, [&, rank]() -> std::string {
-      auto& c = *ranks_[rank];
-      for (auto scale : scales) {
-        const std::vector<size_t> counts = {2 * scale, 0, 3 * scale};
-        std::vector<float> mine(counts[rank], static_cast<float>(rank + 1));
-        std::vector<float> all(5 * scale, -1.0f);
-        allgather_options g;
-        g.input = mine.data();
-        g.output = all.data();
-        g.counts = counts;
-        c.allgather(g);
-        for (size_t i = 0; i < all.size(); ++i)
-          if (all[i] != (i < 2 * scale ? 1.0f : 3.0f))
-            return "allgather x" + std::to_string(scale) + ": element " + std::to_string(i) +
-                   " is " + std::to_string(all[i]);
-        c.barrier();
-        for (int root = 0; root < 3; ++root) {
-          std::vector<float> data(3 * scale, rank == root ? 7.0f + root : 0.0f);
-          broadcast_options b;
-          b.data = data.data();
-          b.count = data.size();
-          b.root = root;
-          c.broadcast(b);
-          for (auto v : data)
-            if (v != 7.0f + root)
-              return "broadcast x" + std::to_string(scale) + " from " + std::to_string(root) +
-                     ": " + std::to_string(v);
-        }
+  on_every_rank(3, [&](int rank) -> std::string {
+    auto& c = *ranks_[rank];
+    for (auto scale : scales) {
+      const std::vector<size_t> counts = {2 * scale, 0, 3 * scale};
+      std::vector<float> mine(counts[rank], static_cast<float>(rank + 1));
+      std::vector<float> all(5 * scale, -1.0f);
+      allgather_options g;
+      g.input = mine.data();
+      g.output = all.data();
+      g.counts = counts;
+      c.allgather(g);
+      for (size_t i = 0; i < all.size(); ++i)
+        if (all[i] != (i < 2 * scale ? 1.0f : 3.0f))
+          return "allgather x" + std::to_string(scale) + ": element " + std::to_string(i) +
+                 " is " + std::to_string(all[i]);
+      c.barrier();
+      for (int root = 0; root < 3; ++root) {
+        std::vector<float> data(3 * scale, rank == root ? 7.0f + root : 0.0f);
+        broadcast_options b;
+        b.data = data.data();
+        b.count = data.size();
+        b.root = root;
+        c.broadcast(b);
+        for (auto v : data)
+          if (v != 7.0f + root)
+            return "broadcast x" + std::to_string(scale) + " from " + std::to_string(root) +
+                   ": " + std::to_string(v);
       }
-      return "";
-    }));
-  for (int rank = 0; rank < 3; ++rank)
-    EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
+    }
+    return "";
+  });
 }
 
 // Reducescatters as one exchange (small) and around the ring (large), parts
@@ -201,44 +208,40 @@ TEST_F(gloo_abort_test, small_and_large_allgathers_broadcasts_and_barriers_deliv
 // unequal sizes (Adasum's), each rank with every other.
 TEST_F(gloo_abort_test, reducescatters_and_pairwise_exchanges_deliver) {
   connect_ranks(3);
-  std::vector<std::future<std::string>> runs;
-  for (int rank = 0; rank < 3; ++rank)
-    runs.push_back(std::async(std::launch::async, [&, rank]() -> std::string {
-      auto& c = *ranks_[rank];
-      for (size_t scale : {size_t{1}, size_t{16384}}) {  // 24 B / 384 KiB in all
-        const std::vector<size_t> counts = {3 * scale, 0, 3 * scale};
-        std::vector<float> input(6 * scale);
-        for (size_t i = 0; i < input.size(); ++i)
-          input[i] = static_cast<float>(rank + 1) * static_cast<float>(i % 7);
-        std::vector<float> mine(counts[rank], -1.0f);
-        reducescatter_options o;
-        o.input = input.data();
-        o.output = mine.data();
-        o.counts = counts;
-        c.reducescatter(o);
-        const size_t first = rank == 2 ? 3 * scale : 0;
-        for (size_t i = 0; i < mine.size(); ++i)
-          if (mine[i] != 6.0f * static_cast<float>((first + i) % 7))
-            return "reducescatter x" + std::to_string(scale) + ": element " +
-                   std::to_string(i) + " is " + std::to_string(mine[i]);
-      }
-      for (int round = 0; round < 3; ++round) {
-        // Round r pairs the two ranks whose numbers add up to -r (mod 3);
-        // the third sits it out.
-        const int peer = (3 - rank - round + 3) % 3;
-        if (peer == rank)
-          continue;
-        std::vector<char> out(static_cast<size_t>(100 * rank + 1), static_cast<char>(rank));
-        std::vector<char> in(static_cast<size_t>(100 * peer + 1), -1);
-        c.sendrecv(out.data(), out.size(), in.data(), in.size(), peer);
-        if (in != std::vector<char>(in.size(), static_cast<char>(peer)))
-          return "sendrecv with rank " + std::to_string(peer) + " in round " +
-                 std::to_string(round);
-      }
-      return "";
-    }));
-  for (int rank = 0; rank < 3; ++rank)
-    EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
+  on_every_rank(3, [&](int rank) -> std::string {
+    auto& c = *ranks_[rank];
+    for (size_t scale : {size_t{1}, size_t{16384}}) {  // 24 B / 384 KiB in all
+      const std::vector<size_t> counts = {3 * scale, 0, 3 * scale};
+      std::vector<float> input(6 * scale);
+      for (size_t i = 0; i < input.size(); ++i)
+        input[i] = static_cast<float>(rank + 1) * static_cast<float>(i % 7);
+      std::vector<float> mine(counts[rank], -1.0f);
+      reducescatter_options o;
+      o.input = input.data();
+      o.output = mine.data();
+      o.counts = counts;
+      c.reducescatter(o);
+      const size_t first = rank == 2 ? 3 * scale : 0;
+      for (size_t i = 0; i < mine.size(); ++i)
+        if (mine[i] != 6.0f * static_cast<float>((first + i) % 7))
+          return "reducescatter x" + std::to_string(scale) + ": element " +
+                 std::to_string(i) + " is " + std::to_string(mine[i]);
+    }
+    for (int round = 0; round < 3; ++round) {
+      // Round r pairs the two ranks whose numbers add up to -r (mod 3);
+      // the third sits it out.
+      const int peer = (3 - rank - round + 3) % 3;
+      if (peer == rank)
+        continue;
+      std::vector<char> out(static_cast<size_t>(100 * rank + 1), static_cast<char>(rank));
+      std::vector<char> in(static_cast<size_t>(100 * peer + 1), -1);
+      c.sendrecv(out.data(), out.size(), in.data(), in.size(), peer);
+      if (in != std::vector<char>(in.size(), static_cast<char>(peer)))
+        return "sendrecv with rank " + std::to_string(peer) + " in round " +
+               std::to_string(round);
+    }
+    return "";
+  });
 }
 
 // An alltoall over the links on 3 ranks: rank r sends (r + d) % 3 rows of
@@ -247,36 +250,32 @@ TEST_F(gloo_abort_test, reducescatters_and_pairwise_exchanges_deliver) {
 TEST_F(gloo_abort_test, alltoall_rows_over_the_links_deliver_uneven_rows) {
   connect_ranks(3);
   const auto rows = [](int from, int to) { return (from + to) % 3; };
-  std::vector<std::future<std::string>> runs;
-  for (int rank = 0; rank < 3; ++rank)
-    runs.push_back(std::async(std::launch::async, [&, rank]() -> std::string {
-      std::vector<int64_t> send_rows(3);
-      std::vector<int32_t> input;
-      for (int d = 0; d < 3; ++d) {
-        send_rows[d] = rows(rank, d);
-        for (int r = 0; r < rows(rank, d); ++r)
-          input.insert(input.end(), {rank * 100 + d * 10 + r, -rank});
-      }
-      std::vector<int64_t> told;
-      std::vector<int32_t> out;
-      ranks_[rank]->alltoall_rows(input.data(), send_rows, 2 * sizeof(int32_t),
-                                  [&](const std::vector<int64_t>& recv_rows) {
-                                    told = recv_rows;
-                                    out.resize(2 * static_cast<size_t>(std::accumulate(
-                                                     recv_rows.begin(), recv_rows.end(), 0)));
-                                    return static_cast<void*>(out.data());
-                                  });
-      std::vector<int32_t> expected;
-      for (int from = 0; from < 3; ++from) {
-        if (told.at(from) != rows(from, rank))
-          return "rows from rank " + std::to_string(from);
-        for (int r = 0; r < rows(from, rank); ++r)
-          expected.insert(expected.end(), {from * 100 + rank * 10 + r, -from});
-      }
-      return out == expected ? "" : "the rows themselves";
-    }));
-  for (int rank = 0; rank < 3; ++rank)
-    EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
+  on_every_rank(3, [&](int rank) -> std::string {
+    std::vector<int64_t> send_rows(3);
+    std::vector<int32_t> input;
+    for (int d = 0; d < 3; ++d) {
+      send_rows[d] = rows(rank, d);
+      for (int r = 0; r < rows(rank, d); ++r)
+        input.insert(input.end(), {rank * 100 + d * 10 + r, -rank});
+    }
+    std::vector<int64_t> told;
+    std::vector<int32_t> out;
+    ranks_[rank]->alltoall_rows(input.data(), send_rows, 2 * sizeof(int32_t),
+                                [&](const std::vector<int64_t>& recv_rows) {
+                                  told = recv_rows;
+                                  out.resize(2 * static_cast<size_t>(std::accumulate(
+                                                   recv_rows.begin(), recv_rows.end(), 0)));
+                                  return static_cast<void*>(out.data());
+                                });
+    std::vector<int32_t> expected;
+    for (int from = 0; from < 3; ++from) {
+      if (told.at(from) != rows(from, rank))
+        return "rows from rank " + std::to_string(from);
+      for (int r = 0; r < rows(from, rank); ++r)
+        expected.insert(expected.end(), {from * 100 + rank * 10 + r, -from});
+    }
+    return out == expected ? "" : "the rows themselves";
+  });
 }
 
 // A set of more than 8 has no links: every collective goes through Gloo
@@ -286,80 +285,76 @@ TEST_F(gloo_abort_test, beyond_8_members_every_collective_goes_through_gloo) {
   constexpr int size = 9;
   connect_ranks(size);
   ASSERT_EQ(ranks_[0]->chunk_bytes(), 0u);  // whole, not the links' 1 MiB
-  std::vector<std::future<std::string>> runs;
-  for (int rank = 0; rank < size; ++rank)
-    runs.push_back(std::async(std::launch::async, [&, rank]() -> std::string {
-      auto& c = *ranks_[rank];
-      const float mine = static_cast<float>(rank + 1);
-      const float total = size * (size + 1) / 2.0f;
-      for (size_t count : {size_t{1}, size_t{40000}}) {
-        std::vector<float> a(count, mine), b(count, mine);
-        allreduce_options o;
-        o.data = a.data();
-        o.count = count;
-        c.allreduce(o);
-        o.data = b.data();
-        c.ring_allreduce(o);
-        if (a.front() != total || a.back() != total || b.front() != total || b.back() != total)
-          return "allreduce of " + std::to_string(count);
-      }
-      // Reducescatter around the ring: rank r gets r rows (rank 0 none).
-      std::vector<size_t> counts(size);
-      for (int r = 0; r < size; ++r)
-        counts[r] = static_cast<size_t>(r) * 1000;
-      std::vector<float> input(size * (size - 1) / 2 * 1000, mine), part(counts[rank], 0.0f);
-      reducescatter_options rs;
-      rs.input = input.data();
-      rs.output = part.data();
-      rs.counts = counts;
-      c.reducescatter(rs);
-      for (auto v : part)
-        if (v != total)
-          return "reducescatter: " + std::to_string(v);
-      std::vector<float> gathered(size, 0.0f);
-      allgather_options g;
-      g.input = &mine;
-      g.output = gathered.data();
-      g.counts.assign(size, 1);
-      c.allgather(g);
-      for (int r = 0; r < size; ++r)
-        if (gathered[r] != static_cast<float>(r + 1))
-          return "allgather";
-      // Rank r sends r rows of one int to each member.
-      std::vector<int32_t> rows(static_cast<size_t>(rank) * size, rank);
-      std::vector<int32_t> received;
-      c.alltoall_rows(rows.data(), std::vector<int64_t>(size, rank), sizeof(int32_t),
-                      [&](const std::vector<int64_t>& recv_rows) {
-                        received.resize(static_cast<size_t>(
-                          std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t{0})));
-                        return static_cast<void*>(received.data());
-                      });
-      std::vector<int32_t> expected;
-      for (int r = 0; r < size; ++r)
-        expected.insert(expected.end(), static_cast<size_t>(r), r);
-      if (received != expected)
-        return "alltoall";
-      float value = rank == 4 ? 42.0f : 0.0f;
-      broadcast_options bo;
-      bo.data = &value;
-      bo.count = 1;
-      bo.root = 4;
-      c.broadcast(bo);
-      if (value != 42.0f)
-        return "broadcast";
-      c.barrier();
-      // Pairs (0, 1), (2, 3), ...; rank 8 sits it out.
-      if (rank < 8) {
-        const int peer = rank ^ 1;
-        int got = -1;
-        c.sendrecv(&rank, sizeof rank, &got, sizeof got, peer);
-        if (got != peer)
-          return "sendrecv";
-      }
-      return "";
-    }));
-  for (int rank = 0; rank < size; ++rank)
-    EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
+  on_every_rank(size, [&](int rank) -> std::string {
+    auto& c = *ranks_[rank];
+    const float mine = static_cast<float>(rank + 1);
+    const float total = size * (size + 1) / 2.0f;
+    for (size_t count : {size_t{1}, size_t{40000}}) {
+      std::vector<float> a(count, mine), b(count, mine);
+      allreduce_options o;
+      o.data = a.data();
+      o.count = count;
+      c.allreduce(o);
+      o.data = b.data();
+      c.ring_allreduce(o);
+      if (a.front() != total || a.back() != total || b.front() != total || b.back() != total)
+        return "allreduce of " + std::to_string(count);
+    }
+    // Reducescatter around the ring: rank r gets r rows (rank 0 none).
+    std::vector<size_t> counts(size);
+    for (int r = 0; r < size; ++r)
+      counts[r] = static_cast<size_t>(r) * 1000;
+    std::vector<float> input(size * (size - 1) / 2 * 1000, mine), part(counts[rank], 0.0f);
+    reducescatter_options rs;
+    rs.input = input.data();
+    rs.output = part.data();
+    rs.counts = counts;
+    c.reducescatter(rs);
+    for (auto v : part)
+      if (v != total)
+        return "reducescatter: " + std::to_string(v);
+    std::vector<float> gathered(size, 0.0f);
+    allgather_options g;
+    g.input = &mine;
+    g.output = gathered.data();
+    g.counts.assign(size, 1);
+    c.allgather(g);
+    for (int r = 0; r < size; ++r)
+      if (gathered[r] != static_cast<float>(r + 1))
+        return "allgather";
+    // Rank r sends r rows of one int to each member.
+    std::vector<int32_t> rows(static_cast<size_t>(rank) * size, rank);
+    std::vector<int32_t> received;
+    c.alltoall_rows(rows.data(), std::vector<int64_t>(size, rank), sizeof(int32_t),
+                    [&](const std::vector<int64_t>& recv_rows) {
+                      received.resize(static_cast<size_t>(
+                        std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t{0})));
+                      return static_cast<void*>(received.data());
+                    });
+    std::vector<int32_t> expected;
+    for (int r = 0; r < size; ++r)
+      expected.insert(expected.end(), static_cast<size_t>(r), r);
+    if (received != expected)
+      return "alltoall";
+    float value = rank == 4 ? 42.0f : 0.0f;
+    broadcast_options bo;
+    bo.data = &value;
+    bo.count = 1;
+    bo.root = 4;
+    c.broadcast(bo);
+    if (value != 42.0f)
+      return "broadcast";
+    c.barrier();
+    // Pairs (0, 1), (2, 3), ...; rank 8 sits it out.
+    if (rank < 8) {
+      const int peer = rank ^ 1;
+      int got = -1;
+      c.sendrecv(&rank, sizeof rank, &got, sizeof got, peer);
+      if (got != peer)
+        return "sendrecv";
+    }
+    return "";
+  });
 }
 
 TEST_F(gloo_abort_test, beyond_8_members_a_ring_waiting_for_silent_peers_fails_at_the_abort) {

@@ -223,19 +223,18 @@ TEST_F(tcp_links_test, an_abort_wakes_a_call_waiting_for_a_silent_peer) {
 TEST_F(tcp_links_test, a_silent_peer_is_named_at_the_deadline) {
   auto links = link_all(3, "links/deadline/");
   char byte = 0;
-  const link_piece none{nullptr, 0, nullptr, 0, false, false};
   // Rank 0 exchanges with rank 1, which stays silent; rank 2 waits for a
   // message from rank 0 that never comes, with a far deadline.
   auto two = std::async(std::launch::async, [&] {
     const auto start = clock::now();
     auto error = error_of([&] {
-      links[2]->exchange({{nullptr, 0, &byte, 1, false, true}, none, none}, 30s);
+      links[2]->exchange({{nullptr, 0, &byte, 1, false, true}, no_message, no_message}, 30s);
     });
     return std::make_pair(error, clock::now() - start);
   });
   const auto start = clock::now();
   const auto error =
-    error_of([&] { links[0]->exchange({none, {&byte, 1, &byte, 1}, none}, 300ms); });
+    error_of([&] { links[0]->exchange({no_message, {&byte, 1, &byte, 1}, no_message}, 300ms); });
   EXPECT_GE(clock::now() - start, 300ms);
   EXPECT_NE(error.find("waited 300 ms"), std::string::npos) << error;
   EXPECT_NE(error.find("for rank 1"), std::string::npos) << error;
