@@ -281,8 +281,7 @@ const std::vector<knob>& knobs() {
      [](const config& c) { return std::string(c.disable_group_fusion ? "1" : "0"); }, "1"},
     {"TROUPE_FUSION_CHUNK_BYTES", nullptr, "fusion-chunk-bytes",
      "bytes of a CPU allreduce, fused or not, reduced at a time (0 = all at once; default: "
-     "1 MiB on MPI, through Gloo mode's shared memory and over its links in sets of up to 8, "
-     "0 through Gloo's own transport in larger sets)",
+     "what the communicator asks for, 1 MiB under MPI and Gloo)",
      [](config& c, const std::string& s) {
        c.fusion_chunk_bytes =
          s == "0" ? 0 : static_cast<int64_t>(parse_positive("TROUPE_FUSION_CHUNK_BYTES", s));

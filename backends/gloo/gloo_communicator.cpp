@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
-#include <type_traits>
 
-#include <gloo/allgatherv.h>
 #include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
-#include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
 #include <gloo/context.h>
 #include <gloo/transport/tcp/device.h>
@@ -44,6 +41,7 @@ void fail_pairs(gloo::Context& context) {
 constexpr uint8_t pairwise_prefix = 0x54;
 constexpr uint8_t ring_prefix = 0x55;
 constexpr uint8_t scatter_prefix = 0x57;
+constexpr uint8_t gather_prefix = 0x58;
 
 // Up to this many bytes sent per rank ((members - 1) x the tensor), an
 // allreduce is one exchange of whole buffers (direct_allreduce) instead of
@@ -133,9 +131,11 @@ void gloo_communicator::connect() {
     auto context = connect_full_mesh(*ctx_.store, ctx_.store_prefix + "gloo/", ctx_.rank,
                                      ctx_.size, std::move(device), ctx_.timeout);
     std::unique_ptr<tcp_links> links;
-    if (ctx_.size > 1 && ctx_.size <= direct_max_members)
-      links = std::make_unique<tcp_links>(*ctx_.store, ctx_.store_prefix + "gloo-links/",
-                                          ctx_.rank, ctx_.size, ctx_.advertise_host, ctx_.timeout);
+    if (ctx_.size > 1)
+      links = std::make_unique<tcp_links>(
+        *ctx_.store, ctx_.store_prefix + "gloo-links/", ctx_.rank, ctx_.size,
+        ctx_.advertise_host, ctx_.timeout,
+        meshed() ? tcp_links::shape::mesh : tcp_links::shape::ring);
     std::lock_guard<std::mutex> lock(mutex_);
     gloo_ = std::move(context);
     links_ = std::move(links);
@@ -164,11 +164,15 @@ void gloo_communicator::abort() {
 }
 
 size_t gloo_communicator::chunk_bytes() const {
-  return links_ ? cache_sized_chunk_bytes : 0;
+  return cache_sized_chunk_bytes;
+}
+
+bool gloo_communicator::meshed() const {
+  return ctx_.size <= direct_max_members;
 }
 
 bool gloo_communicator::over_links(size_t bytes) const {
-  return links_ && bytes <= direct_max_bytes;
+  return links_ && meshed() && bytes <= direct_max_bytes;
 }
 
 bool gloo_communicator::goes_direct(const allreduce_options& opts) const {
@@ -176,63 +180,49 @@ bool gloo_communicator::goes_direct(const allreduce_options& opts) const {
 }
 
 void gloo_communicator::allreduce(const allreduce_options& opts) {
-  if (opts.count == 0 || ctx_.size == 1)
-    return;
-  if (goes_direct(opts))
-    return direct_allreduce(opts);
-  if (links_)
-    return ring_allreduce(opts);
-  guarded("allreduce", [&] {
-    gloo::AllreduceOptions o{gloo_};
-    o.setReduceFunction(reduction_of(opts.dtype, opts.op));
-    if (is_half(opts.dtype)) {
-      auto* data = static_cast<uint16_t*>(opts.data);
-      o.setInput(data, opts.count);
-      o.setOutput(data, opts.count);
-    } else {
-      with_element_type(opts.dtype, [&](auto* type_tag) {
-        auto* data = static_cast<std::remove_pointer_t<decltype(type_tag)>*>(opts.data);
-        o.setInput(data, opts.count);
-        o.setOutput(data, opts.count);
-      });
-    }
-    gloo::allreduce(o);
-  });
+  ring_allreduce(opts);
 }
 
 void gloo_communicator::allgather(const allgather_options& opts) {
   guarded("allgather", [&] {
     const auto esize = element_size(opts.dtype);
-    std::vector<size_t> bytes;
-    for (auto c : opts.counts)
-      bytes.push_back(c * esize);
-    if (bytes.size() != static_cast<size_t>(ctx_.size))
-      throw backend_error("gloo allgather: " + std::to_string(bytes.size()) + " parts for a set of " +
-                          std::to_string(ctx_.size));
-    if (links_) {
+    const auto n = static_cast<size_t>(ctx_.size);
+    if (opts.counts.size() != n)
+      throw backend_error("gloo allgather: " + std::to_string(opts.counts.size()) +
+                          " parts for a set of " + std::to_string(n));
+    // Part p: bytes [at[p], at[p + 1]) of the output.
+    std::vector<size_t> at(n + 1, 0);
+    for (size_t p = 0; p < n; ++p)
+      at[p + 1] = at[p] + opts.counts[p] * esize;
+    const auto bytes = [&](size_t p) { return at[p + 1] - at[p]; };
+    auto* out = static_cast<char*>(opts.output);
+    const auto me = static_cast<size_t>(ctx_.rank);
+    if (bytes(me) > 0)
+      std::memmove(out + at[me], opts.input, bytes(me));
+    if (n == 1)
+      return;
+    if (meshed()) {
       // Every rank sends its part to every other, each at its rank's place:
       // as many bytes leave a rank as around Gloo's ring, in one step (2
       // ranks, `--shm 0`: 1 MiB parts 0.89-0.93 -> 0.59-0.67 ms, 64 MiB
       // 76-80 -> 60.5 ms, 2026-11-29).
-      auto* out = static_cast<char*>(opts.output);
-      const auto me = static_cast<size_t>(ctx_.rank);
-      std::vector<link_piece> pieces(bytes.size());
-      size_t at = 0;
-      for (size_t p = 0; p < bytes.size(); ++p) {
-        pieces[p] = {opts.input, bytes[me], out + at, bytes[p]};
-        if (p == me && bytes[me] > 0)
-          std::memmove(out + at, opts.input, bytes[me]);
-        at += bytes[p];
-      }
+      std::vector<link_piece> pieces(n);
+      for (size_t p = 0; p < n; ++p)
+        pieces[p] = {opts.input, bytes(me), out + at[p], bytes(p)};
       links_->exchange(pieces, ctx_.timeout);
       return;
     }
-    gloo::AllgathervOptions o{gloo_};
-    // Gloo wants a non-const pointer; it only reads the input.
-    o.setInput(static_cast<char*>(const_cast<void*>(opts.input)),
-               bytes.at(static_cast<size_t>(ctx_.rank)));
-    o.setOutput(static_cast<char*>(opts.output), std::move(bytes));
-    gloo::allgatherv(o);
+    // A ring, in place: at step s each rank passes on the part it took at
+    // step s - 1 (its own at step 0).
+    const auto chunk = [&](size_t c) { return c % n; };
+    const int right = static_cast<int>(chunk(me + 1));
+    const int left = static_cast<int>(chunk(me + n - 1));
+    for (size_t s = 0; s + 1 < n; ++s) {
+      const auto give = chunk(me + n - s);
+      const auto take = chunk(me + n - s - 1);
+      shift(out + at[give], bytes(give), right, out + at[take], bytes(take), left,
+            gloo::Slot::build(gather_prefix, static_cast<uint32_t>(s)));
+    }
   });
 }
 
@@ -274,7 +264,7 @@ void gloo_communicator::alltoall(const alltoall_options& opts) {
                         std::to_string(opts.send_bytes[ctx_.rank]) + " bytes but expects " +
                         std::to_string(opts.recv_bytes[ctx_.rank]));
   guarded("alltoall", [&] {
-    if (links_) {
+    if (links_ && meshed()) {
       // Every rank sends each other its part and receives its own from
       // each, the parts back to back in rank order; its own part copied
       // (2 ranks, `--shm 0`: 1 MiB 0.84-1.08 -> 0.41 ms, 64 MiB 40.5-42.6
@@ -306,7 +296,7 @@ void gloo_communicator::alltoall(const alltoall_options& opts) {
 void gloo_communicator::alltoall_rows(const void* input, const std::vector<int64_t>& send_rows,
                                       size_t row_bytes, const row_placement& place) {
   // A row of no bytes says nothing of how many came.
-  if (!links_ || row_bytes == 0)
+  if (!links_ || !meshed() || row_bytes == 0)
     return communicator::alltoall_rows(input, send_rows, row_bytes, place);
   if (send_rows.size() != static_cast<size_t>(ctx_.size))
     throw backend_error("gloo alltoall: " + std::to_string(send_rows.size()) +
@@ -351,7 +341,7 @@ void gloo_communicator::alltoall_rows(const void* input, const std::vector<int64
 
 void gloo_communicator::shift(const void* give, size_t give_bytes, int to, void* take,
                               size_t take_bytes, int from, uint64_t slot) {
-  if (links_) {
+  if (links_ && links_->linked(to) && links_->linked(from)) {
     std::vector<link_piece> pieces(static_cast<size_t>(ctx_.size), no_message);
     pieces[to].send = give;
     pieces[to].send_bytes = give_bytes;

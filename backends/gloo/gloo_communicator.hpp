@@ -18,14 +18,16 @@ namespace troupe::backends {
 class tcp_links;
 
 /// CPU collectives over TCP, full mesh built through the launcher's store.
-/// A set of 2 to 8 members sends everything but broadcasts of more than
-/// 64 KiB over tcp_links of its own, as exchanges and rings whose every
-/// wait abort() wakes; larger sets, and those broadcasts, go through
-/// Gloo's TCP transport. Through Gloo each message passes Gloo's network
-/// thread and waits for its receive to be announced: a 4-byte exchange
-/// took 85-92 us, on a socket of the calling thread's 4-7 us; 2 ranks,
-/// `--shm 0`, 1 MiB allreduce 1.0-1.8 -> 0.36-0.42 ms, 1 MiB alltoall
-/// 0.84-1.08 -> 0.41 ms (2026-11-29).
+/// The data goes over tcp_links of the set's own, as exchanges and rings
+/// whose every wait abort() wakes: a set of 2 to 8 members links every
+/// pair and sends everything over them but broadcasts of more than 64
+/// KiB; a larger one links ring neighbours only, for its rings (allreduce,
+/// reducescatter, allgather) and exchanges between neighbours. The rest
+/// goes through Gloo's TCP transport, where each message passes Gloo's
+/// network thread and waits for its receive to be announced: a 4-byte
+/// exchange took 85-92 us, on a socket of the calling thread's 4-7 us; 2
+/// ranks, `--shm 0`, 1 MiB allreduce 1.0-1.8 -> 0.36-0.42 ms, 1 MiB
+/// alltoall 0.84-1.08 -> 0.41 ms (2026-11-29).
 class gloo_communicator : public communicator {
 public:
   explicit gloo_communicator(backend_context ctx);
@@ -35,11 +37,9 @@ public:
     return "gloo";
   }
   void connect() override;
-  /// 1 MiB over the links (the ring's steps cost little, and a chunk's
-  /// copies and reduction stay in cache: 2 ranks, `--shm 0`, 64 MiB 57-58
-  /// -> 20-21 ms, the ResNet-50 step 122-123 -> 34-36 ms, 2026-11-29);
-  /// through Gloo (a set of more than 8) 0, whole: each call costs Gloo's
-  /// rendezvous.
+  /// 1 MiB (the links' ring steps cost little, and a chunk's copies and
+  /// reduction stay in cache: 2 ranks, `--shm 0`, 64 MiB 57-58 -> 20-21
+  /// ms, the ResNet-50 step 122-123 -> 34-36 ms, 2026-11-29).
   size_t chunk_bytes() const override;
   void allreduce(const allreduce_options& opts) override;
   /// Of this class's own, its waits woken by abort() as
@@ -59,14 +59,12 @@ public:
   void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                 int peer) override;
   /// An allreduce in a ring (reduce-scatter, then allgather) of this
-  /// class's own, whose every wait abort() wakes, over the links (through
-  /// Gloo's unbound buffers in a set of more than 8). Gloo's algorithms
+  /// class's own, whose every wait abort() wakes, over the links. Gloo's algorithms
   /// wait on buffers out of our reach, and a send already queued on a pair
   /// is not woken when the pair fails (its peer died mid-transfer): it
   /// waits out the Gloo timeout. Each chunk is reduced on one rank and
   /// copied to the others, so every rank holds the same bits. The
-  /// shared-memory path's cross-host step, and allreduce() where the set
-  /// has links.
+  /// shared-memory path's cross-host step, and allreduce().
   void ring_allreduce(const allreduce_options& opts);
   /// An allreduce as one exchange over the set's tcp_links: every rank
   /// sends its whole buffer to every other and reduces all of them in rank
@@ -85,15 +83,18 @@ public:
 private:
   class waiting;
 
+  // Every pair of members linked (2 to direct_max_members), else ring
+  // neighbours only.
+  bool meshed() const;
   bool goes_direct(const allreduce_options& opts) const;
   // A broadcast of at most direct_max_bytes, or a barrier, goes over the
-  // links as one exchange where the set has them (a larger broadcast sent
+  // links as one exchange where every pair is linked (a larger broadcast sent
   // by the root to every member at once would load its link (members - 1)
   // times).
   bool over_links(size_t bytes) const;
   // One step of a ring or a pairwise exchange: `give` to rank `to`, `take`
   // from rank `from` (either may be empty), both done before it returns;
-  // over the links where the set has them, else through Gloo under `slot`.
+  // over the links where this rank has both, else through Gloo under `slot`.
   void shift(const void* give, size_t give_bytes, int to, void* take, size_t take_bytes,
              int from, uint64_t slot);
 
@@ -108,8 +109,7 @@ private:
   // for abort().
   std::mutex mutex_;
   std::shared_ptr<gloo::Context> gloo_;
-  // The small exchanges' (direct_allreduce, reducescatter's direct path,
-  // over_links), where the set has 2 to direct_max_members members.
+  // Every pair's (meshed()) or ring neighbours'; none in a set of one.
   std::unique_ptr<tcp_links> links_;
   bool aborted_ = false;
   // The buffers of sendrecv(), ring_allreduce() and reducescatter() while

@@ -65,10 +65,22 @@ struct address {
   }
 };
 
+// The members `rank` links with: all others, or its ring neighbours.
+std::vector<bool> linked_members(tcp_links::shape links, int rank, int size) {
+  std::vector<bool> linked(static_cast<size_t>(size), links == tcp_links::shape::mesh);
+  if (links == tcp_links::shape::ring) {
+    linked[static_cast<size_t>((rank + 1) % size)] = true;
+    linked[static_cast<size_t>((rank + size - 1) % size)] = true;
+  }
+  linked[static_cast<size_t>(rank)] = false;
+  return linked;
+}
+
 } // namespace
 
 tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, int rank,
-                     int size, const std::string& host, std::chrono::milliseconds timeout)
+                     int size, const std::string& host, std::chrono::milliseconds timeout,
+                     shape links)
     : rank_(rank), size_(size), fds_(static_cast<size_t>(size), -1),
       sent_(static_cast<size_t>(size), 0), received_(static_cast<size_t>(size), 0) {
   const auto deadline = net::clock::now() + timeout;
@@ -76,22 +88,29 @@ tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, in
   if (wake_fd_ < 0)
     throw backend_error("tcp links: eventfd: " + net::error_text(errno));
   try {
+    const auto linked = linked_members(links, rank, size);
     // Higher ranks connect to lower ones.
     net::unique_fd listener;
     std::vector<std::string> to_peer(static_cast<size_t>(size));
     std::vector<std::string> tokens(static_cast<size_t>(size));
-    if (rank < size - 1) {
+    int awaited = 0;
+    for (int p = rank + 1; p < size; ++p)
+      awaited += linked[p];
+    if (awaited > 0) {
       listener = net::listen_on(host, 0);
       const auto port = std::to_string(net::local_port(listener.get()));
-      for (int p = rank + 1; p < size; ++p) {
-        tokens[p] = elastic::random_secret();
-        to_peer[p] = host + " " + port + " " + tokens[p];
-      }
+      for (int p = rank + 1; p < size; ++p)
+        if (linked[p]) {
+          tokens[p] = elastic::random_secret();
+          to_peer[p] = host + " " + port + " " + tokens[p];
+        }
     }
     const auto from_peer = elastic::all_to_all(
       store, prefix, rank, size, to_peer,
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - net::clock::now()));
     for (int p = 0; p < rank; ++p) {
+      if (!linked[p])
+        continue;
       const auto a = address::parse(from_peer[p], p);
       std::string why;
       auto fd = net::try_connect(a.host, a.port, deadline, why);
@@ -111,7 +130,6 @@ tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, in
                                                                : net::error_text(errno)));
       fds_[p] = fd.release();
     }
-    int awaited = size - 1 - rank;
     while (awaited > 0) {
       pollfd pfd{listener.get(), POLLIN, 0};
       const int ready = ::poll(&pfd, 1, net::poll_timeout(deadline));
@@ -140,7 +158,7 @@ tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, in
       uint32_t from = 0;
       std::memcpy(&from, hello.data(), sizeof from);
       if (from <= static_cast<uint32_t>(rank) || from >= static_cast<uint32_t>(size) ||
-          fds_[from] >= 0 ||
+          !linked[from] || fds_[from] >= 0 ||
           !elastic::equal_digests(hello.substr(sizeof from), tokens[from]))
         continue;
       net::set_nodelay(fd.get());
@@ -196,6 +214,10 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
   if (pieces.size() != static_cast<size_t>(size_))
     throw backend_error("tcp links: " + std::to_string(pieces.size()) + " pieces for " +
                         std::to_string(size_) + " members");
+  for (int m = 0; m < size_; ++m)
+    if (m != rank_ && !linked(m) && (pieces[m].sends || pieces[m].receives))
+      throw backend_error("tcp links: rank " + std::to_string(rank_) + " has no link to rank " +
+                          std::to_string(m));
   const auto deadline = net::clock::now() + timeout;
   const auto n = static_cast<size_t>(size_);
   // Per member: bytes of header + payload sent and received so far.

@@ -28,31 +28,43 @@ struct link_piece {
 /// A member a call neither sends to nor hears from.
 inline constexpr link_piece no_message{nullptr, 0, nullptr, 0, false, false};
 
-/// A TCP connection of our own to every other member of a Gloo-mode set,
-/// for its small exchanges. Gloo's transport hands every message through
-/// its network thread and announces every receive before the data may
-/// leave: one 4-byte exchange between 2 ranks over loopback took 85-92 us
-/// through Gloo's unbound buffers, 4-7 us as a write and a read on a
-/// socket of the calling thread's (bench/raw_peers.cpp's peer, swapped in
-/// turn, 2026-11-29). No CAF, no Gloo.
+/// A TCP connection of our own to other members of a Gloo-mode set, for
+/// its exchanges: to every other member (a mesh), or in a larger set to
+/// its ring neighbours only (two connections a rank, whatever the set's
+/// size, where a mesh would double Gloo's n - 1). Gloo's transport hands
+/// every message through its network thread and announces every receive
+/// before the data may leave: one 4-byte exchange between 2 ranks over
+/// loopback took 85-92 us through Gloo's unbound buffers, 4-7 us as a
+/// write and a read on a socket of the calling thread's
+/// (bench/raw_peers.cpp's peer, swapped in turn, 2026-11-29). No CAF, no
+/// Gloo.
 class tcp_links {
 public:
-  /// Connects rank `rank` of `size` to every other member: each listens on
-  /// `host`, port 0, and tells each higher rank, through the store under
-  /// `prefix` (elastic::all_to_all), its address and a random token meant
-  /// for that rank only; each higher rank connects and presents its rank
-  /// and the token. A connection that does not do so within a second is
-  /// closed. Throws backend_error when `timeout` passes first.
+  enum class shape { mesh, ring };
+
+  /// Connects rank `rank` of `size` to the members the shape links it
+  /// with: each listens on `host`, port 0, and tells each linked higher
+  /// rank, through the store under `prefix` (elastic::all_to_all), its
+  /// address and a random token meant for that rank only; each higher rank
+  /// connects and presents its rank and the token. A connection that does
+  /// not do so within a second is closed. Throws backend_error when
+  /// `timeout` passes first.
   tcp_links(elastic::store_client& store, const std::string& prefix, int rank, int size,
-            const std::string& host, std::chrono::milliseconds timeout);
+            const std::string& host, std::chrono::milliseconds timeout,
+            shape links = shape::mesh);
   ~tcp_links();
   tcp_links(const tcp_links&) = delete;
   tcp_links& operator=(const tcp_links&) = delete;
 
+  /// Whether this rank has a link to `member` (never to itself).
+  bool linked(int member) const {
+    return member >= 0 && member < size_ && fds_[static_cast<size_t>(member)] >= 0;
+  }
+
   /// Sends `pieces[m].send` to every other member m and receives exactly
   /// `pieces[m].recv_bytes` from it, where the piece says it sends and
   /// receives (this rank's entry is ignored; the members must agree on
-  /// who sends whom what). Each message carries its length, so a member
+  /// who sends whom what, and may name linked members only). Each message carries its length, so a member
   /// that sent another size is named, and its number on its link, which
   /// the receiver checks against its own count.
   /// Throws backend_error on such a message, a closed link, the timeout,
@@ -83,7 +95,7 @@ private:
 
   int rank_;
   int size_;
-  std::vector<int> fds_;  // by member; -1 for this rank
+  std::vector<int> fds_;  // by member; -1 for this rank and unlinked members
   int wake_fd_ = -1;      // an eventfd abort() writes
   std::atomic<bool> aborted_{false};
   std::string failure_;  // set by the exchanging thread only

@@ -38,10 +38,6 @@ public:
   bool reduces_pieces() const override;
   void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op,
                         const element_finish& finish) override;
-  /// Through the segment, cache-sized (four rounds per member): the fusion
-  /// buffer's copies then stay in cache too, and the cross-host step makes
-  /// the same calls. Without a segment, gloo_communicator's.
-  size_t chunk_bytes() const override;
   /// Through the segment on one host (each rank reduces its own part),
   /// Gloo's where there is no segment.
   bool reduces_scatter(size_t count) const override;

@@ -278,13 +278,14 @@ TEST_F(gloo_abort_test, alltoall_rows_over_the_links_deliver_uneven_rows) {
   });
 }
 
-// A set of more than 8 has no links: every collective goes through Gloo
-// (its algorithms, or this class's ring and pairwise steps over Gloo's
-// unbound buffers). One of each on 9 ranks.
-TEST_F(gloo_abort_test, beyond_8_members_every_collective_goes_through_gloo) {
+// A set of more than 8 links ring neighbours only: its rings (allreduce,
+// reducescatter, allgather) and neighbours' pairwise exchanges go over the
+// links, the rest through Gloo (its algorithms, or a pairwise step over
+// Gloo's unbound buffers). One of each on 9 ranks.
+TEST_F(gloo_abort_test, beyond_8_members_rings_go_over_neighbour_links_the_rest_through_gloo) {
   constexpr int size = 9;
   connect_ranks(size);
-  ASSERT_EQ(ranks_[0]->chunk_bytes(), 0u);  // whole, not the links' 1 MiB
+  ASSERT_EQ(ranks_[0]->chunk_bytes(), size_t{1} << 20);
   on_every_rank(size, [&](int rank) -> std::string {
     auto& c = *ranks_[rank];
     const float mine = static_cast<float>(rank + 1);
@@ -322,6 +323,24 @@ TEST_F(gloo_abort_test, beyond_8_members_every_collective_goes_through_gloo) {
     for (int r = 0; r < size; ++r)
       if (gathered[r] != static_cast<float>(r + 1))
         return "allgather";
+    // Uneven parts around the ring, rank 3's empty: rank r gives r * 5000
+    // values of r (rank 3 none).
+    const auto part_of = [](int r) { return r == 3 ? size_t{0} : static_cast<size_t>(r) * 5000; };
+    std::vector<int32_t> own(part_of(rank), rank), all;
+    allgather_options ga;
+    ga.dtype = data_type::int32;
+    ga.input = own.data();
+    for (int r = 0; r < size; ++r) {
+      ga.counts.push_back(part_of(r));
+      all.insert(all.end(), part_of(r), -1);
+    }
+    std::vector<int32_t> expected_all;
+    for (int r = 0; r < size; ++r)
+      expected_all.insert(expected_all.end(), part_of(r), r);
+    ga.output = all.data();
+    c.allgather(ga);
+    if (all != expected_all)
+      return "uneven allgather";
     // Rank r sends r rows of one int to each member.
     std::vector<int32_t> rows(static_cast<size_t>(rank) * size, rank);
     std::vector<int32_t> received;
@@ -345,13 +364,16 @@ TEST_F(gloo_abort_test, beyond_8_members_every_collective_goes_through_gloo) {
     if (value != 42.0f)
       return "broadcast";
     c.barrier();
-    // Pairs (0, 1), (2, 3), ...; rank 8 sits it out.
-    if (rank < 8) {
-      const int peer = rank ^ 1;
-      int got = -1;
-      c.sendrecv(&rank, sizeof rank, &got, sizeof got, peer);
-      if (got != peer)
-        return "sendrecv";
+    // Pairs (0, 1), (2, 3), ... (neighbours, over the links), then (0, 2),
+    // (1, 3), ... (through Gloo); rank 8 sits both out.
+    for (int distance : {1, 2}) {
+      if (rank < 8) {
+        const int peer = rank ^ distance;
+        int got = -1;
+        c.sendrecv(&rank, sizeof rank, &got, sizeof got, peer);
+        if (got != peer)
+          return "sendrecv at distance " + std::to_string(distance);
+      }
     }
     return "";
   });

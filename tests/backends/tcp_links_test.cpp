@@ -39,17 +39,19 @@ protected:
                                                             5s);
   }
 
-  std::unique_ptr<tcp_links> link_rank(int rank, int size, const std::string& prefix) {
+  std::unique_ptr<tcp_links> link_rank(int rank, int size, const std::string& prefix,
+                                       tcp_links::shape shape = tcp_links::shape::mesh) {
     auto store = client();
-    return std::make_unique<tcp_links>(*store, prefix, rank, size, "127.0.0.1", 5s);
+    return std::make_unique<tcp_links>(*store, prefix, rank, size, "127.0.0.1", 5s, shape);
   }
 
   // Every member of a set of `size`, connected concurrently.
-  std::vector<std::unique_ptr<tcp_links>> link_all(int size, const std::string& prefix) {
+  std::vector<std::unique_ptr<tcp_links>> link_all(int size, const std::string& prefix,
+                                                   tcp_links::shape shape = tcp_links::shape::mesh) {
     std::vector<std::future<std::unique_ptr<tcp_links>>> connecting;
     for (int rank = 0; rank < size; ++rank)
       connecting.push_back(std::async(std::launch::async,
-                                      [=] { return link_rank(rank, size, prefix); }));
+                                      [=] { return link_rank(rank, size, prefix, shape); }));
     std::vector<std::unique_ptr<tcp_links>> links;
     for (auto& c : connecting)
       links.push_back(c.get());
@@ -104,6 +106,44 @@ TEST_F(tcp_links_test, every_member_receives_each_others_piece_call_after_call) 
               << "rank " << rank << " from " << p << ", call " << call;
           }
         }
+      }
+    }));
+  for (auto& r : runs)
+    r.get();
+}
+
+// A ring links each member to its two neighbours only: messages go both
+// ways around it, call after call, and a piece naming any other member is
+// refused before anything is sent (the links stay usable).
+TEST_F(tcp_links_test, a_ring_links_neighbours_only) {
+  constexpr int size = 5;
+  auto links = link_all(size, "links/ring/", tcp_links::shape::ring);
+  for (int rank = 0; rank < size; ++rank)
+    for (int p = 0; p < size; ++p)
+      EXPECT_EQ(links[rank]->linked(p), p != rank && ((p - rank + size) % size == 1 ||
+                                                      (rank - p + size) % size == 1))
+        << "rank " << rank << ", member " << p;
+  std::vector<std::future<void>> runs;
+  for (int rank = 0; rank < size; ++rank)
+    runs.push_back(std::async(std::launch::async, [&, rank] {
+      const int right = (rank + 1) % size;
+      const int left = (rank + size - 1) % size;
+      const int other = (rank + 2) % size;
+      std::vector<link_piece> stray(size, no_message);
+      stray[other] = {&rank, sizeof rank, nullptr, 0, true, false};
+      const auto refused = error_of([&] { links[rank]->exchange(stray, 5s); });
+      EXPECT_NE(refused.find("has no link to rank " + std::to_string(other)), std::string::npos)
+        << refused;
+      for (int call : {0, 1, 40, 2}) {
+        std::vector<link_piece> pieces(size, no_message);
+        const auto to_right = message(rank, right, call), to_left = message(rank, left, call);
+        std::vector<char> from_left(message(left, rank, call).size()),
+          from_right(message(right, rank, call).size());
+        pieces[right] = {to_right.data(), to_right.size(), from_right.data(), from_right.size()};
+        pieces[left] = {to_left.data(), to_left.size(), from_left.data(), from_left.size()};
+        links[rank]->exchange(pieces, 5s);
+        EXPECT_EQ(from_left, message(left, rank, call)) << "rank " << rank << ", call " << call;
+        EXPECT_EQ(from_right, message(right, rank, call)) << "rank " << rank << ", call " << call;
       }
     }));
   for (auto& r : runs)
