@@ -32,10 +32,12 @@ std::vector<std::string> gather_published(store_client& store, const std::string
 
 /// Rank `rank` of `size` sends `to_peer[p]` to every peer p (its own entry
 /// is ignored) and returns what each peer sent it, indexed by rank (its own
-/// entry empty): one set of size-1 keys, the arrival count, one listing of
-/// the size-1 values addressed to it. O(N) bytes per rank, where each
-/// rank publishing one value that holds all its peers' entries (Gloo's
-/// full-mesh rendezvous) makes every rank read O(N^2).
+/// entry empty): one set of the non-empty entries' keys (an empty entry
+/// is not stored: a sparse exchange, such as ring neighbours', costs keys
+/// for its entries only), the arrival count, one listing of the values
+/// addressed to it. O(N) bytes per rank, where each rank publishing one
+/// value that holds all its peers' entries (Gloo's full-mesh rendezvous)
+/// makes every rank read O(N^2).
 std::vector<std::string> all_to_all(store_client& store, const std::string& prefix, int rank,
                                     int size, const std::vector<std::string>& to_peer,
                                     std::chrono::milliseconds timeout);

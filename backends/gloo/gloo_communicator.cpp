@@ -54,6 +54,10 @@ constexpr uint8_t gather_prefix = 0x58;
 constexpr size_t direct_max_bytes = size_t{64} << 10;
 constexpr int direct_max_members = 8;
 
+// The least a step of a larger set's ring carries in a chunk (a 1 MiB
+// chunk on 8 members gives 128 KiB steps).
+constexpr size_t ring_step_bytes = size_t{128} << 10;
+
 } // namespace
 
 // Unbound buffers that abort() can wake while they are in use: registered
@@ -164,7 +168,9 @@ void gloo_communicator::abort() {
 }
 
 size_t gloo_communicator::chunk_bytes() const {
-  return cache_sized_chunk_bytes;
+  return meshed() ? cache_sized_chunk_bytes
+                  : std::max(cache_sized_chunk_bytes,
+                             ring_step_bytes * static_cast<size_t>(ctx_.size));
 }
 
 bool gloo_communicator::meshed() const {
@@ -374,6 +380,8 @@ void gloo_communicator::direct_allreduce(const allreduce_options& opts) {
   const int n = ctx_.size;
   if (opts.count == 0 || n == 1)
     return;
+  if (!meshed())
+    return ring_allreduce(opts);
   guarded("allreduce", [&] {
     const size_t bytes = opts.count * element_size(opts.dtype);
     const auto reduce = reduction_of(opts.dtype, opts.op);

@@ -39,7 +39,10 @@ public:
   void connect() override;
   /// 1 MiB (the links' ring steps cost little, and a chunk's copies and
   /// reduction stay in cache: 2 ranks, `--shm 0`, 64 MiB 57-58 -> 20-21
-  /// ms, the ResNet-50 step 122-123 -> 34-36 ms, 2026-11-29).
+  /// ms, the ResNet-50 step 122-123 -> 34-36 ms, 2026-11-29), or more in a
+  /// set of more than 8: each of its ring's steps carries a chunk's 1 / n,
+  /// and at least ring_step_bytes, so that a large ring's steps do not
+  /// shrink to a latency each.
   size_t chunk_bytes() const override;
   void allreduce(const allreduce_options& opts) override;
   /// Of this class's own, its waits woken by abort() as
@@ -52,7 +55,8 @@ public:
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;
   void alltoall(const alltoall_options& opts) override;
-  /// Over the links, one exchange: each message's length gives its rows.
+  /// Where every pair is linked, one exchange: each message's length gives
+  /// its rows (else the counts, then the rows, through Gloo).
   void alltoall_rows(const void* input, const std::vector<int64_t>& send_rows, size_t row_bytes,
                      const row_placement& place) override;
   void barrier() override;
@@ -71,7 +75,8 @@ public:
   /// order (the same bits everywhere); abort() wakes it.
   /// allreduce() and ring_allreduce() take it for up to 8 members where
   /// (members - 1) x the tensor is at most 64 KiB: one message's latency
-  /// instead of the ring's 2 (members - 1).
+  /// instead of the ring's 2 (members - 1). In a larger set (links to ring
+  /// neighbours only) it is ring_allreduce().
   void direct_allreduce(const allreduce_options& opts);
   /// Fails every pair of the context (Gloo's own path for its timeout):
   /// their pending sends and receives throw, and Gloo's thread no longer

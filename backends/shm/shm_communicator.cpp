@@ -82,6 +82,10 @@ void shm_communicator::connect() {
   }
 }
 
+size_t shm_communicator::chunk_bytes() const {
+  return group_ ? cache_sized_chunk_bytes : gloo_communicator::chunk_bytes();
+}
+
 void shm_communicator::abort() {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -19,8 +19,8 @@ class shm_group;
 /// (two or more) of its ranks. A set on one host also broadcasts, gathers,
 /// exchanges (alltoall), reduce-scatters and meets at barriers through the
 /// segment. Otherwise, and for every
-/// other collective, the set's full Gloo context runs it as
-/// gloo_communicator does.
+/// other collective, gloo_communicator runs it for the whole set (over its
+/// TCP links, or Gloo's context).
 class shm_communicator : public gloo_communicator {
 public:
   explicit shm_communicator(backend_context ctx);
@@ -38,6 +38,10 @@ public:
   bool reduces_pieces() const override;
   void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op,
                         const element_finish& finish) override;
+  /// Through the segment, cache-sized (four rounds per member): the fusion
+  /// buffer's copies then stay in cache too, and the cross-host step makes
+  /// the same calls. Without a segment, gloo_communicator's.
+  size_t chunk_bytes() const override;
   /// Through the segment on one host (each rank reduces its own part),
   /// Gloo's where there is no segment.
   bool reduces_scatter(size_t count) const override;

@@ -285,7 +285,8 @@ TEST_F(gloo_abort_test, alltoall_rows_over_the_links_deliver_uneven_rows) {
 TEST_F(gloo_abort_test, beyond_8_members_rings_go_over_neighbour_links_the_rest_through_gloo) {
   constexpr int size = 9;
   connect_ranks(size);
-  ASSERT_EQ(ranks_[0]->chunk_bytes(), size_t{1} << 20);
+  // Each ring step carries at least 128 KiB of a chunk.
+  ASSERT_EQ(ranks_[0]->chunk_bytes(), size_t{9} << 17);
   on_every_rank(size, [&](int rank) -> std::string {
     auto& c = *ranks_[rank];
     const float mine = static_cast<float>(rank + 1);
@@ -385,6 +386,37 @@ TEST_F(gloo_abort_test, beyond_8_members_a_ring_waiting_for_silent_peers_fails_a
   const double after = allreduce_aborted_after(data, 300ms, true);
   EXPECT_GT(after, 0.0);
   EXPECT_LT(after, 2.0);
+}
+
+// Ring neighbours' links carry a failure around the ring: a failing rank
+// shuts its links, and the neighbour waiting on one of them fails in turn.
+// With rank 4 silent, every other rank ends up waiting for its left
+// neighbour's next piece; the abort of rank 5 then ends every other
+// rank's allreduce (6, 7, ..., 3) long before the 30 s timeout.
+TEST_F(gloo_abort_test, beyond_8_members_a_failure_goes_around_the_ring_of_links) {
+  constexpr int size = 9;
+  connect_ranks(size);
+  const auto start = clock::now();
+  auto aborter = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(300ms);
+    ranks_[5]->abort();
+  });
+  on_every_rank(size, [&](int rank) -> std::string {
+    if (rank == 4)
+      return "";
+    std::vector<float> data(1 << 20, 1.0f);
+    allreduce_options o;
+    o.data = data.data();
+    o.count = data.size();
+    try {
+      ranks_[rank]->allreduce(o);
+    } catch (const backend_error&) {
+      const double after = std::chrono::duration<double>(clock::now() - start).count();
+      return after < 5.0 ? "" : "failed only after " + std::to_string(after) + " s";
+    }
+    return "returned without rank 4";
+  });
+  aborter.get();
 }
 
 TEST_F(gloo_abort_test, an_abort_before_the_call_fails_it_at_once) {

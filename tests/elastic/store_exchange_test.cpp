@@ -60,6 +60,29 @@ TEST(store_exchange, all_to_all_gives_each_rank_what_every_peer_addressed_to_it)
   }
 }
 
+// Ring neighbours' entries only (each rank to the next): the others are
+// empty and stored as nothing.
+TEST(store_exchange, a_sparse_all_to_all_stores_and_delivers_only_its_entries) {
+  fixture f;
+  constexpr int size = 5;
+  std::vector<std::future<std::vector<std::string>>> ranks;
+  for (int rank = 0; rank < size; ++rank)
+    ranks.push_back(std::async(std::launch::async, [&f, rank] {
+      auto c = f.client();
+      std::vector<std::string> to_peer(size);
+      to_peer[(rank + 1) % size] = entry(rank, (rank + 1) % size);
+      return all_to_all(*c, "job/ring/", rank, size, to_peer, 5s);
+    }));
+  for (int rank = 0; rank < size; ++rank) {
+    const auto got = ranks[rank].get();
+    const int left = (rank + size - 1) % size;
+    for (int peer = 0; peer < size; ++peer)
+      EXPECT_EQ(got[peer], peer == left ? entry(left, rank) : "")
+        << "rank " << rank << " from " << peer;
+  }
+  EXPECT_EQ(f.client()->list("job/ring/to/").size(), static_cast<size_t>(size));
+}
+
 TEST(store_exchange, a_missing_rank_times_out_naming_how_many_arrived) {
   fixture f;
   auto a = f.client();
