@@ -281,7 +281,8 @@ const std::vector<knob>& knobs() {
      [](const config& c) { return std::string(c.disable_group_fusion ? "1" : "0"); }, "1"},
     {"TROUPE_FUSION_CHUNK_BYTES", nullptr, "fusion-chunk-bytes",
      "bytes of a CPU allreduce, fused or not, reduced at a time (0 = all at once; default: "
-     "what the communicator asks for, 1 MiB under MPI and Gloo)",
+     "what the communicator asks for, 1 MiB under MPI and Gloo, n x 128 KiB in a Gloo set of "
+     "n > 8 without a host segment)",
      [](config& c, const std::string& s) {
        c.fusion_chunk_bytes =
          s == "0" ? 0 : static_cast<int64_t>(parse_positive("TROUPE_FUSION_CHUNK_BYTES", s));
