@@ -18,12 +18,13 @@ namespace troupe::backends {
 class tcp_links;
 
 /// CPU collectives over TCP, full mesh built through the launcher's store.
-/// The data goes over tcp_links of the set's own, as exchanges and rings
-/// whose every wait abort() wakes: a set of 2 to 8 members links every
-/// pair and sends everything over them but broadcasts of more than 64
-/// KiB; a larger one links ring neighbours only, for its rings (allreduce,
-/// reducescatter, allgather) and exchanges between neighbours. The rest
-/// goes through Gloo's TCP transport, where each message passes Gloo's
+/// The data goes over tcp_links of the set's own, as exchanges, rings and
+/// chains whose every wait abort() wakes: a set of 2 to 8 members links
+/// every pair and sends everything over them; a larger one links ring
+/// neighbours only, for its rings (allreduce, reducescatter, allgather),
+/// chains (broadcast, barrier) and exchanges between neighbours. The rest
+/// (a larger set's alltoalls and other pairs) goes through Gloo's TCP
+/// transport, where each message passes Gloo's
 /// network thread and waits for its receive to be announced: a 4-byte
 /// exchange took 85-92 us, on a socket of the calling thread's 4-7 us; 2
 /// ranks, `--shm 0`, 1 MiB allreduce 1.0-1.8 -> 0.36-0.42 ms, 1 MiB
@@ -53,12 +54,18 @@ public:
   bool reduces_scatter(size_t count) const override;
   void reducescatter(const reducescatter_options& opts) override;
   void allgather(const allgather_options& opts) override;
+  /// Up to 64 KiB on up to 8 members, one message from the root to each;
+  /// else a chain along the ring from the root in 256 KiB segments, each
+  /// rank passing one on while it takes the next (the tensor crosses each
+  /// link once).
   void broadcast(const broadcast_options& opts) override;
   void alltoall(const alltoall_options& opts) override;
   /// Where every pair is linked, one exchange: each message's length gives
   /// its rows (else the counts, then the rows, through Gloo).
   void alltoall_rows(const void* input, const std::vector<int64_t>& send_rows, size_t row_bytes,
                      const row_placement& place) override;
+  /// One exchange of empty messages on up to 8 members; else twice around
+  /// the ring from rank 0 (arrivals, then the release).
   void barrier() override;
   void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                 int peer) override;
@@ -97,9 +104,12 @@ private:
   // by the root to every member at once would load its link (members - 1)
   // times).
   bool over_links(size_t bytes) const;
-  // One step of a ring or a pairwise exchange: `give` to rank `to`, `take`
-  // from rank `from` (either may be empty), both done before it returns;
-  // over the links where this rank has both, else through Gloo under `slot`.
+  // No message that way, in shift().
+  static constexpr int no_rank = -1;
+  // One step of a ring, a chain or a pairwise exchange: `give` to rank
+  // `to`, `take` from rank `from` (either may be empty, or no_rank), both
+  // done before it returns; over the links where this rank has them, else
+  // through Gloo under `slot`.
   void shift(const void* give, size_t give_bytes, int to, void* take, size_t take_bytes,
              int from, uint64_t slot);
 

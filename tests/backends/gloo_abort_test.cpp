@@ -167,9 +167,10 @@ TEST_F(gloo_abort_test, small_and_large_allreduces_hold_the_same_bits_on_every_r
 // different sizes (one empty), broadcasts from every root.
 TEST_F(gloo_abort_test, small_and_large_allgathers_broadcasts_and_barriers_deliver) {
   connect_ranks(3);
-  // Allgathers of 20 B, 40 KiB and 160 KiB; broadcasts of 12 B, 24 KiB
-  // (links) and 96 KiB (Gloo).
-  const std::vector<size_t> scales = {1, 2048, 8192};
+  // Allgathers of 20 B, 40 KiB, 160 KiB and 1 MB; broadcasts of 12 B, 24
+  // KiB (from the root to each), 96 KiB and 600 KB (a chain of one and of
+  // three segments, the last a short one).
+  const std::vector<size_t> scales = {1, 2048, 8192, 50000};
   on_every_rank(3, [&](int rank) -> std::string {
     auto& c = *ranks_[rank];
     for (auto scale : scales) {
@@ -187,16 +188,21 @@ TEST_F(gloo_abort_test, small_and_large_allgathers_broadcasts_and_barriers_deliv
                  " is " + std::to_string(all[i]);
       c.barrier();
       for (int root = 0; root < 3; ++root) {
-        std::vector<float> data(3 * scale, rank == root ? 7.0f + root : 0.0f);
+        // Every element its own value: a segment out of place shows.
+        const auto sent = [root](size_t i) { return static_cast<float>(root * 1000000 + i); };
+        std::vector<float> data(3 * scale, 0.0f);
+        if (rank == root)
+          for (size_t i = 0; i < data.size(); ++i)
+            data[i] = sent(i);
         broadcast_options b;
         b.data = data.data();
         b.count = data.size();
         b.root = root;
         c.broadcast(b);
-        for (auto v : data)
-          if (v != 7.0f + root)
+        for (size_t i = 0; i < data.size(); ++i)
+          if (data[i] != sent(i))
             return "broadcast x" + std::to_string(scale) + " from " + std::to_string(root) +
-                   ": " + std::to_string(v);
+                   ": element " + std::to_string(i) + " is " + std::to_string(data[i]);
       }
     }
     return "";
@@ -279,10 +285,11 @@ TEST_F(gloo_abort_test, alltoall_rows_over_the_links_deliver_uneven_rows) {
 }
 
 // A set of more than 8 links ring neighbours only: its rings (allreduce,
-// reducescatter, allgather) and neighbours' pairwise exchanges go over the
-// links, the rest through Gloo (its algorithms, or a pairwise step over
-// Gloo's unbound buffers). One of each on 9 ranks.
-TEST_F(gloo_abort_test, beyond_8_members_rings_go_over_neighbour_links_the_rest_through_gloo) {
+// reducescatter, allgather), chains (broadcast, barrier) and neighbours'
+// pairwise exchanges go over the links, the rest through Gloo (its
+// alltoall, or a pairwise step over Gloo's unbound buffers). One of each
+// on 9 ranks.
+TEST_F(gloo_abort_test, beyond_8_members_rings_and_chains_go_over_neighbour_links) {
   constexpr int size = 9;
   connect_ranks(size);
   // Each ring step carries at least 128 KiB of a chunk.
@@ -364,6 +371,18 @@ TEST_F(gloo_abort_test, beyond_8_members_rings_go_over_neighbour_links_the_rest_
     c.broadcast(bo);
     if (value != 42.0f)
       return "broadcast";
+    // A chain of three segments from rank 8, around the ring's end.
+    std::vector<int32_t> long_one(150000, 0);
+    if (rank == 8)
+      std::iota(long_one.begin(), long_one.end(), 0);
+    bo.dtype = data_type::int32;
+    bo.data = long_one.data();
+    bo.count = long_one.size();
+    bo.root = 8;
+    c.broadcast(bo);
+    for (size_t i = 0; i < long_one.size(); ++i)
+      if (long_one[i] != static_cast<int32_t>(i))
+        return "broadcast of 600 KB: element " + std::to_string(i);
     c.barrier();
     // Pairs (0, 1), (2, 3), ... (neighbours, over the links), then (0, 2),
     // (1, 3), ... (through Gloo); rank 8 sits both out.
