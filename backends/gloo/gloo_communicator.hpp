@@ -22,8 +22,9 @@ class tcp_links;
 /// chains whose every wait abort() wakes: a set of 2 to 8 members links
 /// every pair and sends everything over them; a larger one links ring
 /// neighbours only, for its rings (allreduce, reducescatter, allgather),
-/// chains (broadcast, barrier) and exchanges between neighbours. The rest
-/// (a larger set's alltoalls and other pairs) goes through Gloo's TCP
+/// chains (broadcast; barrier up to 16 members) and exchanges between
+/// neighbours. The rest (a larger set's alltoalls, other pairs, and past
+/// 16 members small broadcasts and barriers) goes through Gloo's TCP
 /// transport, where each message passes Gloo's
 /// network thread and waits for its receive to be announced: a 4-byte
 /// exchange took 85-92 us, on a socket of the calling thread's 4-7 us; 2
@@ -55,17 +56,17 @@ public:
   void reducescatter(const reducescatter_options& opts) override;
   void allgather(const allgather_options& opts) override;
   /// Up to 64 KiB on up to 8 members, one message from the root to each;
-  /// else a chain along the ring from the root in 256 KiB segments, each
-  /// rank passing one on while it takes the next (the tensor crosses each
-  /// link once).
+  /// up to 64 KiB on more than 16, Gloo's (log2(n) rounds); else a chain
+  /// along the ring from the root in 256 KiB segments, each rank passing
+  /// one on while it takes the next (the tensor crosses each link once).
   void broadcast(const broadcast_options& opts) override;
   void alltoall(const alltoall_options& opts) override;
   /// Where every pair is linked, one exchange: each message's length gives
   /// its rows (else the counts, then the rows, through Gloo).
   void alltoall_rows(const void* input, const std::vector<int64_t>& send_rows, size_t row_bytes,
                      const row_placement& place) override;
-  /// One exchange of empty messages on up to 8 members; else twice around
-  /// the ring from rank 0 (arrivals, then the release).
+  /// One exchange of empty messages on up to 8 members; on up to 16 twice
+  /// around the ring from rank 0 (arrivals, then the release); else Gloo's.
   void barrier() override;
   void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                 int peer) override;
@@ -88,8 +89,7 @@ public:
   /// Fails every pair of the context (Gloo's own path for its timeout):
   /// their pending sends and receives throw, and Gloo's thread no longer
   /// touches their buffers (closing a pair alone wakes no waiter); then
-  /// wakes the waits of sendrecv(), ring_allreduce() and reducescatter(),
-  /// and the tcp links'.
+  /// wakes the waits of shift() through Gloo, and the tcp links'.
   void abort() override;
 
 private:
@@ -127,8 +127,7 @@ private:
   // Every pair's (meshed()) or ring neighbours'; none in a set of one.
   std::unique_ptr<tcp_links> links_;
   bool aborted_ = false;
-  // The buffers of sendrecv(), ring_allreduce() and reducescatter() while
-  // they are in use.
+  // The buffers of shift() through Gloo while they are in use.
   std::vector<gloo::transport::UnboundBuffer*> waiting_;
 };
 

@@ -163,7 +163,7 @@ TEST_F(gloo_abort_test, small_and_large_allreduces_hold_the_same_bits_on_every_r
 }
 
 // Allgathers, broadcasts and barriers, small and large, in a row on 3 ranks
-// (the links; broadcasts of more than 64 KiB through Gloo), parts of
+// (the links; broadcasts of more than 64 KiB along the chain), parts of
 // different sizes (one empty), broadcasts from every root.
 TEST_F(gloo_abort_test, small_and_large_allgathers_broadcasts_and_barriers_deliver) {
   connect_ranks(3);
@@ -396,6 +396,37 @@ TEST_F(gloo_abort_test, beyond_8_members_rings_and_chains_go_over_neighbour_link
       }
     }
     return "";
+  });
+}
+
+// Past 16 members small broadcasts and barriers go through Gloo's rounds,
+// a large broadcast still along the chain; the rings as before.
+TEST_F(gloo_abort_test, beyond_16_members_small_broadcasts_and_barriers_go_through_gloo) {
+  constexpr int size = 17;
+  connect_ranks(size);
+  on_every_rank(size, [&](int rank) -> std::string {
+    auto& c = *ranks_[rank];
+    for (size_t count : {size_t{1}, size_t{100000}}) {
+      std::vector<int32_t> data(count, rank == 16 ? 0 : -1);
+      if (rank == 16)
+        std::iota(data.begin(), data.end(), 7);
+      broadcast_options b;
+      b.dtype = data_type::int32;
+      b.data = data.data();
+      b.count = count;
+      b.root = 16;
+      c.broadcast(b);
+      for (size_t i = 0; i < count; ++i)
+        if (data[i] != static_cast<int32_t>(i + 7))
+          return "broadcast of " + std::to_string(count) + ": element " + std::to_string(i);
+      c.barrier();
+    }
+    std::vector<float> sum(1000, 1.0f);
+    allreduce_options o;
+    o.data = sum.data();
+    o.count = sum.size();
+    c.allreduce(o);
+    return sum.front() == size && sum.back() == size ? "" : "allreduce";
   });
 }
 
