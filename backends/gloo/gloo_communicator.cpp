@@ -124,9 +124,12 @@ void gloo_communicator::guarded(const char* what, F&& f) {
   } catch (const std::exception& e) {
     // One pair's error (or the abort reaching the pair this thread waits
     // on) leaves the others running: they may still receive into the
-    // caller's buffer, which is free to go once this returns.
+    // caller's buffer, which is free to go once this returns. The links
+    // close too: a neighbour waiting on them learns at once.
     if (gloo_)
       fail_pairs(*gloo_);
+    if (links_)
+      links_->shut(std::string("gloo ") + what + " failed: " + e.what());
     bool aborted = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);

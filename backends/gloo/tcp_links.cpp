@@ -46,6 +46,9 @@ struct address {
   std::string token;
 
   static address parse(const std::string& text, int from) {
+    if (text.empty())
+      throw backend_error("tcp links: rank " + std::to_string(from) +
+                          " arrived at the exchange without sending its address");
     address a;
     const auto sp1 = text.find(' ');
     const auto sp2 = text.rfind(' ');
@@ -188,12 +191,17 @@ void tcp_links::abort() {
   [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof one);
 }
 
-void tcp_links::fail(const std::string& why) {
-  failure_ = why;
+void tcp_links::shut(const std::string& why) {
+  if (failure_.empty())
+    failure_ = why;
   // A peer blocked on this rank's part of the stream learns at once.
   for (int fd : fds_)
     if (fd >= 0)
       ::shutdown(fd, SHUT_RDWR);
+}
+
+void tcp_links::fail(const std::string& why) {
+  shut(why);
   throw backend_error(why);
 }
 
@@ -259,6 +267,7 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
   if (place && headers_awaited == 0)
     placed();
   std::vector<pollfd> waits;
+  std::vector<size_t> waited;  // the member of each of waits but the last
   for (;;) {
     // Set when the last header came in this pass: the payloads are read
     // in the next one, before any wait.
@@ -266,6 +275,7 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
     if (aborted_)
       fail("tcp links: aborted");
     waits.clear();
+    waited.clear();
     for (size_t m = 0; m < n; ++m) {
       if (static_cast<int>(m) == rank_)
         continue;
@@ -332,8 +342,13 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
         events |= POLLOUT;
       if (got[m] < in_total)
         events |= POLLIN;
-      if (events)
-        waits.push_back({fds_[m], events, 0});
+      // A peer that failed shut its link: a rank with only a send pending
+      // to it hears that as POLLRDHUP (its reads see the end of stream),
+      // where POLLOUT might never come once the peer's window is full.
+      if (events) {
+        waits.push_back({fds_[m], static_cast<short>(events | POLLRDHUP), 0});
+        waited.push_back(m);
+      }
     }
     if (just_placed)
       continue;
@@ -343,10 +358,8 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
     // peer sending a trickle does not extend the call.
     if (net::clock::now() >= deadline) {
       std::string missing;
-      for (size_t i = 0; i < waits.size(); ++i)
-        for (size_t m = 0; m < n; ++m)
-          if (fds_[m] == waits[i].fd)
-            missing += (missing.empty() ? "" : ", ") + peer(m);
+      for (auto m : waited)
+        missing += (missing.empty() ? "" : ", ") + peer(m);
       fail("tcp links: rank " + std::to_string(rank_) + " waited " + ms(timeout) + " for " +
            missing);
     }
@@ -354,6 +367,14 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
     const int ready = ::poll(waits.data(), waits.size(), net::poll_timeout(deadline));
     if (ready < 0 && errno != EINTR)
       fail("tcp links: poll failed: " + net::error_text(errno));
+    for (size_t i = 0; ready > 0 && i < waited.size(); ++i) {
+      const auto m = waited[i];
+      // With a read pending, the next pass reads what is left, then the
+      // end of the stream, and says so.
+      if ((waits[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) && !(waits[i].events & POLLIN))
+        fail("tcp links: " + peer(m) + " closed its link to rank " + std::to_string(rank_) +
+             " (it failed or left) before taking its message " + std::to_string(sent_[m]));
+    }
   }
   for (size_t m = 0; m < n; ++m) {
     sent_[m] += pieces[m].sends;

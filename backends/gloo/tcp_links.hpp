@@ -87,6 +87,12 @@ public:
   /// From any thread: wakes exchange() and fails it and every later call.
   void abort();
 
+  /// On the exchanging thread, once another transport of the set failed:
+  /// shuts every link, so that a peer waiting on this rank learns at once,
+  /// and fails every later call with `why` (an earlier failure's text
+  /// stays).
+  void shut(const std::string& why);
+
 private:
   void fail(const std::string& why);
   void close_all();

@@ -33,9 +33,20 @@ shm_communicator::~shm_communicator() {
 }
 
 void shm_communicator::connect() {
+  // Each step below may wait up to the timeout for peers, and an abort
+  // reaches none that is still being set up: one that came meanwhile ends
+  // the setup before the next.
+  const auto unless_aborted = [this](const char* next) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (aborted_)
+      throw backend_error(std::string("shared-memory setup was aborted before ") + next +
+                          ": a peer of the process set was lost");
+  };
   gloo_communicator::connect();
+  unless_aborted("the hosts' exchange");
   auto& store = *ctx_.store;
   const auto layout = layout_of(exchange_hosts(ctx_, "shm/"), ctx_.rank);
+  unless_aborted("the segment");
   if (layout.members < 2 || !layout.uniform) {
     spdlog::info("troupe set rank {}/{}: shared-memory allreduce off, Gloo for everything: {}",
                  ctx_.rank, ctx_.size,
@@ -59,6 +70,7 @@ void shm_communicator::connect() {
                                                     : shm_group::spin_times{});
   std::unique_ptr<gloo_communicator> cross;
   if (layout.hosts > 1) {
+    unless_aborted("the cross-host step's connection");
     auto c = ctx_;
     c.rank = layout.host;
     c.size = layout.hosts;

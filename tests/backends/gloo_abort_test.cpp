@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/gloo/gloo_communicator.hpp"
+#include "backends/shm/shm_communicator.hpp"
 #include "elastic/embedded_store.hpp"
 
 namespace troupe::backends {
@@ -467,6 +468,45 @@ TEST_F(gloo_abort_test, beyond_8_members_a_failure_goes_around_the_ring_of_links
     return "returned without rank 4";
   });
   aborter.get();
+}
+
+// An abort that comes while a shared-memory communicator connects ends its
+// setup before the next step that would wait for peers (here the hosts'
+// exchange, which rank 1 then waits out alone, for its 2 s).
+TEST_F(gloo_abort_test, a_shared_memory_setup_aborted_meanwhile_stops_before_its_next_step) {
+  std::vector<std::unique_ptr<shm_communicator>> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    backend_context ctx;
+    ctx.rank = rank;
+    ctx.size = 2;
+    ctx.advertise_host = "127.0.0.1";
+    ctx.host = "one-host";
+    ctx.store =
+      std::make_shared<elastic::embedded_store_client>("127.0.0.1", store_.port(), secret, 5s);
+    ctx.store_prefix = "abort-test/shm/";
+    ctx.timeout = rank == 0 ? 30s : 2s;
+    ranks.push_back(std::make_unique<shm_communicator>(ctx));
+  }
+  ranks[0]->abort();
+  auto other = std::async(std::launch::async, [&] {
+    try {
+      ranks[1]->connect();
+    } catch (const std::exception&) {
+      // the hosts' exchange without rank 0
+    }
+  });
+  const auto start = clock::now();
+  std::string error;
+  try {
+    ranks[0]->connect();
+  } catch (const backend_error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("shared-memory setup was aborted before the hosts' exchange"),
+            std::string::npos)
+    << error;
+  EXPECT_LT(std::chrono::duration<double>(clock::now() - start).count(), 5.0);
+  other.get();
 }
 
 TEST_F(gloo_abort_test, an_abort_before_the_call_fails_it_at_once) {

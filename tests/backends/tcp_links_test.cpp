@@ -294,6 +294,30 @@ TEST_F(tcp_links_test, a_peer_that_leaves_is_named) {
   EXPECT_NE(error.find("rank 1 closed its link"), std::string::npos) << error;
 }
 
+// A rank with only a send pending and its peer's window full learns of
+// the peer's failure from the closed link (POLLRDHUP), not at its
+// deadline: rank 1 sends 64 MiB that rank 0 never reads, and rank 0's links
+// are shut (as when another transport of the set failed there).
+TEST_F(tcp_links_test, a_sender_learns_at_once_that_its_receiver_shut_its_links) {
+  auto links = link_all(2, "links/full/");
+  std::vector<char> big(size_t{64} << 20, 'x');
+  auto sender = std::async(std::launch::async, [&] {
+    const auto error = error_of([&] {
+      links[1]->exchange({{big.data(), big.size(), nullptr, 0, true, false}, no_message}, 30s);
+    });
+    return std::make_pair(error, clock::now());
+  });
+  std::this_thread::sleep_for(500ms);  // the window fills
+  const auto shut_at = clock::now();
+  links[0]->shut("another transport failed");
+  const auto [error, failed_at] = sender.get();
+  EXPECT_NE(error.find("rank 0 closed its link to rank 1"), std::string::npos) << error;
+  EXPECT_LT(std::chrono::duration<double>(failed_at - shut_at).count(), 5.0);
+  char byte = 0;
+  const auto later = error_of([&] { links[0]->exchange({{}, {&byte, 1, &byte, 1}}, 5s); });
+  EXPECT_NE(later.find("another transport failed"), std::string::npos) << later;
+}
+
 TEST_F(tcp_links_test, connections_without_the_token_never_become_links) {
   const std::string prefix = "links/stranger/";
   auto zero = std::async(std::launch::async, [&] { return link_rank(0, 2, prefix); });
