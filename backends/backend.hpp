@@ -37,6 +37,9 @@ struct backend_context {
   /// troupe-run bound each rank of this host to a CPU of its own
   /// (identity::own_core): waits for the host's other ranks may poll.
   bool own_core = false;
+  /// The job's ranks on this rank's host (identity::local_size): with
+  /// own_core, whether a wait may poll (ranks_have_cores).
+  int host_ranks = 1;
   std::shared_ptr<elastic::store_client> store;  // rendezvous, when size > 1
   std::string store_prefix;  // this set's keys; each backend adds its name ("gloo/")
   std::vector<int> world_ranks;  // the set's global ranks; empty = every rank

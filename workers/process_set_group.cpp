@@ -107,6 +107,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   ctx.host = id.hostname;
   ctx.shared_memory = cfg.shared_memory;
   ctx.own_core = id.own_core;
+  ctx.host_ranks = id.local_size;
   ctx.store = spec.store;
   ctx.store_prefix = id.job_id + "/set" + std::to_string(spec.set_id) + "." +
                      std::to_string(spec.serial) + "/";

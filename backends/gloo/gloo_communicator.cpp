@@ -15,6 +15,7 @@
 #include "backends/cpu/arith.hpp"
 #include "backends/gloo/mesh_context.hpp"
 #include "backends/gloo/tcp_links.hpp"
+#include "backends/registry.hpp"
 
 namespace troupe::backends {
 
@@ -156,7 +157,8 @@ void gloo_communicator::connect() {
       links = std::make_unique<tcp_links>(
         *ctx_.store, ctx_.store_prefix + "gloo-links/", ctx_.rank, ctx_.size,
         ctx_.advertise_host, ctx_.timeout,
-        meshed() ? tcp_links::shape::mesh : tcp_links::shape::ring);
+        meshed() ? tcp_links::shape::mesh : tcp_links::shape::ring,
+        ranks_have_cores(ctx_.host_ranks, ctx_.own_core));
     std::lock_guard<std::mutex> lock(mutex_);
     gloo_ = std::move(context);
     links_ = std::move(links);

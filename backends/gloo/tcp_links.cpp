@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <thread>
 
 #include "backends/backend.hpp"
 #include "elastic/job_secret.hpp"
@@ -28,6 +29,18 @@ constexpr size_t token_size = 64;
 constexpr size_t hello_size = sizeof(uint32_t) + token_size;
 // How long an accepted connection may take to present itself.
 constexpr auto hello_limit = std::chrono::seconds(1);
+
+// A call of messages of at most tiny_bytes (a scalar, a barrier) is all
+// latency: its peer's message is usually a wake-up behind, and sleeping
+// in poll() adds a wake-up of this thread (of a halted CPU, on a VM). So
+// it looks again for up to tiny_spin first, on the CPU for tiny_pause,
+// then yielding between looks, and only where the host's ranks have cores
+// of their own: 2 ranks on 2 vCPUs, `--shm 0`, 4 B allreduce 45-50 -> 25-28
+// us, 1 KiB 49-50 -> 30-31 us; but 9 ranks there, 1.0 -> 1.5 ms
+// (alternating jobs, docs/benchmarks.md run (32)).
+constexpr size_t tiny_bytes = 1024;
+constexpr auto tiny_spin = std::chrono::microseconds(100);
+constexpr auto tiny_pause = std::chrono::microseconds(20);
 
 // Leads every message: its payload's length and its number on its link.
 struct header {
@@ -83,8 +96,8 @@ std::vector<bool> linked_members(tcp_links::shape links, int rank, int size) {
 
 tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, int rank,
                      int size, const std::string& host, std::chrono::milliseconds timeout,
-                     shape links)
-    : rank_(rank), size_(size), fds_(static_cast<size_t>(size), -1),
+                     shape links, bool polls)
+    : rank_(rank), size_(size), polls_(polls), fds_(static_cast<size_t>(size), -1),
       sent_(static_cast<size_t>(size), 0), received_(static_cast<size_t>(size), 0) {
   const auto deadline = net::clock::now() + timeout;
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -226,8 +239,15 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
     if (m != rank_ && !linked(m) && (pieces[m].sends || pieces[m].receives))
       throw backend_error("tcp links: rank " + std::to_string(rank_) + " has no link to rank " +
                           std::to_string(m));
-  const auto deadline = net::clock::now() + timeout;
+  const auto started = net::clock::now();
+  const auto deadline = started + timeout;
   const auto n = static_cast<size_t>(size_);
+  // A call whose messages are at most tiny_bytes each looks again before
+  // it sleeps in poll() (see tiny_spin).
+  size_t largest = 0;
+  for (size_t m = 0; m < n; ++m)
+    largest = std::max({largest, pieces[m].send_bytes, place ? 0 : pieces[m].recv_bytes});
+  const bool tiny = polls_ && largest <= tiny_bytes;
   // Per member: bytes of header + payload sent and received so far.
   std::vector<header> out(n), in(n);
   std::vector<size_t> sent(n, 0), got(n, 0);
@@ -362,6 +382,14 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
         missing += (missing.empty() ? "" : ", ") + peer(m);
       fail("tcp links: rank " + std::to_string(rank_) + " waited " + ms(timeout) + " for " +
            missing);
+    }
+    if (tiny) {
+      const auto spent = net::clock::now() - started;
+      if (spent < tiny_spin) {
+        if (spent >= tiny_pause)
+          std::this_thread::yield();
+        continue;
+      }
     }
     waits.push_back({wake_fd_, POLLIN, 0});
     const int ready = ::poll(waits.data(), waits.size(), net::poll_timeout(deadline));

@@ -48,10 +48,12 @@ public:
   /// address and a random token meant for that rank only; each higher rank
   /// connects and presents its rank and the token. A connection that does
   /// not do so within a second is closed. Throws backend_error when
-  /// `timeout` passes first.
+  /// `timeout` passes first. With `polls` (the host's ranks have cores of
+  /// their own), a call of small messages looks again for a while before
+  /// it sleeps.
   tcp_links(elastic::store_client& store, const std::string& prefix, int rank, int size,
             const std::string& host, std::chrono::milliseconds timeout,
-            shape links = shape::mesh);
+            shape links = shape::mesh, bool polls = false);
   ~tcp_links();
   tcp_links(const tcp_links&) = delete;
   tcp_links& operator=(const tcp_links&) = delete;
@@ -101,6 +103,7 @@ private:
 
   int rank_;
   int size_;
+  bool polls_;
   std::vector<int> fds_;  // by member; -1 for this rank and unlinked members
   int wake_fd_ = -1;      // an eventfd abort() writes
   std::atomic<bool> aborted_{false};
