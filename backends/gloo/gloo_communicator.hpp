@@ -98,6 +98,9 @@ private:
   // Every pair of members linked (2 to direct_max_members), else ring
   // neighbours only.
   bool meshed() const;
+  // The member `offset` places after this one around the ring (before it
+  // where negative).
+  int neighbour(int offset) const;
   bool goes_direct(const allreduce_options& opts) const;
   // A broadcast of at most direct_max_bytes, or a barrier, goes over the
   // links as one exchange where every pair is linked (a larger broadcast sent

@@ -91,6 +91,16 @@ protected:
       EXPECT_EQ(runs[rank].get(), "") << "rank " << rank;
   }
 
+  // "" where every element of `got` is want(i), else `what` and the first
+  // element that is not.
+  template <class T, class F>
+  static std::string first_wrong(const std::vector<T>& got, F want, const std::string& what) {
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i] != want(i))
+        return what + ": element " + std::to_string(i) + " is " + std::to_string(got[i]);
+    return "";
+  }
+
   elastic::store_server store_{"127.0.0.1", 0, secret};
   std::vector<std::unique_ptr<gloo_communicator>> ranks_;
 };
@@ -183,10 +193,11 @@ TEST_F(gloo_abort_test, small_and_large_allgathers_broadcasts_and_barriers_deliv
       g.output = all.data();
       g.counts = counts;
       c.allgather(g);
-      for (size_t i = 0; i < all.size(); ++i)
-        if (all[i] != (i < 2 * scale ? 1.0f : 3.0f))
-          return "allgather x" + std::to_string(scale) + ": element " + std::to_string(i) +
-                 " is " + std::to_string(all[i]);
+      if (auto wrong = first_wrong(
+            all, [&](size_t i) { return i < 2 * scale ? 1.0f : 3.0f; },
+            "allgather x" + std::to_string(scale));
+          !wrong.empty())
+        return wrong;
       c.barrier();
       for (int root = 0; root < 3; ++root) {
         // Every element its own value: a segment out of place shows.
@@ -200,10 +211,10 @@ TEST_F(gloo_abort_test, small_and_large_allgathers_broadcasts_and_barriers_deliv
         b.count = data.size();
         b.root = root;
         c.broadcast(b);
-        for (size_t i = 0; i < data.size(); ++i)
-          if (data[i] != sent(i))
-            return "broadcast x" + std::to_string(scale) + " from " + std::to_string(root) +
-                   ": element " + std::to_string(i) + " is " + std::to_string(data[i]);
+        if (auto wrong = first_wrong(
+              data, sent, "broadcast x" + std::to_string(scale) + " from " + std::to_string(root));
+            !wrong.empty())
+          return wrong;
       }
     }
     return "";
@@ -229,10 +240,11 @@ TEST_F(gloo_abort_test, reducescatters_and_pairwise_exchanges_deliver) {
       o.counts = counts;
       c.reducescatter(o);
       const size_t first = rank == 2 ? 3 * scale : 0;
-      for (size_t i = 0; i < mine.size(); ++i)
-        if (mine[i] != 6.0f * static_cast<float>((first + i) % 7))
-          return "reducescatter x" + std::to_string(scale) + ": element " +
-                 std::to_string(i) + " is " + std::to_string(mine[i]);
+      if (auto wrong = first_wrong(
+            mine, [&](size_t i) { return 6.0f * static_cast<float>((first + i) % 7); },
+            "reducescatter x" + std::to_string(scale));
+          !wrong.empty())
+        return wrong;
     }
     for (int round = 0; round < 3; ++round) {
       // Round r pairs the two ranks whose numbers add up to -r (mod 3);
@@ -381,9 +393,10 @@ TEST_F(gloo_abort_test, beyond_8_members_rings_and_chains_go_over_neighbour_link
     bo.count = long_one.size();
     bo.root = 8;
     c.broadcast(bo);
-    for (size_t i = 0; i < long_one.size(); ++i)
-      if (long_one[i] != static_cast<int32_t>(i))
-        return "broadcast of 600 KB: element " + std::to_string(i);
+    if (auto wrong = first_wrong(
+          long_one, [](size_t i) { return static_cast<int32_t>(i); }, "broadcast of 600 KB");
+        !wrong.empty())
+      return wrong;
     c.barrier();
     // Pairs (0, 1), (2, 3), ... (neighbours, over the links), then (0, 2),
     // (1, 3), ... (through Gloo); rank 8 sits both out.
@@ -417,9 +430,11 @@ TEST_F(gloo_abort_test, beyond_16_members_small_broadcasts_and_barriers_go_throu
       b.count = count;
       b.root = 16;
       c.broadcast(b);
-      for (size_t i = 0; i < count; ++i)
-        if (data[i] != static_cast<int32_t>(i + 7))
-          return "broadcast of " + std::to_string(count) + ": element " + std::to_string(i);
+      if (auto wrong = first_wrong(
+            data, [](size_t i) { return static_cast<int32_t>(i + 7); },
+            "broadcast of " + std::to_string(count));
+          !wrong.empty())
+        return wrong;
       c.barrier();
     }
     std::vector<float> sum(1000, 1.0f);
