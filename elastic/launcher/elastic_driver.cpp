@@ -63,7 +63,7 @@ job_supervisor::policy elastic_driver::policy() {
   // waiting for --min-np): the workers' exits alone do not say how the job
   // ended. Without it, every worker failing at once ended the job with
   // status 0 before the round that reports the failure ran.
-  p.hold = [this] { return epoch_ < 0 || barrier_deadline_ || slots_deadline_; };
+  p.hold = [this] { return epoch_ < 0 || barrier_opened_ || slots_deadline_; };
   p.wake_fd = poller_ ? poller_->wake_fd() : -1;
   return p;
 }
@@ -88,7 +88,7 @@ elastic_driver::clock::time_point elastic_driver::tick(clock::time_point now) {
   next_poll_ = now + store_poll;
   if (epoch_ < 0)
     try_start(now);
-  else if (barrier_deadline_)
+  else if (barrier_opened_)
     check_barrier(now);
   else if (slots_deadline_)
     complete_round(now);
@@ -153,12 +153,30 @@ std::string elastic_driver::timeout_message(int np) const {
 }
 
 void elastic_driver::open_barrier(clock::time_point now, const std::string& reason,
-                                  const std::string& why) {
-  if (barrier_deadline_ || slots_deadline_)
+                                  const std::string& why, bool timed) {
+  if (slots_deadline_)
     return;
+  if (barrier_opened_) {
+    // A failure during a barrier a leave opened: the failed worker's peers
+    // reset, and the deadline runs from now.
+    if (timed && !barrier_deadline_)
+      start_deadline(now, why);
+    return;
+  }
   if (observe_.barrier_opened)
     observe_.barrier_opened(reason);
   barrier_opened_ = now;
+  if (timed) {
+    start_deadline(now, why);
+    return;
+  }
+  report_("troupe-run: " + why + "; reset barrier of membership epoch " +
+          std::to_string(epoch_ + 1) + " open; its deadline (--reset-timeout " +
+          seconds_text(s_.reset_timeout) + " s) starts when a member arrives there\n");
+}
+
+void elastic_driver::start_deadline(clock::time_point now, const std::string& why) {
+  barrier_timed_from_ = now;
   barrier_deadline_ = now + s_.reset_timeout;
   report_("troupe-run: " + why + "; reset barrier of membership epoch " +
           std::to_string(epoch_ + 1) + " open for " + seconds_text(s_.reset_timeout) + " s\n");
@@ -166,11 +184,16 @@ void elastic_driver::open_barrier(clock::time_point now, const std::string& reas
 
 void elastic_driver::check_barrier(clock::time_point now) {
   const auto got = arrived(epoch_ + 1);
+  // A barrier a leave opened has no deadline until a member resets: the
+  // others may be finishing their own work (saving a checkpoint), not
+  // waiting for peers. Until then only exits close it.
+  if (!barrier_deadline_ && !got.empty())
+    start_deadline(now, "worker " + name_of(got.begin()->first) + " is resetting");
   // A member an arrived member lost (its connection closed, or it went
   // silent past the heartbeat timeout: frozen, partitioned) is not waited
   // for past a short grace: a live one learns of the reset from its peers
   // within milliseconds and arrives.
-  const bool grace_over = now >= *barrier_opened_ + lost_grace;
+  const bool grace_over = barrier_timed_from_ && now >= *barrier_timed_from_ + lost_grace;
   auto lost_by_any = [&](int rank) {
     return std::any_of(got.begin(), got.end(), [rank](const auto& a) {
       const auto& lost = a.second.lost;
@@ -184,7 +207,7 @@ void elastic_driver::check_barrier(clock::time_point now) {
       continue;
     if (grace_over && lost_by_any(static_cast<int>(rank)))
       fail_worker(id, "was lost by its peers and did not arrive at the reset barrier", 1, now);
-    else if (now >= *barrier_deadline_)
+    else if (barrier_deadline_ && now >= *barrier_deadline_)
       fail_worker(id,
                   "did not arrive at the reset barrier within " +
                     seconds_text(s_.reset_timeout) + " s (--reset-timeout)",
@@ -196,6 +219,8 @@ void elastic_driver::check_barrier(clock::time_point now) {
     return;
   if (observe_.barrier_closed)
     observe_.barrier_closed(now - *barrier_opened_);
+  barrier_opened_.reset();
+  barrier_timed_from_.reset();
   barrier_deadline_.reset();
   complete_round(now);
 }
@@ -361,7 +386,9 @@ void elastic_driver::on_exit(const worker_process& w, int status) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     it->second.departed = true;
     report_("troupe-run: worker " + name_of(w.rank) + " left the job (exit status 0)\n");
-    open_barrier(now, "leave", "a worker left");
+    // Not a deadline for the others: a worker that exits 0 may simply be
+    // done, and its peers still finishing (Horovod waits for them all).
+    open_barrier(now, "leave", "a worker left", false);
     return;
   }
   fail_worker(w.rank,

@@ -34,8 +34,11 @@ namespace troupe::elastic::launcher {
 ///   members are stopped); one that exits 0 leaves. Either opens the reset
 ///   barrier of the next epoch, as does a member arriving there on its own
 ///   (it lost a peer). Every member must arrive, exit or be failed: one that
-///   has not arrived by --reset-timeout, or 1 s after the barrier opened
-///   when a peer lost it (heartbeat), is killed and failed.
+///   has not arrived by --reset-timeout, or 1 s after the deadline started
+///   when a peer lost it (heartbeat), is killed and failed. The deadline
+///   starts when the barrier opens, except for a leave: then only once a
+///   member arrives (or one fails), so that members still finishing their
+///   own work after a peer exited 0 are not killed.
 /// - Then: the reset limit, the usable hosts and --min-np (waiting up to
 ///   the elastic timeout) decide; the next plan keeps the survivors, adds
 ///   new workers for free slots, and is published; new workers start.
@@ -111,7 +114,11 @@ private:
   void check_barrier(clock::time_point now);
   void complete_round(clock::time_point now);
   void announce_changes(clock::time_point now);
-  void open_barrier(clock::time_point now, const std::string& reason, const std::string& why);
+  /// Opens the reset barrier of epoch_ + 1; `timed`: its deadline starts
+  /// now, else when a member arrives there (or a worker fails).
+  void open_barrier(clock::time_point now, const std::string& reason, const std::string& why,
+                    bool timed = true);
+  void start_deadline(clock::time_point now, const std::string& why);
   void publish(membership_plan plan, clock::time_point now);
   /// Writes the hosts by state to the store (and the observer) when they
   /// changed since last written.
@@ -143,8 +150,9 @@ private:
   int64_t next_worker_id_ = 0;
   int resets_ = 0;
   std::optional<int> failure_code_;  // first failure among the current members
-  std::optional<clock::time_point> barrier_opened_;
-  std::optional<clock::time_point> barrier_deadline_;  // the barrier of epoch_ + 1 is open
+  std::optional<clock::time_point> barrier_opened_;  // the barrier of epoch_ + 1 is open
+  std::optional<clock::time_point> barrier_timed_from_;  // its deadline runs since
+  std::optional<clock::time_point> barrier_deadline_;    // none: waits for exits/arrivals
   std::optional<clock::time_point> slots_deadline_;    // waiting for --min-np slots
   int64_t announced_ = -1;                             // epoch whose change was announced
   bool settled_ = false;                               // every member arrived at epoch_
