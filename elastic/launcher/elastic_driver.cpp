@@ -22,6 +22,9 @@ constexpr auto store_poll = std::chrono::milliseconds(20);
 constexpr auto lost_grace = std::chrono::seconds(1);
 // Between SIGTERM and SIGKILL for the other workers of a failed host.
 constexpr auto stop_grace = std::chrono::seconds(5);
+// How often a failing store is tried again (an etcd leader change: HTTP 503
+// for a second or two).
+constexpr auto store_retry = std::chrono::milliseconds(250);
 
 std::string seconds_text(std::chrono::steady_clock::duration d) {
   char text[32];
@@ -69,6 +72,33 @@ job_supervisor::policy elastic_driver::policy() {
 }
 
 elastic_driver::clock::time_point elastic_driver::tick(clock::time_point now) {
+  try {
+    return step(now);
+  } catch (const store_error& e) {
+    return store_failed(now, e);
+  }
+}
+
+elastic_driver::clock::time_point elastic_driver::store_failed(clock::time_point now,
+                                                               const store_error& e) {
+  // Every step that reads or writes the store changes the driver's state
+  // only once the store has answered, so the next tick simply tries again.
+  if (!store_down_since_) {
+    store_down_since_ = now;
+    report_("troupe-run: warning: " + std::string(e.what()) + "; retrying for up to " +
+            seconds_text(s_.store_outage_limit) + " s (--start-timeout)\n");
+  } else if (now - *store_down_since_ >= s_.store_outage_limit) {
+    stop_job("the rendezvous store " + store_.where() + " has failed for " +
+               seconds_text(now - *store_down_since_) + " s (--start-timeout " +
+               seconds_text(s_.store_outage_limit) + " s); last error: " + e.what(),
+             1);
+    return now + store_poll;
+  }
+  next_poll_ = now + store_retry;
+  return next_poll_;
+}
+
+elastic_driver::clock::time_point elastic_driver::step(clock::time_point now) {
   take_discovery();
   for (auto it = kill_at_.begin(); it != kill_at_.end();) {
     if (now < it->second) {
@@ -86,6 +116,13 @@ elastic_driver::clock::time_point elastic_driver::tick(clock::time_point now) {
   if (now < next_poll_)
     return next_poll_;
   next_poll_ = now + store_poll;
+  if (store_down_since_) {
+    // Not every step reaches the store: ask it before saying it is back.
+    store_.get(epoch_key(s_.job.job_id));
+    report_("troupe-run: the rendezvous store " + store_.where() + " answers again after " +
+            seconds_text(now - *store_down_since_) + " s\n");
+    store_down_since_.reset();
+  }
   if (epoch_ < 0)
     try_start(now);
   else if (barrier_opened_)
@@ -136,8 +173,9 @@ void elastic_driver::try_start(clock::time_point now) {
   if (discovered_) {
     auto plan = assign_seats(hosts_.usable(now), {}, s_.max_np);
     if (static_cast<int>(plan.size()) >= s_.np) {
+      write_plan(plan, now);
       slots_deadline_.reset();
-      publish(std::move(plan), now);
+      adopt(std::move(plan), now);
       return;
     }
   }
@@ -217,15 +255,37 @@ void elastic_driver::check_barrier(clock::time_point now) {
   }
   if (waiting)
     return;
+  // It closes the barrier once the round is decided (a store failure while
+  // publishing leaves it open, to be decided again).
+  complete_round(now);
+}
+
+void elastic_driver::close_barrier(clock::time_point now) {
+  if (!barrier_opened_)
+    return;
   if (observe_.barrier_closed)
     observe_.barrier_closed(now - *barrier_opened_);
   barrier_opened_.reset();
   barrier_timed_from_.reset();
   barrier_deadline_.reset();
-  complete_round(now);
 }
 
 void elastic_driver::complete_round(clock::time_point now) {
+  auto plan = next_plan(now);
+  if (!plan) {
+    close_barrier(now);
+    return;
+  }
+  write_plan(*plan, now);
+  // From here a failure (a worker that cannot be spawned) opens the next
+  // epoch's barrier.
+  close_barrier(now);
+  slots_deadline_.reset();
+  ++resets_;
+  adopt(std::move(*plan), now);
+}
+
+std::optional<membership_plan> elastic_driver::next_plan(clock::time_point now) {
   const auto left = survivors();
   if (left.empty()) {
     // Nobody is left to train or to sync state from: the job is over.
@@ -236,25 +296,25 @@ void elastic_driver::complete_round(clock::time_point now) {
                *failure_code_);
     else
       supervisor_.abort(0);
-    return;
+    return std::nullopt;
   }
   if (s_.reset_limit && resets_ >= *s_.reset_limit) {
     stop_job("Horovod was shutdown because number of resets during elastic job exceeded "
              "limit: " + std::to_string(*s_.reset_limit) + " (--reset-limit)",
              1);
-    return;
+    return std::nullopt;
   }
   if (hosts_.all_blacklisted_for_good()) {
     stop_job("every host of the job is blacklisted (pass --blacklist-cooldown-range to let "
              "failed hosts return)",
              1);
-    return;
+    return std::nullopt;
   }
   auto plan = assign_seats(hosts_.usable(now), left, s_.max_np);
   if (std::none_of(plan.begin(), plan.end(),
                    [](const auto& m) { return m.worker_id != new_seat; })) {
     stop_job("No hosts from previous set remaining, unable to broadcast state.", 1);
-    return;
+    return std::nullopt;
   }
   if (static_cast<int>(plan.size()) < s_.min_np) {
     if (!slots_deadline_) {
@@ -265,11 +325,9 @@ void elastic_driver::complete_round(clock::time_point now) {
     } else if (now >= *slots_deadline_) {
       stop_job(timeout_message(s_.min_np), 1);
     }
-    return;
+    return std::nullopt;
   }
-  slots_deadline_.reset();
-  ++resets_;
-  publish(std::move(plan), now);
+  return plan;
 }
 
 void elastic_driver::announce_changes(clock::time_point now) {
@@ -285,29 +343,37 @@ void elastic_driver::announce_changes(clock::time_point now) {
   const auto change = compare_plans(plan_, assign_seats(hosts_.usable(now), plan_, s_.max_np));
   if (change == host_change::none)
     return;
-  announced_ = epoch_;
   const notice n{epoch_, change};
   store_.set(notice_key(s_.job.job_id), encode_notice(n));
+  announced_ = epoch_;
   report_("troupe-run: hosts changed during membership epoch " + std::to_string(epoch_) + " (" +
           encode_notice(n).substr(encode_notice(n).find(' ') + 1) +
           "); workers reset at their next commit\n");
 }
 
-void elastic_driver::publish(membership_plan plan, clock::time_point now) {
+void elastic_driver::write_plan(membership_plan& plan, clock::time_point now) {
   const int64_t next = epoch_ + 1;
   // Before the plan: the ranks that join it read the states that led to it.
   share_host_states(now);
+  auto id = next_worker_id_;
   for (auto& m : plan)
     if (m.worker_id == new_seat)
-      m.worker_id = next_worker_id_++;
+      m.worker_id = id++;
+  // Workers read the plan only once the epoch names it: a plan written
+  // before a store failure is written again, maybe otherwise, on the retry.
+  store_.set(plan_key(s_.job.job_id, next), encode_plan(plan));
+  store_.set(epoch_key(s_.job.job_id), std::to_string(next));
+  next_worker_id_ = id;
+}
+
+void elastic_driver::adopt(membership_plan plan, clock::time_point now) {
+  const int64_t next = epoch_ + 1;
   // Members without a seat read the plan and exit 0; one that lingers is
   // killed once the reset timeout has passed.
   for (const auto& [id, m] : members_)
     if (!m.departed && std::none_of(plan.begin(), plan.end(),
                                     [id = id](const auto& p) { return p.worker_id == id; }))
       kill_at_.emplace_back(id, now + s_.reset_timeout);
-  store_.set(plan_key(s_.job.job_id, next), encode_plan(plan));
-  store_.set(epoch_key(s_.job.job_id), std::to_string(next));
   std::map<int64_t, member> seated;
   for (const auto& m : plan)
     seated[m.worker_id] = member{m.host, false};

@@ -20,6 +20,7 @@
 
 namespace troupe::elastic {
 class store_client;
+class store_error;
 }
 
 namespace troupe::elastic::launcher {
@@ -59,6 +60,9 @@ public:
     std::optional<int> reset_limit;
     clock::duration elastic_timeout;
     clock::duration reset_timeout;
+    /// How long the store may fail every request (e.g. an etcd without a
+    /// leader) before the job stops; troupe-run passes --start-timeout.
+    clock::duration store_outage_limit = std::chrono::seconds(30);
     /// Fixed hosts (-H / --hostfile) when there is no discovery script.
     std::vector<host_spec> fixed_hosts;
     std::string spawn_command;
@@ -107,19 +111,32 @@ private:
     bool departed = false;
   };
 
+  /// step(), but a store_error is retried on later ticks (warned about
+  /// once per outage) until the store has failed for store_outage_limit.
   clock::time_point tick(clock::time_point now);
+  clock::time_point step(clock::time_point now);
+  clock::time_point store_failed(clock::time_point now, const store_error& e);
   void on_exit(const worker_process& w, int status);
   void take_discovery();
   void try_start(clock::time_point now);
   void check_barrier(clock::time_point now);
   void complete_round(clock::time_point now);
+  /// The next epoch's plan (new seats as new_seat), or nothing when the
+  /// round ends otherwise: the job stops, or waits for --min-np slots.
+  std::optional<membership_plan> next_plan(clock::time_point now);
+  void close_barrier(clock::time_point now);
   void announce_changes(clock::time_point now);
   /// Opens the reset barrier of epoch_ + 1; `timed`: its deadline starts
   /// now, else when a member arrives there (or a worker fails).
   void open_barrier(clock::time_point now, const std::string& reason, const std::string& why,
                     bool timed = true);
   void start_deadline(clock::time_point now, const std::string& why);
-  void publish(membership_plan plan, clock::time_point now);
+  /// Publishes `plan` as epoch_ + 1 in the store, giving new seats their
+  /// worker ids; changes nothing else, so that a store_error leaves the
+  /// driver as it was.
+  void write_plan(membership_plan& plan, clock::time_point now);
+  /// Makes the written plan the driver's and starts its new workers.
+  void adopt(membership_plan plan, clock::time_point now);
   /// Writes the hosts by state to the store (and the observer) when they
   /// changed since last written.
   void share_host_states(clock::time_point now);
@@ -159,6 +176,7 @@ private:
   std::vector<std::pair<int64_t, clock::time_point>> kill_at_;  // leftovers to SIGKILL
   clock::time_point next_poll_{};                               // next read of the store
   std::optional<host_states> shared_hosts_;                     // last written to J/hosts
+  std::optional<clock::time_point> store_down_since_;  // the store has failed since
 };
 
 } // namespace troupe::elastic::launcher

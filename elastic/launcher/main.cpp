@@ -180,6 +180,7 @@ int run_elastic(const launcher::launch_options& opts, const troupe::workers::con
   s.reset_limit = el.reset_limit;
   s.elastic_timeout = seconds(cfg.elastic_timeout_seconds);
   s.reset_timeout = seconds(cfg.reset_timeout_seconds);
+  s.store_outage_limit = seconds(cfg.start_timeout_seconds);
   if (el.discovery_script.empty())
     s.fixed_hosts = read_hosts(opts);
   s.spawn_command = el.spawn_command;
