@@ -86,6 +86,10 @@ host_spec parse_line(const std::string& line, std::optional<int> default_slots) 
   }
   if (!valid_host_name(h.name))
     throw plan_error("host discovery line " + quoted(line) + ": not a host name");
+  // ssh would take it for an option (-oProxyCommand=... runs a command).
+  if (h.name.front() == '-')
+    throw plan_error("host discovery line " + quoted(line) +
+                     ": not a host name (starts with '-')");
   if (slots.empty() && line.back() == ':')
     throw plan_error("host discovery line " + quoted(line) + ": empty slots");
   h.slots = !slots.empty() ? parse_slots(slots, line) : default_slots.value_or(1);

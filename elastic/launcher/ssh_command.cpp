@@ -62,8 +62,11 @@ std::vector<std::string> ssh_command(const std::string& host, const ssh_options&
     argv.insert(argv.end(), {"-p", std::to_string(*ssh.port)});
   if (!ssh.identity_file.empty())
     argv.insert(argv.end(), {"-i", ssh.identity_file});
-  // ssh takes an IPv6 literal without discovery's brackets.
+  // ssh takes an IPv6 literal without discovery's brackets. After "--", a
+  // host (and the command) cannot be read as an option: "-oProxyCommand=..."
+  // would run a command here.
   const bool bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
+  argv.push_back("--");
   argv.push_back(bracketed ? host.substr(1, host.size() - 2) : host);
   argv.push_back(remote);
   return argv;

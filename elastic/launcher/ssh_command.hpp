@@ -18,8 +18,9 @@ constexpr int remote_secret_fd = 3;
 
 /// The command that starts `command` on `host` over ssh, as Horovod builds
 /// it: `ssh -o PasswordAuthentication=no -o StrictHostKeyChecking=no
-/// -o BatchMode=yes [-p PORT] [-i FILE] HOST 'REMOTE'`, no prompt ever
-/// waiting for a password or a host key. REMOTE changes to `cwd`, moves
+/// -o BatchMode=yes [-p PORT] [-i FILE] -- HOST 'REMOTE'`, no prompt ever
+/// waiting for a password or a host key, and no HOST taken for an option
+/// (`--`). REMOTE changes to `cwd`, moves
 /// stdin to fd 3 (remote_secret_fd) and runs the command under `env` with
 /// the worker's variables (`env` entries "NAME=value"; those of the local
 /// session that mean nothing remotely, and any secret, are left out;

@@ -59,6 +59,19 @@ TEST(discovery, rejects_control_bytes_in_host_names_and_shows_them_escaped) {
   EXPECT_EQ(parse_discovery_output("h:2\r\n", std::nullopt).front().slots, 2);
 }
 
+// ssh would read such a name as an option: "-oProxyCommand=..." runs a
+// command on troupe-run's machine.
+TEST(discovery, rejects_host_names_starting_with_a_dash) {
+  EXPECT_EQ(discovery_error("-oProxyCommand=touch${IFS}x\n"),
+            "host discovery line '-oProxyCommand=touch${IFS}x': not a host name (starts with "
+            "'-')");
+  EXPECT_EQ(discovery_error("a:1\n-x:2\n"),
+            "host discovery line '-x:2': not a host name (starts with '-')");
+  EXPECT_EQ(discovery_error("[-1]\n"), "host discovery line '[-1]': not a host name (starts with '-')");
+  // Inside a name a dash is ordinary.
+  EXPECT_EQ(parse_discovery_output("node-1:2\n", std::nullopt).front().name, "node-1");
+}
+
 TEST(discovery, runs_the_script_and_reports_failures) {
   std::atomic<bool> cancel{false};
   auto ok = run_discovery("printf 'h1:2\\nh2\\n'", std::nullopt, {}, 5s, cancel);

@@ -696,7 +696,7 @@ def check_ssh_calls(log, identity, hosts, needed):
            'ssh called for hosts %s, expected %s' % ([c[-2] for c in calls], hosts))
     for c in calls:
         expect(c[:-2] == ['-o', 'PasswordAuthentication=no', '-o', 'StrictHostKeyChecking=no',
-                          '-o', 'BatchMode=yes', '-p', '2222', '-i', identity],
+                          '-o', 'BatchMode=yes', '-p', '2222', '-i', identity, '--'],
                'ssh options: %s' % c[:-2])
         remote = c[-1]
         expect(remote.startswith("cd '%s' >/dev/null 2>&1; exec 3<&0 </dev/null; exec env "

@@ -17,7 +17,7 @@ TEST(ssh_command, builds_horovods_command_line) {
     {"python3", "train.py", "a b"});
   const std::vector<std::string> expected{
     "ssh", "-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no", "-o",
-    "BatchMode=yes", "-p", "2222", "-i", "/keys/id ed", "node-a",
+    "BatchMode=yes", "-p", "2222", "-i", "/keys/id ed", "--", "node-a",
     "cd '/work/it'\\''s here' >/dev/null 2>&1; exec 3<&0 </dev/null; exec env 'A=1' "
     "'Q=it'\\''s' TROUPE_SECRET_FD=3 'python3' 'train.py' 'a b'"};
   EXPECT_EQ(argv, expected);
@@ -27,9 +27,19 @@ TEST(ssh_command, defaults_leave_port_and_identity_to_ssh) {
   const auto argv = ssh_command("[fe80::1]", {}, "/", {}, {"w"});
   const std::vector<std::string> expected{
     "ssh", "-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no", "-o",
-    "BatchMode=yes", "fe80::1",
+    "BatchMode=yes", "--", "fe80::1",
     "cd '/' >/dev/null 2>&1; exec 3<&0 </dev/null; exec env TROUPE_SECRET_FD=3 'w'"};
   EXPECT_EQ(argv, expected);
+}
+
+// A host named like an option ("-oProxyCommand=...", which discovery
+// refuses, or one given with -H) stays a host name: ssh reads no option
+// after "--".
+TEST(ssh_command, ends_the_options_before_the_host) {
+  const auto argv = ssh_command("-oProxyCommand=touch /tmp/x", {}, "/", {}, {"w"});
+  ASSERT_GE(argv.size(), 3u);
+  EXPECT_EQ(argv[argv.size() - 3], "--");
+  EXPECT_EQ(argv[argv.size() - 2], "-oProxyCommand=touch /tmp/x");
 }
 
 } // namespace
