@@ -119,6 +119,11 @@ void repost_changed(negotiator_self self) {
       st.outbox.push_back(e);
       again = true;
     }
+    // Its bit would otherwise stay on the board and, once the lane is on
+    // again with the id unchanged (a list with a joined rank caches
+    // nothing), complete a later round without this rank.
+    if (auto* board = st.channel ? st.channel->board() : nullptr)
+      board->withdraw(it->first, it->second.list, st.set_rank);
     it = st.posted.erase(it);
   }
   if (again)

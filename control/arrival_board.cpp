@@ -15,15 +15,16 @@ arrival_board::outcome arrival_board::post(uint32_t id, uint64_t list, int membe
       member >= max_members)
     return outcome::no_slot;
   auto& word = words_[id - 1];
-  const auto version = static_cast<uint32_t>(list);
+  const auto version = version_of(list);
   const uint32_t bit = uint32_t{1} << member;
   uint64_t seen = word.load(std::memory_order_acquire);
   for (;;) {
     const auto seen_version = static_cast<uint32_t>(seen >> 32);
+    const auto ahead = static_cast<int32_t>(seen_version - version);
     uint32_t mask = static_cast<uint32_t>(seen);
-    if (seen_version > version)
+    if (seen_version != 0 && ahead > 0)  // (0: nobody posted yet)
       return outcome::behind;
-    if (seen_version < version)
+    if (ahead != 0)
       mask = 0;
     mask |= bit;
     const bool complete = (mask & full_) == full_;
@@ -40,6 +41,21 @@ arrival_board::outcome arrival_board::post(uint32_t id, uint64_t list, int membe
       agreed.store(1, std::memory_order_relaxed);
     return outcome::completed;
   }
+}
+
+void arrival_board::withdraw(uint32_t id, uint64_t list, int member) {
+  if (id == 0 || id > count_ || member < 0 || member >= members_ || member >= max_members)
+    return;
+  auto& word = words_[id - 1];
+  const auto version = version_of(list);
+  const uint32_t bit = uint32_t{1} << member;
+  uint64_t seen = word.load(std::memory_order_acquire);
+  // Only this member's own bit of that version: a completed mask (empty)
+  // or a later version is someone else's business.
+  while (static_cast<uint32_t>(seen >> 32) == version && (seen & bit) != 0)
+    if (word.compare_exchange_weak(seen, seen & ~uint64_t{bit}, std::memory_order_acq_rel,
+                                   std::memory_order_acquire))
+      return;
 }
 
 bool arrival_board::take_agreed(uint32_t id) {

@@ -8,9 +8,10 @@
 namespace troupe::control {
 
 /// Which members have asked for each cached tensor, in shared memory: one
-/// word per cache id, `list << 32 | mask`, where `list` is the response
-/// list that last named the id on the poster's side (the version of the
-/// cache entry every member resolves the id against) and `mask` has bit m
+/// word per cache id, `version << 32 | mask`, where `version` stands for
+/// the response list that last named the id on the poster's side (the
+/// version of the cache entry every member resolves the id against,
+/// version_of()) and `mask` has bit m
 /// set once set rank m asked for it. The member whose bit completes the
 /// mask empties it and owes every member an agreed list naming the id
 /// (see docs/architecture.md, "Agreement without the coordinator").
@@ -33,6 +34,14 @@ public:
     no_slot,    // an id outside the board
   };
 
+  /// The version a word holds for response list `list`: never 0 (a word
+  /// nobody posted to), and list numbers modulo 2^32 - 1 past that, which
+  /// post() compares as a window so that they keep their order across the
+  /// wrap.
+  static constexpr uint32_t version_of(uint64_t list) {
+    return static_cast<uint32_t>(list % 0xffff'ffffu) + 1;
+  }
+
   /// `words` holds 2 x `count` words: the masks, then the flags.
   arrival_board(std::atomic<uint64_t>* words, size_t count, int members);
 
@@ -40,6 +49,12 @@ public:
   /// earlier version of the id are stale (their members will ask again
   /// once they apply the list that changed it) and are replaced.
   outcome post(uint32_t id, uint64_t list, int member);
+
+  /// Clears `member`'s bit for `id` if the word still holds it as of
+  /// `list`: a post its member no longer stands by (it asks the coordinator
+  /// instead) must not complete a later round of the same version without
+  /// it.
+  void withdraw(uint32_t id, uint64_t list, int member);
 
   /// The words' current values (for the stall inspector): index = id - 1.
   std::vector<uint64_t> snapshot() const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "control/arrival_board.hpp"
 #include "proto/request_parameters.hpp"
 
 namespace troupe::coordinator {
@@ -70,7 +71,8 @@ uint32_t response_cache::touch(const cached_tensor_ptr& tensor, uint64_t list_se
 
 cached_tensor_ptr response_cache::named_in(uint32_t id, uint32_t list_version) const {
   auto it = by_id_.find(id);
-  if (it == by_id_.end() || static_cast<uint32_t>(it->second->named) != list_version)
+  if (it == by_id_.end() ||
+      control::arrival_board::version_of(it->second->named) != list_version)
     return nullptr;
   return it->second->tensor;
 }

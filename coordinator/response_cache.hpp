@@ -57,8 +57,8 @@ public:
   cached_tensor_ptr find(const std::string& name) const;
 
   /// The live entry under `id` if the list that last named it (wrote its
-  /// id into Response.cache_ids) has the low 32 bits `list_version`, as
-  /// an arrival board word holds them; else null.
+  /// id into Response.cache_ids) has the version `list_version` of an
+  /// arrival board word (control::arrival_board::version_of); else null.
   cached_tensor_ptr named_in(uint32_t id, uint32_t list_version) const;
 
   /// Drops a tensor (its negotiation failed) as of list `list_seq`.

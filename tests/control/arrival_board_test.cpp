@@ -18,7 +18,7 @@ TEST(arrival_board, the_last_member_to_post_completes_the_mask_and_empties_it) {
   EXPECT_EQ(board.post(2, 7, 2), outcome::posted);
   EXPECT_EQ(board.post(3, 7, 1), outcome::posted);  // another id: its own word
   EXPECT_EQ(board.post(2, 7, 1), outcome::completed);
-  EXPECT_EQ(words[1].load(), uint64_t{7} << 32);
+  EXPECT_EQ(words[1].load(), uint64_t{arrival_board::version_of(7)} << 32);
   // The next round of the same version starts from an empty mask.
   EXPECT_EQ(board.post(2, 7, 1), outcome::posted);
   EXPECT_EQ(board.post(2, 7, 0), outcome::posted);
@@ -32,9 +32,42 @@ TEST(arrival_board, bits_of_an_older_version_are_replaced_and_an_older_poster_is
   // Member 1 applied list 9, which named id 1 anew: member 0's bit was for
   // what id 1 named before, and does not count.
   EXPECT_EQ(board.post(1, 9, 1), outcome::posted);
-  EXPECT_EQ(words[0].load(), (uint64_t{9} << 32) | 2);
+  EXPECT_EQ(words[0].load(), (uint64_t{arrival_board::version_of(9)} << 32) | 2);
   EXPECT_EQ(board.post(1, 5, 0), outcome::behind);
   EXPECT_EQ(board.post(1, 9, 0), outcome::completed);
+}
+
+TEST(arrival_board, versions_keep_their_order_across_the_wrap_of_32_bits) {
+  std::vector<std::atomic<uint64_t>> words(2 * 1);  // masks, then flags
+  arrival_board board(words.data(), 1, 2);
+  const uint64_t old_list = 0xffff'fffd;  // the last before the wrap
+  const uint64_t new_list = old_list + 5;
+  ASSERT_LT(arrival_board::version_of(new_list), arrival_board::version_of(old_list));
+  EXPECT_NE(arrival_board::version_of(0xffff'fffe), 0u);  // 0: a word nobody posted to
+  EXPECT_EQ(board.post(1, old_list, 0), outcome::posted);
+  EXPECT_EQ(board.post(1, new_list, 1), outcome::posted);  // replaces the old bit
+  EXPECT_EQ(board.post(1, old_list, 0), outcome::behind);
+  EXPECT_EQ(board.post(1, new_list, 0), outcome::completed);
+}
+
+TEST(arrival_board, a_withdrawn_bit_no_longer_counts) {
+  std::vector<std::atomic<uint64_t>> words(2 * 1);  // masks, then flags
+  arrival_board board(words.data(), 1, 3);
+  EXPECT_EQ(board.post(1, 6, 0), outcome::posted);
+  EXPECT_EQ(board.post(1, 6, 1), outcome::posted);
+  board.withdraw(1, 6, 0);
+  EXPECT_EQ(words[0].load(), (uint64_t{arrival_board::version_of(6)} << 32) | 2);
+  EXPECT_EQ(board.post(1, 6, 2), outcome::posted);  // member 0 is missing again
+  EXPECT_EQ(board.post(1, 6, 0), outcome::completed);
+  // Nothing to withdraw from a completed mask, another version, another
+  // member's bit, or outside the board.
+  board.withdraw(1, 6, 0);
+  EXPECT_EQ(board.post(1, 6, 1), outcome::posted);
+  board.withdraw(1, 5, 1);
+  board.withdraw(1, 6, 2);
+  board.withdraw(2, 6, 1);
+  board.withdraw(1, 6, 3);
+  EXPECT_EQ(words[0].load(), (uint64_t{arrival_board::version_of(6)} << 32) | 2);
 }
 
 TEST(arrival_board, a_completed_mask_flags_its_id_until_taken) {

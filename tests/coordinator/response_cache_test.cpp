@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/cache_view.hpp"
+#include "control/arrival_board.hpp"
 #include "coordinator/message_table.hpp"
 #include "coordinator/response_cache.hpp"
 
@@ -107,7 +108,8 @@ TEST(response_cache, entries_used_elsewhere_are_spared_from_eviction) {
   ASSERT_NE(cache.find("a"), nullptr);
   // Their flags are taken: with nothing used since, a (spared first, now
   // the oldest) goes next. Its id was written by list 1 and stays so.
-  EXPECT_EQ(cache.named_in(1, 1), cache.find("a"));
+  EXPECT_EQ(cache.named_in(1, control::arrival_board::version_of(1)), cache.find("a"));
+  EXPECT_EQ(cache.named_in(1, control::arrival_board::version_of(2)), nullptr);
   asked.clear();
   EXPECT_EQ(cache.put("e", both("e", 4), 3), 1u);
   EXPECT_EQ(asked, (std::vector<uint32_t>{1}));
