@@ -408,6 +408,14 @@ def test_grouped_reducescatter_fuses_small_large_and_empty_members():
     assert [tuple(t.shape) for t in empty] == [(0, 3), (0, 2)]
 
 
+def test_empty_groups_give_empty_lists():
+    # (e.g. the gradients of a model none of whose parameters has one yet)
+    assert hvd.grouped_allreduce([]) == []
+    assert hvd.grouped_allgather([]) == []
+    assert hvd.grouped_reducescatter([]) == []
+    assert hvd.synchronize(hvd.grouped_allreduce_async_([])) == []
+
+
 def test_barrier_and_join():
     hvd.barrier()
     hvd.barrier(process_set=hvd.global_process_set)
