@@ -2,6 +2,8 @@
 
 import json
 import os
+import threading
+import time
 
 import pytest
 import torch
@@ -101,6 +103,94 @@ def test_shutdown_and_init_again_and_again():
         out = hvd.allreduce(torch.full((2,), float(round_)), op=hvd.Sum)
         assert out.tolist() == [float(round_ * hvd.size())] * 2
         assert hvd.broadcast(torch.tensor([hvd.rank()]), 0).item() == 0
+
+
+def test_synchronize_after_shutdown_raises():
+    done = hvd.allreduce_async(torch.ones(1), op=hvd.Sum, name='before.shutdown')
+    while not hvd.poll(done):
+        time.sleep(0.001)
+    # Only rank 0 submits this one: it is pending when the runtime stops.
+    pending = hvd.allreduce_async(torch.ones(1), name='never.matched') \
+        if hvd.rank() == 0 and hvd.size() > 1 else None
+    hvd.shutdown()
+    try:
+        for handle in (done, pending):
+            if handle is None:
+                continue
+            with pytest.raises(hvd.HorovodInternalError, match='has been shut down'):
+                hvd.synchronize(handle)
+            # Failed once, the handle is gone, as one synchronized.
+            assert hvd.synchronize(handle) is None
+    finally:
+        hvd.init()
+
+
+def test_two_threads_synchronize_one_handle():
+    # Rank 0's threads both wait on the handle until the others submit:
+    # one gets the result, the other None, as a second synchronize() does.
+    if hvd.rank() == 0:
+        handle = hvd.allreduce_async(torch.ones(2), op=hvd.Sum, name='two.threads')
+    else:
+        hvd.barrier()
+        handle = hvd.allreduce_async(torch.ones(2), op=hvd.Sum, name='two.threads')
+    results, errors = [], []
+
+    def wait():
+        try:
+            results.append(hvd.synchronize(handle))
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+    threads = [threading.Thread(target=wait) for _ in range(2)]
+    for t in threads:
+        t.start()
+    if hvd.rank() == 0:
+        time.sleep(0.2)
+        hvd.barrier()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert sorted(r is None for r in results) == [False, True]
+    assert [r for r in results if r is not None][0].tolist() == [hvd.size()] * 2
+
+
+def test_init_again_with_unregistered_process_sets_raises():
+    # A running runtime registers nothing: init() says so instead of
+    # leaving the sets unusable.
+    with pytest.raises(ValueError, match=r'\[0\] are not registered'):
+        hvd.init(process_sets=[hvd.ProcessSet([0])])
+    hvd.init(process_sets=[hvd.global_process_set])
+
+
+def test_unnamed_ops_are_counted_per_process_set(needs_peers):
+    # The first size - 1 ranks run an unnamed allreduce on their set, then
+    # every rank one on the global set: the names agree only when each set
+    # counts its own. (Then init() again with sets, on a runtime with one.)
+    sub = hvd.ProcessSet(range(hvd.size() - 1))
+    hvd.shutdown()
+    try:
+        hvd.init(process_sets=[sub])
+        if sub.included():
+            assert hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=sub).item() == sub.size()
+        handle = hvd.allreduce_async(torch.ones(1), op=hvd.Sum)
+        deadline = time.monotonic() + 60
+        while not hvd.poll(handle):
+            if time.monotonic() > deadline:
+                pytest.fail('the unnamed allreduce on the global set never matched up')
+            time.sleep(0.01)
+        assert hvd.synchronize(handle).item() == hvd.size()
+        # init() again with the sets registered, or sets of their ranks, is
+        # harmless, as Horovod's; one more set is not.
+        hvd.init(process_sets=[sub])
+        same = hvd.ProcessSet(list(sub.ranks))
+        hvd.init(process_sets=[same])
+        assert same.process_set_id == sub.process_set_id == 1
+        with pytest.raises(ValueError, match=r'\[%d\] are not registered' % (hvd.size() - 1)):
+            hvd.init(process_sets=[sub, hvd.ProcessSet([hvd.size() - 1])])
+        if sub.included():
+            assert hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=same).item() == sub.size()
+    finally:
+        hvd.shutdown()
+        hvd.init()
 
 
 def test_reset_moves_the_job_to_its_next_epoch():

@@ -57,9 +57,23 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match='scalar'):
         hvd.allgather(torch.tensor(1.0))
     with pytest.raises(ValueError, match='bool supports'):
-        hvd.allreduce(torch.ones(2, dtype=torch.bool), op=hvd.Average)
+        hvd.allreduce(torch.ones(2, dtype=torch.bool), op=hvd.Sum, prescale_factor=2.0)
     with pytest.raises(ValueError, match='Adasum supports floating-point'):
         hvd.allreduce(torch.ones(2, dtype=torch.int32), op=hvd.Adasum)
+
+
+def test_averaging_bool_names_the_op():
+    # Average is the default op: the error says it was the one asked for
+    # (Horovod refuses bool in every reduction).
+    flags = torch.ones(2 * hvd.size(), dtype=torch.bool)
+    for reduction in (lambda: hvd.allreduce(flags), lambda: hvd.allreduce_(flags),
+                      lambda: hvd.allreduce(flags, average=True),
+                      lambda: hvd.grouped_allreduce([torch.ones(1), flags]),
+                      lambda: hvd.reducescatter(flags),
+                      lambda: hvd.grouped_reducescatter([flags])):
+        with pytest.raises(ValueError, match=r'op=Average, the default op.*op=hvd.Sum'):
+            reduction()
+    assert hvd.allreduce(flags, op=hvd.Min).all()
 
 
 def test_alltoall_bad_splits():

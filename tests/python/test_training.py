@@ -205,6 +205,42 @@ def test_broadcast_parameters():
         assert torch.equal(a, b)
 
 
+def test_broadcast_parameters_into_non_contiguous_parameters():
+    # A channels_last model's weights are leaves that require grad and are
+    # not contiguous: they are written back from a contiguous copy, which
+    # autograd must not see as an in-place operation on a leaf.
+    def channels_last_model(seed):
+        torch.manual_seed(seed)
+        return torch.nn.Conv2d(2, 4, 3).to(memory_format=torch.channels_last)
+    model = channels_last_model(hvd.rank())
+    assert not model.weight.is_contiguous() and model.weight.requires_grad
+    hvd.broadcast_parameters(list(model.named_parameters()), root_rank=0)
+    for a, b in zip(model.parameters(), channels_last_model(0).parameters()):
+        assert torch.equal(a, b) and a.is_leaf and a.requires_grad
+    torch.manual_seed(hvd.rank())
+    param = torch.nn.Parameter(torch.randn(4, 3).t())
+    assert not param.is_contiguous()
+    assert hvd.broadcast_(param, hvd.size() - 1) is param
+    torch.manual_seed(hvd.size() - 1)
+    assert torch.equal(param, torch.randn(4, 3).t())
+
+
+def test_broadcast_optimizer_state_ignores_local_gradients_of_a_fresh_optimizer():
+    # As Horovod: the step that creates the state runs on zero gradients,
+    # so each rank's own gradients do not move its (broadcast) parameters.
+    torch.manual_seed(hvd.rank())
+    model = torch.nn.Linear(4, 3)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    before = model.weight.detach().clone()
+    model(torch.full((2, 4), float(hvd.rank() + 1))).sum().backward()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    assert torch.equal(model.weight.detach(), before)
+    assert all(torch.count_nonzero(p.grad) == 0 for p in model.parameters())
+    rows = hvd.allgather(model.weight.detach().reshape(1, -1), name='weights.after.state')
+    assert all(torch.equal(row, rows[0]) for row in rows)
+
+
 @pytest.mark.parametrize('optimizer', ['adam', 'sgd'])
 def test_broadcast_optimizer_state(optimizer):
     model = make_model(seed=0)

@@ -33,9 +33,11 @@ def init(comm=None, process_sets=None):
         if not isinstance(s, ps.ProcessSet):
             raise ValueError('process_sets must be ProcessSet objects or "dynamic"')
     if is_initialized():
+        _adopt_registered(static)
         return
     registered = _distinct_sets(static) if any(s.mpi_comm is not None for s in static) \
         else [s.ranks for s in static]
+    ps._registry.clear()
     _check(_core.init_with_process_sets(registered))
     if os.environ.get('TROUPE_ELASTIC') == '1':
         # The plan joined may be newer than the one troupe-run started us for.
@@ -47,6 +49,25 @@ def init(comm=None, process_sets=None):
         # tears the extension module down.
         atexit.register(_core.shutdown)
         _atexit_registered = True
+
+
+def _adopt_registered(static):
+    """init() with process sets while the runtime runs (which registers
+    nothing): sets of the ranks of registered ones get their ids, as
+    Horovod's second init() looks them up; a ValueError names the others,
+    which would otherwise stay unusable without a word."""
+    from troupe.common import process_sets as ps
+    missing = [s for s in static
+               if s.process_set_id != 0 and ps.registered_id(s.ranks) is None]
+    if missing:
+        raise ValueError(
+            'init(process_sets=...): Horovod is already initialized, and process set(s) %s '
+            'are not registered; pass every static set to the first init(), or use '
+            'init(process_sets="dynamic") and add_process_set().' %
+            ', '.join(str(s.ranks) for s in missing))
+    for s in static:
+        if s.process_set_id != 0:
+            ps.registered(s, ps.registered_id(s.ranks))
 
 
 def _distinct_sets(static):

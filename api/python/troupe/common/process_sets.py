@@ -92,18 +92,33 @@ def _stale(process_set):
     return process_set.process_set_id != 0 and process_set._epoch != _core.epoch()
 
 
+# The sets this process's runtime registered: sorted ranks -> (id, epoch).
+# Cleared when a runtime starts; entries of an earlier epoch are dissolved.
+_registry = {}
+# Called with a set's id once every rank removed it (the id may be given to
+# a new set): the torch binding's counters of unnamed ops on it start again.
+on_removed = []
+
+
 def registered(process_set, set_id):
     """Records that `process_set` got id `set_id` in the current epoch."""
     process_set.process_set_id = set_id
     process_set._epoch = _core.epoch()
+    _registry[tuple(process_set.ranks)] = set_id, process_set._epoch
+
+
+def registered_id(ranks):
+    """The id of the registered set of `ranks` in this epoch, or None."""
+    set_id, registered_in = _registry.get(tuple(ranks), (None, None))
+    return set_id if registered_in == _core.epoch() else None
 
 
 def _register(process_set):
     code, message, set_id, ranks = _core.add_process_set(process_set.ranks)
     if code:
         raise status_error(code, message)
-    registered(process_set, set_id)
     process_set.ranks = list(ranks)
+    registered(process_set, set_id)
     return process_set
 
 
@@ -126,5 +141,8 @@ def remove_process_set(process_set):
     code, message = _core.remove_process_set(set_id)
     if code:
         raise status_error(code, message)
+    _registry.pop(tuple(process_set.ranks), None)
     process_set.process_set_id = None
+    for forget in on_removed:
+        forget(set_id)
     return True

@@ -32,8 +32,10 @@ def broadcast_parameters(params, root_rank, prefix='Parameter.'):
 def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix='Parameter.'):
     """Overwrites every rank's optimizer state (tensors and options such as
     the learning rate) with root_rank's. A fresh optimizer's state is
-    created first by a step with zero gradients, as Horovod does (sparse
-    ones for SparseAdam, which refuses dense gradients). The third argument
+    created first by a step with zero gradients, as Horovod does: every
+    parameter's gradient is replaced by zeros (sparse ones for SparseAdam,
+    which refuses dense gradients), so local gradients do not move the
+    parameters, which stay the same on every rank. The third argument
     is Horovod's `model` (the state needs nothing of it here), or, as in
     Horovod versions whose third parameter is `prefix`, a name prefix."""
     if isinstance(model, str):
@@ -45,7 +47,7 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix='Paramete
         sparse = isinstance(optimizer, torch.optim.SparseAdam)
         for group in optimizer.param_groups:
             for p in group['params']:
-                if p.requires_grad and p.grad is None:
+                if p.requires_grad:
                     p.grad = torch.zeros_like(p)
                     if sparse:
                         p.grad = p.grad.to_sparse()

@@ -9,6 +9,7 @@ import torch
 
 from troupe import _core
 from troupe.common import basics as _basics
+from troupe.common import process_sets as _process_sets
 from troupe.common.exceptions import HorovodInternalError, status_error
 
 
@@ -37,13 +38,27 @@ _DTYPE_CODES = {
 # Horovod handles are ints: int -> (core handle, finish(core handle) -> result).
 _handle_map = {}
 _handle_ids = itertools.count()
-# Unnamed ops are "<op>.noname.<n>" with a counter per op type, so ranks that
-# issue the same ops in the same order agree on the names.
+# Unnamed ops are "<op>.noname.<n>" with a counter per (op type, process
+# set), so ranks that issue the same ops on a set in the same order agree on
+# the names, whatever else they run on sets they alone belong to.
 _noname_counters = {}
+# Handles whose operations shutdown() dropped before they were synchronized:
+# synchronize() raises for them (once), as Horovod's fails after shutdown.
+_shut_down_handles = set()
 # (process set id, name) -> core handle of this process's collectives, so a
 # second one under a name still being processed is refused at the call
 # (ValueError), as Horovod's enqueue does; entries go at synchronize().
 _named = {}
+
+
+def _forget_set(process_set_id):
+    """A removed set's id may name a new set, of other members: its
+    unnamed ops count from 0 again on every rank."""
+    for key in [k for k in _noname_counters if k[1] == process_set_id]:
+        del _noname_counters[key]
+
+
+_process_sets.on_removed.append(_forget_set)
 
 DUPLICATE_NAME = ('Requested to allreduce, allgather, or broadcast a tensor with the same '
                   'name as another tensor that is currently being processed. If you want to '
@@ -66,8 +81,10 @@ def reset():
 
 
 def shutdown():
-    """Stops the runtime; pending operations fail, their handles are dropped."""
+    """Stops the runtime; pending operations fail, and synchronize() of any
+    handle not synchronized yet raises HorovodInternalError."""
     _basics.shutdown()
+    _shut_down_handles.update(_handle_map)
     _handle_map.clear()
     _named.clear()
     _noname_counters.clear()
@@ -77,8 +94,8 @@ def _op_name(prefix, name, process_set_id):
     """The runtime's name of an op, as (process set id, name); ValueError
     when this process still runs one under that name."""
     if name is None:
-        n = _noname_counters.get(prefix, 0)
-        _noname_counters[prefix] = n + 1
+        n = _noname_counters.get((prefix, process_set_id), 0)
+        _noname_counters[prefix, process_set_id] = n + 1
         return process_set_id, '%s.noname.%d' % (prefix, n)
     key = process_set_id, '%s.%s' % (prefix, name)
     running = _named.get(key)
@@ -187,9 +204,23 @@ class _Output:
 
 
 def _copy_back(targets, sources):
-    for target, source in zip(targets, sources):
-        if source is not target:
-            target.copy_(source)
+    # Without autograd: a target may be a leaf that requires grad (an
+    # nn.Parameter not contiguous, as a channels_last model's), which torch
+    # refuses to change in place otherwise; the result is data, not a step
+    # of the graph.
+    with torch.no_grad():
+        for target, source in zip(targets, sources):
+            if source is not target:
+                target.copy_(source)
+
+
+def _check_bool_average(tensors, op):
+    """A bool tensor cannot be averaged: refused at the call, naming the op
+    (Horovod refuses bool in every reduction)."""
+    if op == Average and any(t.dtype == torch.bool for t in tensors):
+        raise ValueError('Cannot average a bool tensor (op=Average, the default op): bool '
+                         'supports sum, min, max and product without prescale/postscale '
+                         'factors; pass op=hvd.Sum, hvd.Min, hvd.Max or hvd.Product.')
 
 
 def _resolve_op(op, average):
@@ -210,18 +241,31 @@ def poll(handle):
     return entry[0].poll()
 
 
+def _raise_if_shut_down(handle):
+    if handle in _shut_down_handles:
+        _shut_down_handles.discard(handle)
+        raise HorovodInternalError(
+            'Horovod has been shut down (hvd.shutdown()) before handle %s was synchronized; '
+            'its operation\'s result is gone.' % handle)
+
+
 def synchronize(handle):
     """Waits for `handle` and returns its result; raises HorovodInternalError
-    if the collective failed (ValueError for rejected arguments). Unknown
-    handles give None."""
+    if the collective failed or the runtime was shut down before (ValueError
+    for rejected arguments). Unknown handles, and handles already
+    synchronized (by another thread too), give None."""
     entry = _handle_map.get(handle)
     if entry is None:
+        _raise_if_shut_down(handle)
         return None
     core_handle, finish, key = entry
     # Ctrl-C raises KeyboardInterrupt here; the collective goes on, and the
     # handle stays (with the memory the runtime uses) for a later call.
     core_handle.wait()
-    del _handle_map[handle]
+    if _handle_map.pop(handle, None) is None:
+        # Another thread synchronized it meanwhile, or shutdown() dropped it.
+        _raise_if_shut_down(handle)
+        return None
     if _named.get(key) is core_handle:
         del _named[key]
     code, message = core_handle.result()

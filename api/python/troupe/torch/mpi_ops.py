@@ -21,9 +21,9 @@ from troupe.common.process_sets import check_process_set, global_process_set
 from troupe.torch.compression import Compression
 # Horovod's scripts import these from mpi_ops too.
 from troupe.torch.handles import (  # noqa: F401
-    Adasum, Average, Max, Min, Product, Sum, _Output, _copy_back, _device, _dtype_code,
-    _empty_like, _op_name, _register, _resolve_op, _wait, init, poll, reset, shutdown,
-    synchronize)
+    Adasum, Average, Max, Min, Product, Sum, _Output, _check_bool_average, _copy_back,
+    _device, _dtype_code, _empty_like, _op_name, _register, _resolve_op, _wait, init, poll,
+    reset, shutdown, synchronize)
 
 
 # ---------------------------------------------------------------- allreduce
@@ -32,6 +32,7 @@ def _allreduce_async(tensor, inplace, name, op, prescale_factor, postscale_facto
                      process_set):
     ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
+    _check_bool_average((tensor,), op)
     src = tensor.contiguous()
     dst = src if inplace else _empty_like(src)
     key = _op_name('allreduce', name, ps_id)
@@ -113,6 +114,7 @@ def _grouped_allreduce_async(tensors, inplace, name, op, prescale_factor, postsc
     ps_id = check_process_set(process_set)
     tensors = list(tensors)
     codes = [_dtype_code(t) for t in tensors]
+    _check_bool_average(tensors, op)
     srcs = [t.contiguous() for t in tensors]
     dsts = srcs if inplace else [_empty_like(s) for s in srcs]
     key = _op_name('grouped_allreduce', name, ps_id)
@@ -425,6 +427,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     """Starts a reduction whose result is split over the ranks along dim 0."""
     ps_id = check_process_set(process_set)
     code = _dtype_code(tensor)
+    _check_bool_average((tensor,), op)
     src = tensor.contiguous()
     out = _Output(src.dtype, src.device)
     key = _op_name('reducescatter', name, ps_id)
@@ -483,6 +486,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     ps_id = check_process_set(process_set)
     tensors = list(tensors)
     codes = [_dtype_code(t) for t in tensors]
+    _check_bool_average(tensors, op)
     srcs = [t.contiguous() for t in tensors]
     outs = [_Output(s.dtype, s.device) for s in srcs]
     key = _op_name('grouped_reducescatter', name, ps_id)
