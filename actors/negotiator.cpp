@@ -92,9 +92,16 @@ void fail_pending(negotiator_state& st, const status& s) {
       running.emplace(e->request.tensor_name(), e);
   auto table = std::move(st.table);
   st.table = std::move(running);
-  // (Their peers find these on the board and ask the coordinator, whose
+  // Their peers find these on the board and ask the coordinator, whose
   // stall inspector names this rank: an agreed list would have them run
-  // collectives this rank no longer joins.)
+  // collectives this rank no longer joins. What this rank posted must not
+  // complete a round, and what it completed must look unagreed again.
+  if (auto* board = st.channel ? st.channel->board() : nullptr) {
+    for (const auto& [id, posted] : st.posted)
+      board->withdraw(id, posted.list, st.set_rank);
+    for (const auto& [ref, e] : st.completed)
+      board->reopen(ref.id, ref.list, st.set_rank);
+  }
   st.posted.clear();
   st.completed.clear();
   for (auto& [name, e] : table) {

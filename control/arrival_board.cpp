@@ -58,6 +58,14 @@ void arrival_board::withdraw(uint32_t id, uint64_t list, int member) {
       return;
 }
 
+void arrival_board::reopen(uint32_t id, uint64_t list, int member) {
+  if (id == 0 || id > count_ || member < 0 || member >= members_ || member >= max_members)
+    return;
+  uint64_t emptied = uint64_t{version_of(list)} << 32;
+  words_[id - 1].compare_exchange_strong(emptied, emptied | (full_ & ~(uint32_t{1} << member)),
+                                         std::memory_order_acq_rel, std::memory_order_acquire);
+}
+
 bool arrival_board::take_agreed(uint32_t id) {
   if (id == 0 || id > count_)
     return false;

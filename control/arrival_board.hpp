@@ -56,6 +56,12 @@ public:
   /// it.
   void withdraw(uint32_t id, uint64_t list, int member);
 
+  /// For the member that completed `id`'s mask as of `list` and will not
+  /// write the agreed list (it failed here): puts the other members' bits
+  /// back, unless a later round or version began meanwhile, so that the
+  /// stall inspector sees them wait (an emptied mask looks agreed).
+  void reopen(uint32_t id, uint64_t list, int member);
+
   /// The words' current values (for the stall inspector): index = id - 1.
   std::vector<uint64_t> snapshot() const;
 

@@ -70,6 +70,26 @@ TEST(arrival_board, a_withdrawn_bit_no_longer_counts) {
   EXPECT_EQ(words[0].load(), (uint64_t{arrival_board::version_of(6)} << 32) | 2);
 }
 
+TEST(arrival_board, a_mask_reopened_by_its_completer_shows_the_others_waiting) {
+  std::vector<std::atomic<uint64_t>> words(2 * 2);  // masks, then flags
+  arrival_board board(words.data(), 2, 3);
+  const auto word = [&](uint32_t mask) {
+    return (uint64_t{arrival_board::version_of(8)} << 32) | mask;
+  };
+  EXPECT_EQ(board.post(1, 8, 0), outcome::posted);
+  EXPECT_EQ(board.post(1, 8, 2), outcome::posted);
+  EXPECT_EQ(board.post(1, 8, 1), outcome::completed);
+  board.reopen(1, 8, 1);
+  EXPECT_EQ(words[0].load(), word(0b101));
+  board.reopen(1, 8, 1);  // not emptied (any more): left alone
+  EXPECT_EQ(words[0].load(), word(0b101));
+  // Nor a round that began since, or another version.
+  EXPECT_EQ(board.post(2, 8, 0), outcome::posted);
+  board.reopen(2, 8, 1);
+  board.reopen(2, 9, 1);
+  EXPECT_EQ(words[1].load(), word(0b001));
+}
+
 TEST(arrival_board, a_completed_mask_flags_its_id_until_taken) {
   std::vector<std::atomic<uint64_t>> words(2 * 2);  // masks, then flags
   arrival_board board(words.data(), 2, 2);
