@@ -62,18 +62,81 @@ std::string prefix_end(std::string prefix) {
   return prefix;
 }
 
-// The gateway writes int64 fields as strings and leaves out zero values.
-int64_t int_field(const json& j, const char* name) {
+// A reply that is not what the gateway sends; impl::reading() adds the
+// store and the request. Every read of a reply goes through the accessors
+// below, so that an odd reply is a store_error, never nlohmann's type_error.
+class bad_reply : public store_error {
+public:
+  using store_error::store_error;
+};
+
+std::string shown(const json& j) {
+  auto text = j.dump();
+  return text.size() > 80 ? text.substr(0, 80) + "..." : text;
+}
+
+// `j`'s field `name` (absent: nothing); `j` must be an object.
+const json* field(const json& j, const char* name) {
+  if (!j.is_object())
+    throw bad_reply("expected an object holding '" + std::string(name) + "', got " + shown(j));
   auto it = j.find(name);
-  if (it == j.end())
+  return it == j.end() ? nullptr : &*it;
+}
+
+bad_reply wrong_type(const char* name, const json& value, const char* expected) {
+  return bad_reply("reply field '" + std::string(name) + "' is " + value.type_name() + " " +
+                   shown(value) + ", expected " + expected);
+}
+
+// The gateway leaves out fields holding their zero value.
+std::string string_field(const json& j, const char* name) {
+  const auto* f = field(j, name);
+  if (!f)
+    return {};
+  if (!f->is_string())
+    throw wrong_type(name, *f, "a string");
+  return f->get<std::string>();
+}
+
+bool bool_field(const json& j, const char* name) {
+  const auto* f = field(j, name);
+  if (!f)
+    return false;
+  if (!f->is_boolean())
+    throw wrong_type(name, *f, "a boolean");
+  return f->get<bool>();
+}
+
+json array_field(const json& j, const char* name) {
+  const auto* f = field(j, name);
+  if (!f)
+    return json::array();
+  if (!f->is_array())
+    throw wrong_type(name, *f, "an array");
+  return *f;
+}
+
+json object_field(const json& j, const char* name) {
+  const auto* f = field(j, name);
+  if (!f)
+    return json::object();
+  if (!f->is_object())
+    throw wrong_type(name, *f, "an object");
+  return *f;
+}
+
+// The gateway writes int64 fields as strings.
+int64_t int_field(const json& j, const char* name) {
+  const auto* f = field(j, name);
+  if (!f)
     return 0;
+  if (f->is_number_integer())
+    return f->get<int64_t>();
   int64_t value = 0;
-  if (it->is_number_integer())
-    return it->get<int64_t>();
-  const auto text = it->is_string() ? it->get<std::string>() : std::string();
+  const auto text = f->is_string() ? f->get<std::string>() : std::string();
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
-    throw store_error(std::string("etcd replied with a non-integer '") + name + "': " + it->dump());
+    throw wrong_type(name, *f, "an integer");
   return value;
 }
 
@@ -118,6 +181,19 @@ struct etcd_store_client::impl {
     return store_error("store " + where.describe() + ": " + what + ": " + why);
   }
 
+  // Runs `read` on a reply of request `what`: a reply of unexpected shape
+  // becomes a store_error naming the store, the request and the field.
+  template <class Read>
+  auto reading(const std::string& what, Read read) const {
+    try {
+      return read();
+    } catch (const bad_reply& e) {
+      throw failure(what, std::string("unexpected reply: ") + e.what());
+    } catch (const json::exception& e) {  // none expected: the accessors check
+      throw failure(what, std::string("unexpected reply: ") + e.what());
+    }
+  }
+
   std::string full(const std::string& key) const {
     return where.prefix + key;
   }
@@ -136,8 +212,8 @@ struct etcd_store_client::impl {
 
   // The value of one of the gateway's key-values.
   std::string unseal(const json& kv, const std::string& what) const {
-    const auto key = unbase64(kv.value("key", ""));
-    const auto stored = unbase64(kv.value("value", ""));
+    const auto key = unbase64(string_field(kv, "key"));
+    const auto stored = unbase64(string_field(kv, "value"));
     constexpr size_t tag_size = 32;
     if (stored.size() < tag_size ||
         !equal_digests(stored.substr(0, tag_size), tag(key, stored.substr(tag_size))))
@@ -187,9 +263,13 @@ struct etcd_store_client::impl {
     if (j.is_discarded() || !j.is_object())
       throw failure(what, "HTTP " + std::to_string(code) + ", not a JSON object: " +
                             reply.substr(0, 200));
-    if (code != 200)
-      throw failure(what, "HTTP " + std::to_string(code) + ": " +
-                            j.value("message", j.value("error", reply.substr(0, 200))));
+    if (code != 200) {
+      std::string why = reply.substr(0, 200);
+      for (const char* name : {"error", "message"})
+        if (auto it = j.find(name); it != j.end() && it->is_string())
+          why = it->get<std::string>();
+      throw failure(what, "HTTP " + std::to_string(code) + ": " + why);
+    }
     return j;
   }
 
@@ -205,7 +285,8 @@ struct etcd_store_client::impl {
     if (ttl.count() <= 0)
       throw failure(what, "ttl " + std::to_string(ttl.count()) + " ms is not positive");
     const auto seconds = (ttl.count() + 999) / 1000;
-    return int_field(post("/v3/lease/grant", {{"TTL", seconds}}, what), "ID");
+    const auto reply = post("/v3/lease/grant", {{"TTL", seconds}}, what);
+    return reading(what, [&] { return int_field(reply, "ID"); });
   }
 
   // Every key of `full_keys` exists now.
@@ -216,9 +297,14 @@ struct etcd_store_client::impl {
         ranges.push_back(
           {{"request_range", {{"key", base64(full_keys[i])}, {"count_only", true}}}});
       const auto reply = txn(json::array(), std::move(ranges), json::array(), what);
-      for (const auto& r : reply.value("responses", json::array()))
-        if (int_field(r.value("response_range", json::object()), "count") == 0)
-          return false;
+      const bool all = reading(what, [&] {
+        for (const auto& r : array_field(reply, "responses"))
+          if (int_field(object_field(r, "response_range"), "count") == 0)
+            return false;
+        return true;
+      });
+      if (!all)
+        return false;
     }
     return true;
   }
@@ -227,11 +313,15 @@ struct etcd_store_client::impl {
     json req{{"key", base64(full(prefix))}, {"range_end", base64(prefix_end(full(prefix)))}};
     if (keys_only)
       req["keys_only"] = true;
-    return post("/v3/kv/range", req, what).value("kvs", json::array());
+    const auto reply = post("/v3/kv/range", req, what);
+    return reading(what, [&] { return array_field(reply, "kvs"); });
   }
 
   std::string short_key(const json& kv) const {
-    return unbase64(kv.value("key", "")).substr(where.prefix.size());
+    const auto key = unbase64(string_field(kv, "key"));
+    if (key.compare(0, where.prefix.size(), where.prefix) != 0)
+      throw bad_reply("key '" + key + "' is outside the prefix '" + where.prefix + "'");
+    return key.substr(where.prefix.size());
   }
 };
 
@@ -270,11 +360,13 @@ void etcd_store_client::set(const std::string& key, const std::string& value) {
 
 std::optional<std::string> etcd_store_client::get(const std::string& key) {
   const auto what = "get '" + key + "'";
-  const auto kvs = impl_->post("/v3/kv/range", {{"key", base64(impl_->full(key))}}, what)
-                     .value("kvs", json::array());
-  if (kvs.empty())
-    return std::nullopt;
-  return impl_->unseal(kvs.front(), what);
+  const auto reply = impl_->post("/v3/kv/range", {{"key", base64(impl_->full(key))}}, what);
+  return impl_->reading(what, [&]() -> std::optional<std::string> {
+    const auto kvs = array_field(reply, "kvs");
+    if (kvs.empty())
+      return std::nullopt;
+    return impl_->unseal(kvs.front(), what);
+  });
 }
 
 int64_t etcd_store_client::add(const std::string& key, int64_t delta) {
@@ -284,19 +376,20 @@ int64_t etcd_store_client::add(const std::string& key, int64_t delta) {
   // Read, then write if nobody wrote in between (the key's mod revision);
   // a writer that lost the race reads again.
   for (;;) {
-    const auto kvs =
-      impl_->post("/v3/kv/range", {{"key", key64}}, what).value("kvs", json::array());
+    const auto range = impl_->post("/v3/kv/range", {{"key", key64}}, what);
+    const auto kvs = impl_->reading(what, [&] { return array_field(range, "kvs"); });
     int64_t value = 0;
     json unchanged = absent(key64);
     if (!kvs.empty()) {
-      const auto text = impl_->unseal(kvs.front(), what);
+      const auto text = impl_->reading(what, [&] { return impl_->unseal(kvs.front(), what); });
       auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
       if (ec != std::errc{} || end != text.data() + text.size())
         throw impl_->failure(what, "value of key '" + key + "' is not an integer");
       unchanged = {{"key", key64},
                    {"target", "MOD"},
                    {"result", "EQUAL"},
-                   {"mod_revision", int_field(kvs.front(), "mod_revision")}};
+                   {"mod_revision",
+                    impl_->reading(what, [&] { return int_field(kvs.front(), "mod_revision"); })}};
     }
     value += delta;
     const auto reply = impl_->txn(json::array({unchanged}),
@@ -304,7 +397,7 @@ int64_t etcd_store_client::add(const std::string& key, int64_t delta) {
                                                  impl_->put(key, std::to_string(value),
                                                             !kvs.empty())}}}),
                                   json::array(), what);
-    if (reply.value("succeeded", false))
+    if (impl_->reading(what, [&] { return bool_field(reply, "succeeded"); }))
       return value;
     if (clock::now() >= deadline)
       throw impl_->failure(what, "lost every race with other writers for " +
@@ -313,9 +406,9 @@ int64_t etcd_store_client::add(const std::string& key, int64_t delta) {
 }
 
 bool etcd_store_client::remove(const std::string& key) {
-  return int_field(impl_->post("/v3/kv/deleterange", {{"key", base64(impl_->full(key))}},
-                               "remove '" + key + "'"),
-                   "deleted") > 0;
+  const auto what = "remove '" + key + "'";
+  const auto reply = impl_->post("/v3/kv/deleterange", {{"key", base64(impl_->full(key))}}, what);
+  return impl_->reading(what, [&] { return int_field(reply, "deleted"); }) > 0;
 }
 
 compare_set_result etcd_store_client::compare_set(const std::string& key,
@@ -333,35 +426,43 @@ compare_set_result etcd_store_client::compare_set(const std::string& key,
     json::array({holds}),
     json::array({{{"request_put", impl_->put(key, desired, expected.has_value())}}}),
     json::array({{{"request_range", {{"key", key64}}}}}), what);
-  compare_set_result out;
-  out.swapped = reply.value("succeeded", false);
-  if (out.swapped) {
-    out.current = desired;
+  return impl_->reading(what, [&] {
+    compare_set_result out;
+    out.swapped = bool_field(reply, "succeeded");
+    if (out.swapped) {
+      out.current = desired;
+      return out;
+    }
+    const auto responses = array_field(reply, "responses");
+    if (responses.empty())
+      throw impl_->failure(what, "the transaction's reply has no range");
+    const auto kvs = array_field(object_field(responses.front(), "response_range"), "kvs");
+    if (!kvs.empty())
+      out.current = impl_->unseal(kvs.front(), what);
     return out;
-  }
-  const auto responses = reply.value("responses", json::array());
-  if (responses.empty())
-    throw impl_->failure(what, "the transaction's reply has no range");
-  const auto kvs =
-    responses.front().value("response_range", json::object()).value("kvs", json::array());
-  if (!kvs.empty())
-    out.current = impl_->unseal(kvs.front(), what);
-  return out;
+  });
 }
 
 std::vector<std::string> etcd_store_client::list(const std::string& prefix) {
-  std::vector<std::string> keys;
-  for (const auto& kv : impl_->range_of(prefix, true, "list '" + prefix + "'"))
-    keys.push_back(impl_->short_key(kv));
-  return keys;
+  const auto what = "list '" + prefix + "'";
+  const auto kvs = impl_->range_of(prefix, true, what);
+  return impl_->reading(what, [&] {
+    std::vector<std::string> keys;
+    for (const auto& kv : kvs)
+      keys.push_back(impl_->short_key(kv));
+    return keys;
+  });
 }
 
 std::map<std::string, std::string> etcd_store_client::list_values(const std::string& prefix) {
   const auto what = "list '" + prefix + "'";
-  std::map<std::string, std::string> out;
-  for (const auto& kv : impl_->range_of(prefix, false, what))
-    out.emplace(impl_->short_key(kv), impl_->unseal(kv, what));
-  return out;
+  const auto kvs = impl_->range_of(prefix, false, what);
+  return impl_->reading(what, [&] {
+    std::map<std::string, std::string> out;
+    for (const auto& kv : kvs)
+      out.emplace(impl_->short_key(kv), impl_->unseal(kv, what));
+    return out;
+  });
 }
 
 void etcd_store_client::set_with_lease(const std::string& key, const std::string& value,
@@ -379,9 +480,9 @@ bool etcd_store_client::renew(const std::string& key, milliseconds ttl) {
   const auto lease = impl_->grant(ttl, what);
   const json exists{{"key", key64}, {"target", "VERSION"}, {"result", "GREATER"}, {"version", 0}};
   const json move{{"key", key64}, {"ignore_value", true}, {"lease", lease}};
-  return impl_
-    ->txn(json::array({exists}), json::array({{{"request_put", move}}}), json::array(), what)
-    .value("succeeded", false);
+  const auto reply =
+    impl_->txn(json::array({exists}), json::array({{{"request_put", move}}}), json::array(), what);
+  return impl_->reading(what, [&] { return bool_field(reply, "succeeded"); });
 }
 
 bool etcd_store_client::wait(const std::vector<std::string>& keys, milliseconds timeout) {
