@@ -213,10 +213,6 @@ status start_runtime(bool& started) {
     sigpipe_blocked threads_started_here;
     rt = workers::runtime::start(result, cur.starts++);
   }
-  if (rt && cur.shutdowns != shutdowns) {
-    rt->stop();
-    return {status_code::shut_down, "shutdown() was called while init() ran."};
-  }
   // A runtime still running at exit() must stop before what it uses goes:
   // left to the destructor of `current()`'s static, which exists since
   // before the first start, it would stop after the statics created during
@@ -227,10 +223,18 @@ status start_runtime(bool& started) {
   static std::once_flag at_exit;
   if (rt)
     std::call_once(at_exit, [] { std::atexit(shutdown_at_exit); });
-  std::lock_guard<std::mutex> guard{cur.mtx};
-  cur.rt = std::move(rt);
-  started = result.ok();
-  return result;
+  {
+    // Checked under the lock shutdown() takes after counting itself: either
+    // it sees the runtime installed here, or this sees its count.
+    std::unique_lock<std::mutex> guard{cur.mtx};
+    if (!rt || cur.shutdowns == shutdowns) {
+      cur.rt = std::move(rt);
+      started = result.ok();
+      return result;
+    }
+  }
+  rt->stop();
+  return {status_code::shut_down, "shutdown() was called while init() ran."};
 }
 
 status init() {

@@ -73,10 +73,11 @@ void bind_runtime(py::module_& m) {
     [](const std::string& path, bool mark_cycles) {
       return code_and_message(troupe::start_timeline(path, mark_cycles));
     },
-    py::arg("path"), py::arg("mark_cycles"), "Returns (status code, message).");
+    py::arg("path"), py::arg("mark_cycles"), py::call_guard<py::gil_scoped_release>(),
+    "Returns (status code, message).");
   m.def(
     "stop_timeline", [] { return code_and_message(troupe::stop_timeline()); },
-    "Returns (status code, message).");
+    py::call_guard<py::gil_scoped_release>(), "Returns (status code, message).");
   m.def("mpi_enabled", &troupe::mpi_enabled, "Whether this job's CPU collectives run on MPI.");
   m.def("gloo_enabled", &troupe::gloo_enabled, "Whether this job's CPU collectives run on Gloo.");
   m.def("mpi_threads_supported", &troupe::mpi_threads_supported,
