@@ -193,6 +193,27 @@ def test_unnamed_ops_are_counted_per_process_set(needs_peers):
         hvd.init()
 
 
+def test_a_set_of_an_earlier_runtime_is_refused(needs_peers):
+    # Epochs count from 0 again in a new runtime: the set's id, 1, is free
+    # there (or another set's), and must not be used under the old object.
+    old = hvd.ProcessSet([0])
+    hvd.shutdown()
+    try:
+        hvd.init(process_sets=[old])
+        hvd.shutdown()
+        hvd.init(process_sets='dynamic')
+        with pytest.raises(ValueError, match=r'\[0\] was registered with a runtime shut'):
+            hvd.allreduce(torch.ones(1), process_set=old)
+        again = hvd.add_process_set(old)  # registers it anew
+        if again.included():
+            assert hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=again).item() == 1
+        hvd.remove_process_set(again)
+    finally:
+        hvd.shutdown()
+        os.environ.pop('TROUPE_DYNAMIC_PROCESS_SETS', None)
+        hvd.init()
+
+
 def test_reset_moves_the_job_to_its_next_epoch():
     before = hvd.epoch()
     if hvd.size() > 1 and 'TROUPE_STORE_ADDR' not in os.environ:

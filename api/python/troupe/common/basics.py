@@ -37,7 +37,7 @@ def init(comm=None, process_sets=None):
         return
     registered = _distinct_sets(static) if any(s.mpi_comm is not None for s in static) \
         else [s.ranks for s in static]
-    ps._registry.clear()
+    ps.runtime_started()
     _check(_core.init_with_process_sets(registered))
     if os.environ.get('TROUPE_ELASTIC') == '1':
         # The plan joined may be newer than the one troupe-run started us for.

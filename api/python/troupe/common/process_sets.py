@@ -19,8 +19,9 @@ class ProcessSet:
             ranks_or_comm = _world_ranks(ranks_or_comm)
         self.ranks = sorted(int(r) for r in ranks_or_comm)
         self.process_set_id = None
-        # The membership epoch it was registered in: a reset dissolves it.
-        self._epoch = None
+        # The runtime and membership epoch it was registered in (_stamp()):
+        # a reset or a shutdown() dissolves it.
+        self._registered_in = None
 
     def _is_global(self):
         return self.process_set_id == 0
@@ -82,6 +83,10 @@ def check_process_set(process_set):
     if process_set.process_set_id is None:
         raise ValueError('Process set does not exist or has not been registered.')
     if _stale(process_set):
+        if process_set._registered_in[0] != _runtimes:
+            raise ValueError('Process set %s was registered with a runtime shut down since; '
+                             'register it again (init(process_sets=...) or add_process_set).' %
+                             (process_set.ranks,))
         raise ValueError('Process set %s was dissolved by the reset to membership epoch %d; '
                          'register it again (add_process_set, e.g. in a reset callback).' %
                          (process_set.ranks, _core.epoch()))
@@ -89,10 +94,26 @@ def check_process_set(process_set):
 
 
 def _stale(process_set):
-    return process_set.process_set_id != 0 and process_set._epoch != _core.epoch()
+    return process_set.process_set_id != 0 and process_set._registered_in != _stamp()
 
 
-# The sets this process's runtime registered: sorted ranks -> (id, epoch).
+# Runtimes started by this process: a runtime's membership epochs count
+# from 0 again, so a set is registered in (runtime, epoch).
+_runtimes = 0
+
+
+def _stamp():
+    return _runtimes, _core.epoch()
+
+
+def runtime_started():
+    """Before a new runtime registers its sets: every earlier one is gone."""
+    global _runtimes
+    _runtimes += 1
+    _registry.clear()
+
+
+# The sets this process's runtime registered: sorted ranks -> (id, _stamp()).
 # Cleared when a runtime starts; entries of an earlier epoch are dissolved.
 _registry = {}
 # Called with a set's id once every rank removed it (the id may be given to
@@ -103,14 +124,14 @@ on_removed = []
 def registered(process_set, set_id):
     """Records that `process_set` got id `set_id` in the current epoch."""
     process_set.process_set_id = set_id
-    process_set._epoch = _core.epoch()
-    _registry[tuple(process_set.ranks)] = set_id, process_set._epoch
+    process_set._registered_in = _stamp()
+    _registry[tuple(process_set.ranks)] = set_id, process_set._registered_in
 
 
 def registered_id(ranks):
     """The id of the registered set of `ranks` in this epoch, or None."""
     set_id, registered_in = _registry.get(tuple(ranks), (None, None))
-    return set_id if registered_in == _core.epoch() else None
+    return set_id if registered_in == _stamp() else None
 
 
 def _register(process_set):
