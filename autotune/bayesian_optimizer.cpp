@@ -96,8 +96,10 @@ double bayesian_optimizer::expected_improvement(const Eigen::VectorXd& unit, dou
 }
 
 Eigen::VectorXd bayesian_optimizer::next_sample() {
-  if (values_.size() < design_.size())
-    return from_unit(design_[values_.size()]);
+  // Every design point in turn, whatever samples were added besides them
+  // (the search adds the configured setting first).
+  if (design_proposed_ < design_.size())
+    return from_unit(design_[design_proposed_++]);
   const auto dims = options_.lower.size();
   Eigen::MatrixXd x(static_cast<Eigen::Index>(points_.size()), dims);
   Eigen::VectorXd y(static_cast<Eigen::Index>(values_.size()));

@@ -45,9 +45,8 @@ public:
   /// Records f(point) = value.
   void add_sample(const Eigen::VectorXd& point, double value);
 
-  /// The point to try next: the initial design's next point while fewer
-  /// samples than it holds were added, else the one maximising expected
-  /// improvement.
+  /// The point to try next: the initial design's next point until each
+  /// was proposed once, then the one maximising expected improvement.
   Eigen::VectorXd next_sample();
 
   size_t samples() const {
@@ -74,6 +73,7 @@ private:
   std::mt19937_64 rng_;
   gaussian_process model_;
   std::vector<Eigen::VectorXd> design_;  // unit cube
+  size_t design_proposed_ = 0;
   std::vector<Eigen::VectorXd> points_;  // as given
   std::vector<double> values_;
   size_t best_ = 0;

@@ -1,5 +1,6 @@
 #include "autotune/bayesian_optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -95,6 +96,25 @@ TEST(BayesianOptimizer, NoisySamplesStillLeadToThePeak) {
     opt.add_sample(p, one_d(p) * jitter(rng));
   }
   EXPECT_GE(one_d(opt.best_point()), 0.9 * one_d_max);
+}
+
+// The search adds the configured setting before it asks: every point of
+// the initial design is still proposed, one in each of its strata.
+TEST(BayesianOptimizer, ProposesTheWholeInitialDesignAfterASampleOfItsOwn) {
+  auto o = box({0}, {10}, 5);
+  o.initial_samples = 5;
+  bayesian_optimizer opt(o);
+  opt.add_sample(Eigen::VectorXd::Constant(1, 3.0), 0.5);
+  std::vector<bool> stratum(5, false);
+  for (int i = 0; i < 5; ++i) {
+    const auto p = opt.next_sample();
+    const auto s = static_cast<size_t>(p[0] / 2);
+    ASSERT_LT(s, stratum.size());
+    EXPECT_FALSE(stratum[s]) << p[0];
+    stratum[s] = true;
+    opt.add_sample(p, one_d(p));
+  }
+  EXPECT_EQ(std::count(stratum.begin(), stratum.end(), true), 5);
 }
 
 TEST(BayesianOptimizer, RejectsBadBoxesAndValues) {
