@@ -436,6 +436,11 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
                                             std::shared_ptr<metrics::set_metrics> metrics) {
   auto& st = self->state;
   st.metrics = std::move(metrics);
+  // The gauge belongs to the set's id and outlives this coordinator (a
+  // reset's set 0 reuses it, maybe coordinated elsewhere): nothing stalls
+  // here before the first check or after the last.
+  st.metrics->stall_check(0, false);
+  self->attach_functor([m = st.metrics] { m->stall_check(0, false); });
   st.set_id = set_id;
   st.epoch = options.epoch;
   st.fusion_threshold = options.fusion_threshold;
