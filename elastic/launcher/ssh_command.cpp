@@ -56,7 +56,7 @@ std::vector<std::string> ssh_command(const std::string& host, const ssh_options&
   for (const auto& word : command)
     remote += " " + shell_quote(word);
   std::vector<std::string> argv{"ssh",       "-o", "PasswordAuthentication=no",
-                                "-o",        "StrictHostKeyChecking=no",
+                                "-o",        "StrictHostKeyChecking=accept-new",
                                 "-o",        "BatchMode=yes"};
   if (ssh.port)
     argv.insert(argv.end(), {"-p", std::to_string(*ssh.port)});

@@ -695,7 +695,7 @@ def check_ssh_calls(log, identity, hosts, needed):
     expect(sorted(c[-2] for c in calls) == sorted(hosts),
            'ssh called for hosts %s, expected %s' % ([c[-2] for c in calls], hosts))
     for c in calls:
-        expect(c[:-2] == ['-o', 'PasswordAuthentication=no', '-o', 'StrictHostKeyChecking=no',
+        expect(c[:-2] == ['-o', 'PasswordAuthentication=no', '-o', 'StrictHostKeyChecking=accept-new',
                           '-o', 'BatchMode=yes', '-p', '2222', '-i', identity, '--'],
                'ssh options: %s' % c[:-2])
         remote = c[-1]

@@ -16,7 +16,7 @@ TEST(ssh_command, builds_horovods_command_line) {
      "TROUPE_SECRET_FD=7", "Q=it's", "1BAD=x"},
     {"python3", "train.py", "a b"});
   const std::vector<std::string> expected{
-    "ssh", "-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no", "-o",
+    "ssh", "-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=accept-new", "-o",
     "BatchMode=yes", "-p", "2222", "-i", "/keys/id ed", "--", "node-a",
     "cd '/work/it'\\''s here' >/dev/null 2>&1; exec 3<&0 </dev/null; exec env 'A=1' "
     "'Q=it'\\''s' TROUPE_SECRET_FD=3 'python3' 'train.py' 'a b'"};
@@ -26,7 +26,7 @@ TEST(ssh_command, builds_horovods_command_line) {
 TEST(ssh_command, defaults_leave_port_and_identity_to_ssh) {
   const auto argv = ssh_command("[fe80::1]", {}, "/", {}, {"w"});
   const std::vector<std::string> expected{
-    "ssh", "-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no", "-o",
+    "ssh", "-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=accept-new", "-o",
     "BatchMode=yes", "--", "fe80::1",
     "cd '/' >/dev/null 2>&1; exec 3<&0 </dev/null; exec env TROUPE_SECRET_FD=3 'w'"};
   EXPECT_EQ(argv, expected);
