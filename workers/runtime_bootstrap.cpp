@@ -187,9 +187,11 @@ status runtime::impl::bootstrap(int64_t epoch, const identity& id, clock::time_p
 }
 
 status runtime::impl::enter_planned(int64_t first, std::vector<int> lost) {
-  const auto plan_deadline =
-    clock::now() + seconds(cfg.elastic_timeout_seconds + cfg.reset_timeout_seconds);
   for (;;) {
+    // Each plan is awaited for as long as troupe-run may take to publish
+    // it: its reset barrier, then waiting for --min-np slots.
+    const auto plan_deadline =
+      clock::now() + seconds(cfg.elastic_timeout_seconds + cfg.reset_timeout_seconds);
     elastic_seat seat;
     auto found = await_seat(*store, base.job_id, base.worker_id, first, {veteran, lost},
                             plan_deadline, seat);
@@ -210,8 +212,21 @@ status runtime::impl::enter_planned(int64_t first, std::vector<int> lost) {
       read_host_states();
       return started;
     }
-    if (elastic::epoch(*store, base.job_id) <= seat.epoch)
+    // Two processes claiming one rank, or a malformed endpoint: not a
+    // missing peer, and no later epoch mends it.
+    if (started.code() == status_code::invalid_argument)
       return started;
+    // Otherwise a member of this epoch is missing (failed, left, or
+    // resetting): the epoch cannot start, and troupe-run plans the next
+    // one only once every member arrived there, exited or was failed.
+    // Returning the error would hold that plan back until the reset
+    // timeout; out of init() it would end this process, and troupe-run
+    // would blacklist its healthy host. So arrive at the next epoch and
+    // wait for its plan (troupe-run publishes it, or kills this worker at
+    // the reset barrier's deadline).
+    spdlog::warn("troupe worker {}: membership epoch {} did not start ({}); waiting for "
+                 "troupe-run's epoch {}",
+                 base.worker_id, seat.epoch, started.message(), seat.epoch + 1);
     leave_epoch(seat.epoch + 1);
     first = seat.epoch + 1;
     lost.clear();
