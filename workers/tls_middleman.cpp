@@ -1,11 +1,14 @@
 #include "workers/tls_middleman.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include <openssl/err.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <caf/all.hpp>
@@ -32,6 +35,70 @@ using caf::io::network::native_socket;
 using caf::io::network::rw_state;
 using default_mpx = caf::io::network::default_multiplexer;
 
+// Differs: an accepted connection must finish its TLS handshake (with the
+// job's certificate) and send its first BASP bytes within this, or it is
+// closed. CAF's own connection timeout only covers a connection BASP has
+// read from: a peer that connected and stayed silent held its socket and
+// SSL object for good.
+constexpr auto handshake_deadline = std::chrono::seconds(5);
+// Differs: at most this many accepted connections of a listening socket wait
+// for that at once; more are closed as they are accepted. A peer of the job
+// refused so retries (control_dialer).
+constexpr size_t max_pending_handshakes = 64;
+
+// What a listening socket shares with its connections that are still in
+// their handshake.
+struct pending_handshakes {
+  std::atomic<size_t> count{0};
+  bool warned = false;  // the multiplexer's thread only
+};
+
+// One accepted connection from its accept until the peer's first
+// application bytes arrive, when its TLS handshake is over. Owned by the
+// connection's stream (ssl_policy): while it exists, so does the socket,
+// which its deadline (a weak reference) may therefore shut down.
+class handshake_watch {
+public:
+  handshake_watch(std::shared_ptr<pending_handshakes> pending, native_socket fd)
+    : pending_(std::move(pending)), fd_(fd) {
+    ++pending_->count;
+  }
+
+  handshake_watch(const handshake_watch&) = delete;
+  handshake_watch& operator=(const handshake_watch&) = delete;
+
+  ~handshake_watch() {
+    --pending_->count;
+  }
+
+  // On the multiplexer's thread, past the deadline: the stream then reads
+  // the end of the socket, fails and tells the broker, which drops it.
+  void expire() const {
+    auto addr = caf::io::network::remote_addr_of_fd(fd_);
+    spdlog::debug("troupe: control plane: closing a connection from {} that did not complete "
+                  "its handshake within {} s",
+                  addr ? *addr : std::string("?"), handshake_deadline.count());
+    ::shutdown(fd_, SHUT_RDWR);
+  }
+
+private:
+  std::shared_ptr<pending_handshakes> pending_;
+  native_socket fd_;
+};
+
+using handshake_ref = std::weak_ptr<const handshake_watch>;
+using expire_atom = caf::atom_constant<caf::atom("hsexpire")>;
+
+} // namespace
+
+} // namespace troupe::workers
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::workers::handshake_ref)
+
+namespace troupe::workers {
+
+namespace {
+
 // Runs one OpenSSL-backed call with an empty error queue before and after:
 // SSL_get_error reads the queue, so only this call's errors may be in it.
 template <class F>
@@ -42,13 +109,19 @@ auto clean(F&& f) {
   return result;
 }
 
-// Differs: every session call is wrapped in clean().
+// Differs: every session call is wrapped in clean(); an accepted
+// connection's watch ends with the first bytes read.
 struct ssl_policy {
-  explicit ssl_policy(caf::openssl::session_ptr session) : session_(std::move(session)) {
+  explicit ssl_policy(caf::openssl::session_ptr session,
+                      std::shared_ptr<const handshake_watch> watch = nullptr)
+    : session_(std::move(session)), watch_(std::move(watch)) {
   }
 
   rw_state read_some(size_t& result, native_socket fd, void* buf, size_t len) {
-    return clean([&] { return session_->read_some(result, fd, buf, len); });
+    auto state = clean([&] { return session_->read_some(result, fd, buf, len); });
+    if (watch_ && state == rw_state::success && result > 0)
+      watch_.reset();  // application data: the handshake is done
+    return state;
   }
 
   rw_state write_some(size_t& result, native_socket fd, const void* buf, size_t len) {
@@ -72,6 +145,7 @@ struct ssl_policy {
 
 private:
   caf::openssl::session_ptr session_;
+  std::shared_ptr<const handshake_watch> watch_;  // accepted, handshake not done
 };
 
 caf::openssl::session_ptr make_session(caf::actor_system& sys, native_socket fd, bool accepted) {
@@ -80,8 +154,10 @@ caf::openssl::session_ptr make_session(caf::actor_system& sys, native_socket fd,
 
 class scribe_impl : public caf::io::scribe {
 public:
-  scribe_impl(default_mpx& mpx, native_socket fd, caf::openssl::session_ptr session)
-    : scribe(caf::io::network::conn_hdl_from_socket(fd)), stream_(mpx, fd, std::move(session)) {
+  scribe_impl(default_mpx& mpx, native_socket fd, caf::openssl::session_ptr session,
+              std::shared_ptr<const handshake_watch> watch = nullptr)
+    : scribe(caf::io::network::conn_hdl_from_socket(fd)),
+      stream_(mpx, fd, std::move(session), std::move(watch)) {
   }
 
   void configure_read(caf::io::receive_policy::config config) override {
@@ -142,9 +218,21 @@ private:
   caf::io::network::stream_impl<ssl_policy> stream_;
 };
 
+// Receives each accepted connection's deadline from the actor clock and
+// hands it to the multiplexer's thread, where the connection lives.
+caf::behavior handshake_reaper(caf::event_based_actor* self) {
+  return {[self](expire_atom, handshake_ref& ref) {
+    self->home_system().middleman().backend().post([ref = std::move(ref)] {
+      if (auto watch = ref.lock())
+        watch->expire();
+    });
+  }};
+}
+
 class doorman_impl : public caf::io::network::doorman_impl {
 public:
-  doorman_impl(default_mpx& mpx, native_socket fd) : caf::io::network::doorman_impl(mpx, fd) {
+  doorman_impl(default_mpx& mpx, native_socket fd, caf::actor reaper)
+    : caf::io::network::doorman_impl(mpx, fd), reaper_(std::move(reaper)) {
   }
 
   bool new_connection() override {
@@ -153,28 +241,55 @@ public:
     auto& mpx = acceptor_.backend();
     auto fd = acceptor_.accepted_socket();
     caf::detail::socket_guard guard{fd};
+    // Differs: a bounded number of handshakes at once, each with a deadline.
+    if (pending_->count.load() >= max_pending_handshakes) {
+      if (!pending_->warned) {
+        pending_->warned = true;
+        spdlog::warn("troupe: control plane: {} connections to port {} have not completed "
+                     "their TLS handshake; closing new ones until fewer have (logged once)",
+                     max_pending_handshakes, port());
+      }
+      return false;  // the guard closes the socket
+    }
     caf::io::network::nonblocking(fd, true);
     auto session = make_session(parent()->system(), fd, true);
     if (!session)
       return false;
-    auto scribe = caf::make_counted<scribe_impl>(mpx, fd, std::move(session));
+    auto watch = std::make_shared<const handshake_watch>(pending_, fd);
+    caf::delayed_anon_send(reaper_, handshake_deadline, expire_atom::value, handshake_ref{watch});
+    auto scribe = caf::make_counted<scribe_impl>(mpx, fd, std::move(session), std::move(watch));
     guard.release();  // the scribe owns the socket now
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mpx, hdl);
   }
+
+private:
+  caf::actor reaper_;
+  std::shared_ptr<pending_handshakes> pending_ = std::make_shared<pending_handshakes>();
 };
 
 class tls_middleman_actor : public caf::io::middleman_actor_impl {
 public:
   tls_middleman_actor(caf::actor_config& cfg, caf::actor broker,
-                      std::chrono::milliseconds connect_timeout)
+                      std::chrono::milliseconds connect_timeout, caf::actor reaper)
     : caf::io::middleman_actor_impl(cfg, std::move(broker)),
-      connect_timeout_(connect_timeout) {
+      connect_timeout_(connect_timeout),
+      reaper_(std::move(reaper)) {
   }
 
   const char* name() const override {
     return "troupe.tls_middleman";
+  }
+
+  // Set at construction, never changed: readable from any thread.
+  const caf::actor& reaper() const {
+    return reaper_;
+  }
+
+  void on_exit() override {
+    caf::anon_send_exit(reaper_, caf::exit_reason::user_shutdown);
+    caf::io::middleman_actor_impl::on_exit();
   }
 
 protected:
@@ -201,7 +316,7 @@ protected:
     auto fd = caf::io::network::new_tcp_acceptor_impl(port, addr, reuse);
     if (!fd)
       return std::move(fd.error());
-    return caf::make_counted<doorman_impl>(mpx(), *fd);
+    return caf::make_counted<doorman_impl>(mpx(), *fd, reaper_);
   }
 
 private:
@@ -210,6 +325,7 @@ private:
   }
 
   std::chrono::milliseconds connect_timeout_;
+  const caf::actor reaper_;
 };
 
 } // namespace
@@ -217,15 +333,22 @@ private:
 caf::io::middleman_actor spawn_tls_middleman(caf::actor_system& sys,
                                              std::chrono::milliseconds connect_timeout) {
   return sys.spawn<tls_middleman_actor, caf::detached + caf::hidden>(
-    sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP")), connect_timeout);
+    sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP")), connect_timeout,
+    sys.spawn<caf::hidden>(handshake_reaper));
 }
 
 void stop_tls_middleman(caf::actor_system& sys, caf::io::middleman_actor& actor) {
   if (!actor)
     return;
+  // Every middleman_actor given here comes from spawn_tls_middleman.
+  const caf::actor reaper =
+    static_cast<tls_middleman_actor*>(caf::actor_cast<caf::abstract_actor*>(actor))->reaper();
   caf::scoped_actor self{sys, true};
   self->send_exit(actor, caf::exit_reason::kill);
   self->wait_for(actor);
+  // Gone before the multiplexer it posts to.
+  self->send_exit(reaper, caf::exit_reason::kill);
+  self->wait_for(reaper);
   actor = nullptr;
 }
 

@@ -9,13 +9,20 @@
 //   basp-header  a raw 32-byte BASP header announcing a 4 GiB payload,
 //                then silence
 //   garbage      64 KiB of random bytes
+//   idle N       N TCP connections that never send a byte: each must be
+//                closed by the rank within 10 s (its deadline for a TLS
+//                handshake is 5 s; those over its cap of pending handshakes
+//                are closed at once)
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -106,20 +113,87 @@ int raw_attack(const std::string& mode, const std::string& host, uint16_t port) 
   return 1;
 }
 
+// N silent connections; each must be closed on us (EOF or an error) within
+// `limit` of its connect. Prints how many closed when.
+int idle_attack(const std::string& host, uint16_t port, int n) {
+  using namespace std::chrono;
+  constexpr auto limit = 10s;
+  const auto start = net::clock::now();
+  std::vector<net::unique_fd> fds;
+  for (int i = 0; i < n; ++i) {
+    std::string why;
+    auto fd = net::try_connect(host, port, net::clock::now() + 5s, why);
+    if (!fd) {
+      std::printf("FAIL: connection %d of %d to %s:%u: %s\n", i + 1, n, host.c_str(), port,
+                  why.c_str());
+      return 1;
+    }
+    fds.push_back(std::move(fd));
+  }
+  const auto connected = net::clock::now();
+  std::vector<double> closed_after(fds.size(), -1.0);  // seconds since `connected`
+  size_t open = fds.size();
+  char buf[4096];
+  while (open > 0 && net::clock::now() < connected + limit) {
+    std::vector<pollfd> polled;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < fds.size(); ++i)
+      if (closed_after[i] < 0) {
+        polled.push_back(pollfd{fds[i].get(), POLLIN, 0});
+        index.push_back(i);
+      }
+    if (::poll(polled.data(), polled.size(), net::poll_timeout(connected + limit)) <= 0)
+      continue;
+    for (size_t k = 0; k < polled.size(); ++k) {
+      if (polled[k].revents == 0)
+        continue;
+      const auto got = ::recv(polled[k].fd, buf, sizeof buf, 0);
+      if (got > 0)
+        continue;  // bytes from the rank (a TLS alert): not closed yet
+      if (got < 0 && (errno == EAGAIN || errno == EINTR))
+        continue;
+      closed_after[index[k]] = duration<double>(net::clock::now() - connected).count();
+      --open;
+    }
+  }
+  int at_once = 0;
+  double last = 0;
+  for (double t : closed_after) {
+    if (t >= 0 && t < 1.0)
+      ++at_once;
+    last = std::max(last, t);
+  }
+  std::printf("idle: %d connections opened in %.3f s; %d closed within 1 s, %zu more by %.3f s, "
+              "%zu still open after %lld s\n",
+              n, duration<double>(connected - start).count(), at_once,
+              fds.size() - open - static_cast<size_t>(at_once), last, open,
+              static_cast<long long>(limit.count()));
+  if (open > 0) {
+    std::printf("GOT THROUGH: idle: %zu silent connections held open\n", open);
+    return 1;
+  }
+  std::printf("REJECTED: idle: every silent connection was closed\n");
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: intruder caf-plain|caf-tls|basp-header|garbage HOST PORT\n");
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (argc != (mode == "idle" ? 5 : 4)) {
+    std::fprintf(stderr,
+                 "usage: intruder caf-plain|caf-tls|basp-header|garbage HOST PORT\n"
+                 "       intruder idle HOST PORT N\n");
     return 2;
   }
-  const std::string mode = argv[1];
   const std::string host = argv[2];
   const auto port = static_cast<uint16_t>(std::stoi(argv[3]));
   if (mode == "caf-plain" || mode == "caf-tls")
     return caf_attack(mode, host, port);
   if (mode == "basp-header" || mode == "garbage")
     return raw_attack(mode, host, port);
+  if (mode == "idle")
+    return idle_attack(host, port, std::stoi(argv[4]));
   std::fprintf(stderr, "intruder: unknown mode '%s'\n", mode.c_str());
   return 2;
 }

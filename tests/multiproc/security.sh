@@ -2,8 +2,10 @@
 # security.sh TROUPE_RUN CHECK INTRUDER
 # A local 2-rank job (everything bounded): every socket troupe-run and its
 # ranks listen on is on loopback; each attack of `intruder` on each rank's
-# control-plane port is rejected with the rank's memory bounded; then the
-# job runs more allreduces and exits 0.
+# control-plane port is rejected with the rank's memory bounded; 100 silent
+# connections to each port are all closed within 10 s (the rank's TLS
+# handshake deadline is 5 s) while the rank holds at most 64 of them (its cap
+# on pending handshakes); then the job runs more allreduces and exits 0.
 set -u
 run=$1 check=$2 intruder=$3
 dir=$(mktemp -d)
@@ -46,6 +48,25 @@ for port in $ports; do
     timeout 30 "$intruder" "$mode" 127.0.0.1 "$port" || fail "$mode on port $port got through"
   done
 done
+fds() { ls "/proc/$1/fd" | wc -l; }
+for port in $ports; do
+  owner=$(ss -Hltnp "sport = :$port" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
+  [ -n "$owner" ] || fail "no process listens on port $port"
+  base=$(fds "$owner")
+  timeout 30 "$intruder" idle 127.0.0.1 "$port" 100 > "$dir/idle.log" 2>&1 &
+  idle_pid=$!
+  sleep 2  # all connected and accepted, none past the 5 s deadline
+  held=$(( $(fds "$owner") - base ))
+  wait "$idle_pid"
+  idle_rc=$?
+  left=$(( $(fds "$owner") - base ))
+  cat "$dir/idle.log"
+  echo "rank pid $owner: $held more descriptors while 100 silent connections were open," \
+       "$left more after"
+  [ "$idle_rc" -eq 0 ] || fail "silent connections to port $port were not all closed"
+  [ "$held" -lt 80 ] || fail "rank pid $owner held $held descriptors for 100 silent connections"
+  [ "$left" -lt 8 ] || fail "rank pid $owner kept $left descriptors after the silent connections"
+done
 for w in $workers; do
   grown=$(( $(rss "$w") - ${before[$w]} ))
   echo "rank pid $w: resident memory grew by $grown kB"
@@ -57,4 +78,6 @@ touch "$dir/stop"
 wait "$job_pid" || fail "the job did not exit 0 after the attacks"
 [ "$(grep -c 'PASS allreduces after the attack' "$dir/job.log")" -eq 2 ] ||
   fail "not every rank ran its allreduces after the attacks"
+[ "$(grep -c 'have not completed their TLS handshake' "$dir/job.log")" -eq 2 ] ||
+  fail "expected each rank to log its cap on pending handshakes once"
 echo "PASS: every attack rejected, the job completed"
