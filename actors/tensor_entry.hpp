@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "troupe/handle.hpp"
@@ -45,6 +46,10 @@ struct tensor_entry {
   detail::handle_state* handle = &state;
   /// Zeros a joined rank contributes in place of a tensor it never had.
   std::vector<char> stand_in;
+  /// Why `allocate` gave no memory: the result went to handle->output
+  /// instead, so that this rank still took its part in the exchange, and
+  /// the collective fails here with this.
+  std::string allocation_failure;
   /// Start of negotiation (the entry is built at submission), for
   /// troupe_negotiation_duration_seconds.
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();

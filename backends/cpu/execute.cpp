@@ -51,8 +51,16 @@ status execute(const run_context& ctx, actors::collective_work& work) {
   } catch (const backend_error& e) {
     return {status_code::backend, e.what()};
   } catch (const std::exception& e) {
-    return {status_code::internal, e.what()};
+    // This rank left the work where its peers may be inside it (no memory
+    // for a result): its next work would meet their pending one on the
+    // same links or segment, and each side would take the other's bytes
+    // for its own. The communicator is done.
+    ctx.comm.abort();
+    return {status_code::backend, e.what()};
   }
+  for (const auto& entry : work.entries)
+    if (!entry->allocation_failure.empty())
+      return {status_code::internal, entry->allocation_failure};
   return {};
 }
 

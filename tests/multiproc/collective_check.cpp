@@ -494,6 +494,8 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_join_checks(rank, size);
   else if (mode == "stall")
     rc = troupe::test::run_stall_checks(rank, size);
+  else if (mode == "failed-allocator")
+    rc = troupe::test::run_failed_allocator_check(rank, size);
   else if (mode == "hold" && argc == 4)
     rc = hold(rank, size, std::atoi(argv[2]), argv[3]);
   else if (mode == "attacked" && argc == 4) {

@@ -156,8 +156,9 @@ int run_error_checks(int rank, int size) {
   immediate("allocator count",
             grouped_allgather({f4, f4}, "e.alloc", {}, {output_allocator{}}).front(),
             "group 'e.alloc': 2 inputs but 1 output allocators");
-  // Thrown on every rank after the reduction (no rank waits for another):
-  // the collective fails with the allocator's message.
+  // Thrown on every rank: each still takes its part in the exchange (into
+  // memory of the runtime's), then the collective fails with the
+  // allocator's message, and the set goes on.
   cases.push_back({"allocator throws",
                    reducescatter(f4, "e.throws", reduce_op::sum, 1.0, 1.0, {},
                                  [](const shape_t&) -> void* {
@@ -274,6 +275,50 @@ int run_stall_checks(int rank, int size) {
     std::printf("rank %d: PASS stalled tensor failed, runtime still serves\n", rank);
   else
     std::printf("rank %d: FAIL %s\n", rank, problem.c_str());
+  return problem.empty() ? 0 : 1;
+}
+
+int run_failed_allocator_check(int rank, int size) {
+  // The last rank's allocator gives no memory for its allgather's result:
+  // it fails the allgather before its peers' exchange, and must not go on
+  // to pair its next collective with their pending allgather (they would
+  // take its allreduce's bytes for its allgather's, and it theirs).
+  const int last = size - 1;
+  std::vector<float> part(4, static_cast<float>(rank + 1));
+  std::vector<float> gathered(4 * static_cast<size_t>(size));
+  const output_allocator allocate = [&](const shape_t&) -> void* {
+    return rank == last ? nullptr : gathered.data();
+  };
+  // Both in flight at once, as a training step's collectives are: the
+  // allreduce is agreed while the peers still run the allgather.
+  std::vector<float> x(4, 1.0f);
+  auto gathering = allgather({part.data(), data_type::float32, {4}}, "alloc.fails", {}, allocate);
+  auto reducing = allreduce({x.data(), data_type::float32, {4}},
+                            {x.data(), data_type::float32, {4}}, "alloc.after");
+  const auto gather = gathering.wait_for(std::chrono::seconds(60));
+  const auto reduced = reducing.wait_for(std::chrono::seconds(60));
+  std::string problem;
+  // It takes its part into memory of the runtime's: its peers' allgather
+  // succeeds, its own fails naming the allocator, and the set goes on.
+  if (rank == last && gather.message() != "the output allocator of 'alloc.fails' returned no "
+                                          "memory for shape [" + std::to_string(4 * size) + "]")
+    problem = "the allgather without memory gave [" + std::string(to_string(gather.code())) +
+              "] " + gather.message();
+  if (rank != last && !gather.ok())
+    problem = "a peer's allgather failed";
+  if (gather.ok())
+    for (int r = 0; r < size && problem.empty(); ++r)
+      for (int i = 0; i < 4; ++i)
+        if (gathered[static_cast<size_t>(4 * r + i)] != static_cast<float>(r + 1))
+          problem = "allgather part of rank " + std::to_string(r) + " holds " +
+                    std::to_string(gathered[static_cast<size_t>(4 * r + i)]);
+  if (!reduced.ok())
+    problem += " the allreduce after it failed";
+  else if (x != std::vector<float>(4, static_cast<float>(size)))
+    problem += " the allreduce after it gave " + std::to_string(x[0]);  // another's bytes
+  std::printf("rank %d: %s allgather [%s] %s; allreduce [%s] %s\n", rank,
+              problem.empty() ? "PASS" : ("FAIL " + problem + ":").c_str(), to_string(gather.code()),
+              gather.message().c_str(), to_string(reduced.code()), reduced.message().c_str());
   return problem.empty() ? 0 : 1;
 }
 

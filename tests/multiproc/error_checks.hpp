@@ -18,6 +18,10 @@ int run_join_checks(int rank, int size);
 /// missing rank, and a correct allreduce must work afterwards.
 int run_stall_checks(int rank, int size);
 
+/// One rank's output allocator fails its allgather: nothing after it
+/// mixes up collectives.
+int run_failed_allocator_check(int rank, int size);
+
 /// After troupe::shutdown(): every call fails cleanly. Returns an exit code.
 int check_after_shutdown(int rank);
 
