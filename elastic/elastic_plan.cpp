@@ -23,6 +23,10 @@ std::string arrive_key(const std::string& job, int64_t epoch, int64_t worker_id)
   return arrive_prefix(job, epoch) + std::to_string(worker_id);
 }
 
+std::string barrier_key(const std::string& job, int64_t epoch) {
+  return job + "/barrier/" + std::to_string(epoch);
+}
+
 std::string notice_key(const std::string& job) {
   return job + "/notice";
 }

@@ -16,6 +16,12 @@
 //                       barrier: the driver plans E once every member of
 //                       E - 1 arrived, exited or was failed); the value is
 //                       an arrival (below)
+//   J/barrier/<E>       troupe-run opened the reset barrier of epoch E (the
+//                       value says why): written before J/plan/<E>, and as
+//                       soon as the barrier opens. A rank still bootstrapping
+//                       epoch E - 1 that finds it while waiting for a peer's
+//                       endpoint gives E - 1 up and arrives at E: the peer
+//                       left, failed or is resetting, so it never publishes
 //   J/notice            "<E> <kind>": troupe-run found a change of hosts
 //                       while epoch E ran (kind: added, removed, mixed)
 //   J/hosts             "<active> <blacklisted> <cooling down>": the hosts
@@ -40,6 +46,7 @@ using membership_plan = std::vector<plan_member>;
 std::string plan_key(const std::string& job, int64_t epoch);
 std::string arrive_prefix(const std::string& job, int64_t epoch);
 std::string arrive_key(const std::string& job, int64_t epoch, int64_t worker_id);
+std::string barrier_key(const std::string& job, int64_t epoch);
 std::string notice_key(const std::string& job);
 
 std::string encode_plan(const membership_plan& plan);

@@ -2,27 +2,58 @@
 
 #include "elastic/store.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 #include <utility>
 
 namespace troupe::elastic {
 
+namespace {
+
+using std::chrono::milliseconds;
+
+// Slices of a wait that watches for an abandon key: short at first (most
+// exchanges complete within milliseconds), then one get() a second.
+constexpr milliseconds first_slice{50};
+constexpr milliseconds longest_slice{1000};
+
+} // namespace
+
 void arrive_and_wait(store_client& store, const std::string& prefix, int size,
-                     std::chrono::milliseconds timeout) {
+                     milliseconds timeout, const std::optional<std::string>& abandon) {
   const auto all = prefix + "all";
   if (store.add(prefix + "arrived", 1) == size)
     store.set(all, "");
-  if (!store.wait({all}, timeout))
-    throw store_error("only " + store.get(prefix + "arrived").value_or("0") + " of " +
-                      std::to_string(size) + " ranks arrived at '" + prefix + "' within " +
-                      std::to_string(timeout.count()) + " ms");
+  const auto missing = [&] {
+    return "only " + store.get(prefix + "arrived").value_or("0") + " of " +
+           std::to_string(size) + " ranks arrived at '" + prefix + "'";
+  };
+  if (!abandon) {
+    if (!store.wait({all}, timeout))
+      throw store_error(missing() + " within " + std::to_string(timeout.count()) + " ms");
+    return;
+  }
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + timeout;
+  for (auto slice = first_slice;; slice = std::min(slice * 2, longest_slice)) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - clock::now());
+    if (store.wait({all}, std::max(milliseconds{0}, std::min(slice, left))))
+      return;
+    // Checked after the wait: a rank that finds every other arrived goes
+    // on, even when the key appeared meanwhile.
+    if (auto why = store.get(*abandon))
+      throw exchange_abandoned(missing() + ", and '" + *abandon + "' appeared: " + *why);
+    if (clock::now() >= deadline)
+      throw store_error(missing() + " within " + std::to_string(timeout.count()) + " ms");
+  }
 }
 
 std::vector<std::string> gather_published(store_client& store, const std::string& values_prefix,
                                           const std::string& arrival_prefix, int size,
-                                          std::chrono::milliseconds timeout) {
-  arrive_and_wait(store, arrival_prefix, size, timeout);
+                                          milliseconds timeout,
+                                          const std::optional<std::string>& abandon) {
+  arrive_and_wait(store, arrival_prefix, size, timeout, abandon);
   auto published = store.list_values(values_prefix);
   std::vector<std::string> values;
   values.reserve(static_cast<size_t>(size));

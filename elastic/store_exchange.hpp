@@ -1,12 +1,22 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "elastic/store.hpp"
+
 namespace troupe::elastic {
 
-class store_client;
+/// An exchange given up before every rank arrived because the key it was
+/// told to watch appeared (troupe-run opened the next epoch's reset
+/// barrier): the missing ranks will not come. what() names the key and
+/// holds its value.
+class exchange_abandoned : public store_error {
+public:
+  using store_error::store_error;
+};
 
 // Collective exchanges of a job's ranks through the store, costing each rank
 // a constant number of store operations whatever the job's size: a
@@ -18,17 +28,22 @@ class store_client;
 /// Counts this rank in under `prefix` and waits until all `size` ranks
 /// have: one add and one wait per rank (the last to arrive sets the key
 /// everyone waits for). Throws store_error naming how many arrived when
-/// `timeout` passes first.
+/// `timeout` passes first. With `abandon`, the wait is cut into slices
+/// (50 ms, doubling up to 1 s) with a get() of that key between them, and
+/// throws exchange_abandoned once it exists while ranks are still missing.
 void arrive_and_wait(store_client& store, const std::string& prefix, int size,
-                     std::chrono::milliseconds timeout);
+                     std::chrono::milliseconds timeout,
+                     const std::optional<std::string>& abandon = std::nullopt);
 
 /// After each rank set its value at `values_prefix` + its rank: counts
 /// this rank in under `arrival_prefix` (arrive_and_wait) and returns every
 /// rank's value, indexed by rank, from one listing. Throws store_error
-/// naming a rank that arrived without its value.
-std::vector<std::string> gather_published(store_client& store, const std::string& values_prefix,
-                                          const std::string& arrival_prefix, int size,
-                                          std::chrono::milliseconds timeout);
+/// naming a rank that arrived without its value, exchange_abandoned as
+/// arrive_and_wait does.
+std::vector<std::string> gather_published(
+  store_client& store, const std::string& values_prefix, const std::string& arrival_prefix,
+  int size, std::chrono::milliseconds timeout,
+  const std::optional<std::string>& abandon = std::nullopt);
 
 /// Rank `rank` of `size` sends `to_peer[p]` to every peer p (its own entry
 /// is ignored) and returns what each peer sent it, indexed by rank (its own

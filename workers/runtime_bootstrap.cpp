@@ -11,6 +11,7 @@
 
 #include "backends/thread_affinity.hpp"
 #include "control/control_links.hpp"
+#include "elastic/elastic_plan.hpp"
 #include "elastic/membership_epoch.hpp"
 #include "elastic/store_exchange.hpp"
 #include "workers/elastic_join.hpp"
@@ -41,9 +42,21 @@ status runtime::impl::connect_peers(epoch_run& next, const identity& id, clock::
                 std::to_string(id.rank) + " of job " + id.job_id};
     // Then one listing of every endpoint once all ranks published
     // theirs, not one wait per peer (O(N^2) through the store's thread).
-    all = elastic::gather_published(
-      *store, id.job_id + "/endpoint/", id.job_id + "/endpoints-published/", id.size,
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
+    // In elastic mode, troupe-run opening the next epoch's reset barrier
+    // means a missing rank will not come (it failed or left, or gave this
+    // epoch up): waiting out the start timeout could overrun the barrier's
+    // deadline (--reset-timeout), and troupe-run would fail this worker.
+    std::optional<std::string> abandon;
+    if (base.elastic)
+      abandon = elastic::barrier_key(base.job_id, next.epoch + 1);
+    try {
+      all = elastic::gather_published(
+        *store, id.job_id + "/endpoint/", id.job_id + "/endpoints-published/", id.size,
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()), abandon);
+    } catch (const elastic::exchange_abandoned& e) {
+      return {status_code::reset, "membership epoch " + std::to_string(next.epoch) +
+                                    " is given up before every rank connected: " + e.what()};
+    }
   } else {
     all = launch->allgather(own.encode());
   }

@@ -123,6 +123,12 @@ elastic_driver::clock::time_point elastic_driver::step(clock::time_point now) {
             seconds_text(now - *store_down_since_) + " s\n");
     store_down_since_.reset();
   }
+  // Before the barrier is decided: a member that never connected (failed
+  // or left before publishing its endpoint) would otherwise hold its
+  // peers in epoch_'s bootstrap for their whole start timeout, which may
+  // be past the barrier's deadline.
+  if (barrier_opened_)
+    tell_barrier(epoch_ + 1, barrier_why_);
   if (epoch_ < 0)
     try_start(now);
   else if (barrier_opened_)
@@ -204,6 +210,7 @@ void elastic_driver::open_barrier(clock::time_point now, const std::string& reas
   if (observe_.barrier_opened)
     observe_.barrier_opened(reason);
   barrier_opened_ = now;
+  barrier_why_ = why;
   if (timed) {
     start_deadline(now, why);
     return;
@@ -355,6 +362,8 @@ void elastic_driver::write_plan(membership_plan& plan, clock::time_point now) {
   const int64_t next = epoch_ + 1;
   // Before the plan: the ranks that join it read the states that led to it.
   share_host_states(now);
+  if (next > 0)
+    tell_barrier(next, "membership epoch " + std::to_string(next) + " is planned");
   auto id = next_worker_id_;
   for (auto& m : plan)
     if (m.worker_id == new_seat)
@@ -487,6 +496,13 @@ void elastic_driver::fail_worker(int64_t id, const std::string& why, int code,
     }
   }
   open_barrier(now, "failure", "a worker failed");
+}
+
+void elastic_driver::tell_barrier(int64_t epoch, const std::string& why) {
+  if (epoch <= barrier_told_)
+    return;
+  store_.set(barrier_key(s_.job.job_id, epoch), why);
+  barrier_told_ = epoch;
 }
 
 void elastic_driver::stop_job(const std::string& why, int code) {

@@ -143,6 +143,9 @@ private:
   void spawn(const plan_member& seat, const rank_slot& slot, int size, clock::time_point now);
   void fail_worker(int64_t id, const std::string& why, int code, clock::time_point now);
   void stop_job(const std::string& why, int code);
+  /// Writes J/barrier/<epoch> (once): ranks still connecting for epoch - 1
+  /// stop waiting for a peer that will not come.
+  void tell_barrier(int64_t epoch, const std::string& why);
   /// Who arrived at the reset barrier of `epoch`, by worker id.
   std::map<int64_t, arrival> arrived(int64_t epoch);
   membership_plan survivors() const;
@@ -171,6 +174,8 @@ private:
   std::optional<clock::time_point> barrier_timed_from_;  // its deadline runs since
   std::optional<clock::time_point> barrier_deadline_;    // none: waits for exits/arrivals
   std::optional<clock::time_point> slots_deadline_;    // waiting for --min-np slots
+  std::string barrier_why_;                            // why the barrier opened
+  int64_t barrier_told_ = 0;                           // newest J/barrier/<E> written
   int64_t announced_ = -1;                             // epoch whose change was announced
   bool settled_ = false;                               // every member arrived at epoch_
   std::vector<std::pair<int64_t, clock::time_point>> kill_at_;  // leftovers to SIGKILL

@@ -164,5 +164,26 @@ TEST(elastic_driver, gives_up_on_a_store_down_past_the_start_timeout) {
   EXPECT_EQ(r.report.find("membership epoch 0"), std::string::npos) << r.report;
 }
 
+// A worker that fails before its peers connected: troupe-run says in the
+// store that the next epoch's reset barrier is open (<job>/barrier/1), so
+// that the peers still waiting for its endpoint give epoch 0 up at once,
+// not at their start timeout. Written once the store answers again when it
+// was down as the barrier opened.
+TEST(elastic_driver, tells_the_workers_when_it_opens_a_reset_barrier) {
+  for (bool outage : {false, true}) {
+    flaky_store store;
+    if (outage)
+      store.down(milliseconds{300}, milliseconds{900});
+    const auto r = run_job(
+      store, "case $HOROVOD_RANK in 1) sleep 0.4; exit 3;; *) sleep 1.5;; esac",
+      std::chrono::seconds(5));
+    EXPECT_EQ(r.code, 3) << r.report;
+    EXPECT_EQ(store.get("job/barrier/1"), std::optional<std::string>("a worker failed"))
+      << r.report;
+    EXPECT_FALSE(store.get("job/barrier/0")) << r.report;
+    EXPECT_FALSE(store.get("job/barrier/2")) << r.report;
+  }
+}
+
 } // namespace
 } // namespace troupe::elastic::launcher

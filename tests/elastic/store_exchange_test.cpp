@@ -118,3 +118,61 @@ TEST(store_exchange, a_stray_key_in_a_mailbox_fails_the_exchange_naming_it) {
     EXPECT_NE(std::string(e.what()).find("job/z/to/0/zz"), std::string::npos) << e.what();
   }
 }
+
+// Elastic bootstrap: a rank that died before publishing never arrives, and
+// troupe-run opening the next reset barrier says so. The others give the
+// exchange up within a slice of the wait, not at its timeout (which can be
+// past the barrier's deadline).
+TEST(store_exchange, a_gather_watching_an_abandon_key_gives_up_once_it_appears) {
+  fixture f;
+  auto a = f.client();
+  auto driver = f.client();
+  a->set("job/ep/0", "x");
+  const auto began = std::chrono::steady_clock::now();
+  auto setter = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(300ms);
+    driver->set("job/barrier/1", "a worker failed");
+  });
+  try {
+    gather_published(*a, "job/ep/", "job/arrived/", 2, 20s, std::string("job/barrier/1"));
+    FAIL() << "rank 1 never arrived";
+  } catch (const exchange_abandoned& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("only 1 of 2 ranks arrived at 'job/arrived/'"), std::string::npos)
+      << what;
+    EXPECT_NE(what.find("'job/barrier/1' appeared: a worker failed"), std::string::npos) << what;
+  }
+  setter.get();
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 3s);
+}
+
+TEST(store_exchange, a_gather_that_completes_ignores_its_abandon_key) {
+  fixture f;
+  auto a = f.client();
+  a->set("job/ep/0", "x");
+  a->set("job/barrier/1", "a worker left");
+  EXPECT_EQ(gather_published(*a, "job/ep/", "job/arrived/", 1, 1s,
+                             std::string("job/barrier/1")),
+            std::vector<std::string>{"x"});
+}
+
+TEST(store_exchange, a_gather_watching_an_absent_abandon_key_times_out_as_before) {
+  fixture f;
+  auto a = f.client();
+  a->set("job/ep/0", "x");
+  const auto began = std::chrono::steady_clock::now();
+  try {
+    gather_published(*a, "job/ep/", "job/arrived/", 2, 400ms, std::string("job/barrier/1"));
+    FAIL() << "rank 1 never arrived";
+  } catch (const exchange_abandoned& e) {
+    FAIL() << "abandoned without the key: " << e.what();
+  } catch (const store_error& e) {
+    EXPECT_NE(std::string(e.what()).find("only 1 of 2 ranks arrived at 'job/arrived/' within "
+                                         "400 ms"),
+              std::string::npos)
+      << e.what();
+  }
+  const auto took = std::chrono::steady_clock::now() - began;
+  EXPECT_GE(took, 400ms);
+  EXPECT_LT(took, 3s);
+}
