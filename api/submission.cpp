@@ -130,11 +130,11 @@ prepared prepare_alltoall(const tensor& input, const std::string& name,
     for (auto s : splits) {
       if (s < 0)
         return invalid(where + "splits must not be negative.");
+      if (s > rows - sum)  // sum + s > rows, without the overflow
+        return invalid(where + "Sum of splits entries is greater than the first dimension of "
+                               "tensor.");
       sum += s;
     }
-    if (sum > rows)
-      return invalid(where + "Sum of splits entries is greater than the first dimension of "
-                             "tensor.");
   }
   return ok(std::move(e));
 }

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <thread>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -111,6 +112,15 @@ int run_error_checks(int rank, int size) {
   immediate("splits sum", alltoall(f4, "e.splitsum", too_many),
             "alltoall of 'e.splitsum': Sum of splits entries is greater than the first "
             "dimension of tensor.");
+  if (size > 1) {
+    // A sum that would wrap to a negative one, and pass as a small one.
+    std::vector<int64_t> wrapping(static_cast<size_t>(size), 0);
+    wrapping[0] = std::numeric_limits<int64_t>::max();
+    wrapping[1] = 2;
+    immediate("splits wrap", alltoall(f4, "e.splitwrap", wrapping),
+              "alltoall of 'e.splitwrap': Sum of splits entries is greater than the first "
+              "dimension of tensor.");
+  }
   immediate("indivisible", alltoall({f.data(), data_type::float32, {static_cast<int64_t>(size) + 1}}, "e.div"),
             "alltoall of 'e.div': splits not provided, but first dimension of tensor is not "
             "an even multiple of the number of workers.");

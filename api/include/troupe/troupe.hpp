@@ -107,7 +107,9 @@ int mpi_threads_supported();
 /// Both must have the same dtype and shape on every rank. The input is
 /// multiplied by `prescale_factor` before and the result by
 /// `postscale_factor` after the reduction (AVERAGE = SUM / size). float16 and
-/// bfloat16 accumulate in float32. bool: sum is logical or, product and min
+/// bfloat16 travel as 16 bits; each step adds in float32 and rounds its
+/// partial result to 16 bits, as NCCL and Horovod's MPI float16 op do
+/// (Adasum computes in float32). bool: sum is logical or, product and min
 /// logical and; no average or scaling. Adasum (floating point, power-of-two
 /// number of ranks) follows Horovod's CPU algorithm.
 handle allreduce(const tensor& input, const tensor& output, const std::string& name,

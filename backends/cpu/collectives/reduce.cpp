@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/arith.hpp"
@@ -18,9 +19,12 @@ bool is_integer(data_type dtype) {
 
 template <class T>
 void divide_exact(void* data, size_t count, int by) {
+  // In 64 bits: a set of 128 or more does not fit int8 (the divisor turned
+  // negative), 256 not uint8 (it turned 0: SIGFPE).
+  using wide = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
   auto* p = static_cast<T*>(data);
   for (size_t i = 0; i < count; ++i)
-    p[i] = static_cast<T>(p[i] / static_cast<T>(by));
+    p[i] = static_cast<T>(static_cast<wide>(p[i]) / static_cast<wide>(by));
 }
 
 // AVERAGE of integers divides exactly (truncating), not via 1.0 / size,
