@@ -240,7 +240,10 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
       throw backend_error("tcp links: rank " + std::to_string(rank_) + " has no link to rank " +
                           std::to_string(m));
   const auto started = net::clock::now();
-  const auto deadline = started + timeout;
+  // Restarted whenever bytes move, as Gloo's per-wait timeout is: one
+  // large exchange (an 8-rank allgather of 1 GiB parts over 1 GbE takes a
+  // minute) is not cut off while it progresses; a frozen peer moves none.
+  auto deadline = started + timeout;
   const auto n = static_cast<size_t>(size_);
   // A call whose messages are at most tiny_bytes each looks again before
   // it sleeps in poll() (see tiny_spin).
@@ -292,6 +295,7 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
     // Set when the last header came in this pass: the payloads are read
     // in the next one, before any wait.
     bool just_placed = false;
+    bool moved = false;
     if (aborted_)
       fail("tcp links: aborted");
     waits.clear();
@@ -320,6 +324,7 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
         if (w < 0)
           fail("tcp links: sending to " + peer(m) + " failed: " + net::error_text(errno));
         sent[m] += static_cast<size_t>(w);
+        moved = true;
       }
       const bool sizing = place && headers_awaited > 0;
       const size_t in_total = !pieces[m].receives ? 0
@@ -341,6 +346,7 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
         if (r < 0)
           fail("tcp links: receiving from " + peer(m) + " failed: " + net::error_text(errno));
         got[m] += static_cast<size_t>(r);
+        moved = true;
         if (got[m] == sizeof(header) && sizing) {
           if (in[m].number != received_[m])
             fail("tcp links: " + peer(m) + " sent its message " + std::to_string(in[m].number) +
@@ -374,14 +380,14 @@ void tcp_links::run(std::vector<link_piece> pieces, std::chrono::milliseconds ti
       continue;
     if (waits.empty())
       break;
-    // Checked after every pass of reads and writes, whatever poll said: a
-    // peer sending a trickle does not extend the call.
-    if (net::clock::now() >= deadline) {
+    if (moved)
+      deadline = net::clock::now() + timeout;
+    else if (net::clock::now() >= deadline) {
       std::string missing;
       for (auto m : waited)
         missing += (missing.empty() ? "" : ", ") + peer(m);
-      fail("tcp links: rank " + std::to_string(rank_) + " waited " + ms(timeout) + " for " +
-           missing);
+      fail("tcp links: rank " + std::to_string(rank_) + " waited " + ms(timeout) +
+           " with no byte moving for " + missing);
     }
     if (tiny) {
       const auto spent = net::clock::now() - started;

@@ -69,8 +69,8 @@ public:
   /// who sends whom what, and may name linked members only). Each message carries its length, so a member
   /// that sent another size is named, and its number on its link, which
   /// the receiver checks against its own count.
-  /// Throws backend_error on such a message, a closed link, the timeout,
-  /// or abort(); after that every call throws: a link's byte stream is no
+  /// Throws backend_error on such a message, a closed link, `timeout`
+  /// with no byte moving either way, or abort(); after that every call throws: a link's byte stream is no
   /// longer in step. Not for concurrent calls.
   void exchange(const std::vector<link_piece>& pieces, std::chrono::milliseconds timeout);
 
