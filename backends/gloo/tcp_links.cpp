@@ -27,8 +27,10 @@ namespace {
 // rank sent it through the store.
 constexpr size_t token_size = 64;
 constexpr size_t hello_size = sizeof(uint32_t) + token_size;
-// How long an accepted connection may take to present itself.
+// How long an accepted connection may take to present itself, and how
+// many may be doing so at once.
 constexpr auto hello_limit = std::chrono::seconds(1);
+constexpr size_t max_strangers = 64;
 
 // A call of messages of at most tiny_bytes (a scalar, a barrier) is all
 // latency: its peer's message is usually a wake-up behind, and sleeping
@@ -146,15 +148,57 @@ tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, in
                                                                : net::error_text(errno)));
       fds_[p] = fd.release();
     }
+    // Connections that have not presented themselves yet, each read as its
+    // bytes come, for hello_limit at most: strangers holding theirs open
+    // silently do not stand in front of the members (at most
+    // max_strangers at once, the oldest dropped first).
+    struct stranger {
+      net::unique_fd fd;
+      std::string hello;
+      net::clock::time_point until;
+    };
+    std::vector<stranger> strangers;
+    std::vector<pollfd> polls;
     while (awaited > 0) {
-      pollfd pfd{listener.get(), POLLIN, 0};
-      const int ready = ::poll(&pfd, 1, net::poll_timeout(deadline));
+      polls.assign(1, pollfd{listener.get(), POLLIN, 0});
+      auto wake = deadline;
+      for (const auto& s : strangers) {
+        polls.push_back({s.fd.get(), POLLIN, 0});
+        wake = std::min(wake, s.until);
+      }
+      const int ready = ::poll(polls.data(), polls.size(), net::poll_timeout(wake));
       if (ready < 0 && errno != EINTR)
         throw backend_error("tcp links: poll: " + net::error_text(errno));
-      if (net::clock::now() >= deadline)
+      const auto now = net::clock::now();
+      if (now >= deadline)
         throw backend_error("tcp links: rank " + std::to_string(rank) + " still awaited " +
                             std::to_string(awaited) + " higher rank(s) after " + ms(timeout));
-      if (ready <= 0)
+      for (size_t i = strangers.size(); i-- > 0;) {
+        auto& s = strangers[i];
+        bool done = now >= s.until;
+        if (!done && polls[i + 1].revents != 0) {
+          char bytes[hello_size];
+          const auto r = ::recv(s.fd.get(), bytes, hello_size - s.hello.size(), MSG_DONTWAIT);
+          if (r > 0)
+            s.hello.append(bytes, static_cast<size_t>(r));
+          done = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+        }
+        if (!done && s.hello.size() == hello_size) {
+          done = true;
+          uint32_t from = 0;
+          std::memcpy(&from, s.hello.data(), sizeof from);
+          if (from > static_cast<uint32_t>(rank) && from < static_cast<uint32_t>(size) &&
+              linked[from] && fds_[from] < 0 &&
+              elastic::equal_digests(s.hello.substr(sizeof from), tokens[from])) {
+            net::set_nodelay(s.fd.get());
+            fds_[from] = s.fd.release();
+            --awaited;
+          }
+        }
+        if (done)
+          strangers.erase(strangers.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      if (!(polls[0].revents & POLLIN))
         continue;
       net::unique_fd fd{::accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)};
       // This process's own errors end the setup; the others (a pending
@@ -166,20 +210,9 @@ tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, in
                             " could not accept a link: " + net::error_text(errno));
       if (!fd)
         continue;
-      // A stranger's connection costs at most hello_limit, then is dropped.
-      std::string hello;
-      const auto limit = std::min(deadline, net::clock::now() + hello_limit);
-      if (net::recv_exact(fd.get(), hello_size, hello, limit) != net::io_result::done)
-        continue;
-      uint32_t from = 0;
-      std::memcpy(&from, hello.data(), sizeof from);
-      if (from <= static_cast<uint32_t>(rank) || from >= static_cast<uint32_t>(size) ||
-          !linked[from] || fds_[from] >= 0 ||
-          !elastic::equal_digests(hello.substr(sizeof from), tokens[from]))
-        continue;
-      net::set_nodelay(fd.get());
-      fds_[from] = fd.release();
-      --awaited;
+      if (strangers.size() == max_strangers)
+        strangers.erase(strangers.begin());
+      strangers.push_back({std::move(fd), {}, std::min(deadline, now + hello_limit)});
     }
   } catch (...) {
     close_all();
