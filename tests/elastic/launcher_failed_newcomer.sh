@@ -8,12 +8,14 @@
 #
 #   launcher_failed_newcomer.sh TROUPE_RUN PYTHONPATH [START_TIMEOUT RESET_TIMEOUT]
 #
-# The timeouts (default 5 and 20) choose what is checked: with a start
+# Whatever the timeouts, the members of the epoch that cannot start give
+# it up as soon as troupe-run opens the next reset barrier (they see
+# <job>/barrier/<E> within about 1 s), not when their start timeout passes.
+# The timeouts (default 5 and 20) choose what else is checked: with a start
 # timeout below the reset timeout, that a newcomer whose first epoch cannot
-# start is not ended by init() (the epoch's members give it up when their
-# start timeout passes); with one above it (40 and 20), that they give it
-# up as soon as troupe-run opens the next reset barrier, not at their start
-# timeout, which is past the barrier's deadline.
+# start is not ended by init(); with one above it (40 and 20), also that
+# the job runs at size 3 within 15 s of the hosts being added, long before
+# the start timeout, which is past the barrier's deadline.
 set -euo pipefail
 run=$1
 export PYTHONPATH=$2 PYTHONDONTWRITEBYTECODE=1
