@@ -74,7 +74,12 @@ char* device_result(actors::tensor_entry& e, const shape_t& shape) {
   if (!e.allocate)
     throw backend_error("the result of CUDA tensor '" + e.request.tensor_name() +
                         "' needs an output_allocator");
-  return result_buffer(e, shape);
+  auto* memory = result_buffer(e, shape);
+  // result_buffer's stand-in is host memory, which NCCL cannot write: this
+  // rank cannot take its part, and the set breaks as for any NCCL failure.
+  if (!e.allocation_failure.empty())
+    throw backend_error(e.allocation_failure);
+  return memory;
 }
 
 size_t row_bytes(const tensor& t) {

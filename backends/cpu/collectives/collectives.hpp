@@ -50,7 +50,9 @@ void run_in_batches(const std::vector<actors::tensor_entry_ptr>& entries, size_t
 /// Where the result of `e` goes once negotiation has sized it to `shape`
 /// (the input's dtype): memory from the caller's output_allocator, else the
 /// handle's output bytes. Records the shape on the handle. Never null, so
-/// an empty result can be handed to a backend too.
+/// an empty result can be handed to a backend too: where the allocator
+/// gives no memory, the handle's bytes stand in and
+/// `e.allocation_failure` says why (the collective fails after it ran).
 char* result_buffer(actors::tensor_entry& e, const shape_t& shape);
 
 /// What a collective runs with: the communicator, the local rank's place
