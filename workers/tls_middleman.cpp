@@ -1,8 +1,10 @@
 #include "workers/tls_middleman.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -42,16 +44,10 @@ using default_mpx = caf::io::network::default_multiplexer;
 // SSL object for good.
 constexpr auto handshake_deadline = std::chrono::seconds(5);
 // Differs: at most this many accepted connections of a listening socket wait
-// for that at once; more are closed as they are accepted. A peer of the job
-// refused so retries (control_dialer).
+// for that at once; past it the oldest is closed for each new one, so that
+// silent connections kept coming cannot shut a peer of the job out (one
+// closed so retries, control_dialer).
 constexpr size_t max_pending_handshakes = 64;
-
-// What a listening socket shares with its connections that are still in
-// their handshake.
-struct pending_handshakes {
-  std::atomic<size_t> count{0};
-  bool warned = false;  // the multiplexer's thread only
-};
 
 // One accepted connection from its accept until the peer's first
 // application bytes arrive, when its TLS handshake is over. Owned by the
@@ -59,17 +55,11 @@ struct pending_handshakes {
 // which its deadline (a weak reference) may therefore shut down.
 class handshake_watch {
 public:
-  handshake_watch(std::shared_ptr<pending_handshakes> pending, native_socket fd)
-    : pending_(std::move(pending)), fd_(fd) {
-    ++pending_->count;
+  explicit handshake_watch(native_socket fd) : fd_(fd) {
   }
 
   handshake_watch(const handshake_watch&) = delete;
   handshake_watch& operator=(const handshake_watch&) = delete;
-
-  ~handshake_watch() {
-    --pending_->count;
-  }
 
   // On the multiplexer's thread, past the deadline: the stream then reads
   // the end of the socket, fails and tells the broker, which drops it.
@@ -82,7 +72,6 @@ public:
   }
 
 private:
-  std::shared_ptr<pending_handshakes> pending_;
   native_socket fd_;
 };
 
@@ -242,20 +231,26 @@ public:
     auto fd = acceptor_.accepted_socket();
     caf::detail::socket_guard guard{fd};
     // Differs: a bounded number of handshakes at once, each with a deadline.
-    if (pending_->count.load() >= max_pending_handshakes) {
-      if (!pending_->warned) {
-        pending_->warned = true;
+    pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                  [](const handshake_ref& w) { return w.expired(); }),
+                   pending_.end());
+    if (pending_.size() >= max_pending_handshakes) {
+      if (!warned_) {
+        warned_ = true;
         spdlog::warn("troupe: control plane: {} connections to port {} have not completed "
-                     "their TLS handshake; closing new ones until fewer have (logged once)",
+                     "their TLS handshake; closing the oldest for each new one (logged once)",
                      max_pending_handshakes, port());
       }
-      return false;  // the guard closes the socket
+      if (auto oldest = pending_.front().lock())
+        oldest->expire();
+      pending_.pop_front();
     }
     caf::io::network::nonblocking(fd, true);
     auto session = make_session(parent()->system(), fd, true);
     if (!session)
       return false;
-    auto watch = std::make_shared<const handshake_watch>(pending_, fd);
+    auto watch = std::make_shared<const handshake_watch>(fd);
+    pending_.push_back(watch);
     caf::delayed_anon_send(reaper_, handshake_deadline, expire_atom::value, handshake_ref{watch});
     auto scribe = caf::make_counted<scribe_impl>(mpx, fd, std::move(session), std::move(watch));
     guard.release();  // the scribe owns the socket now
@@ -266,7 +261,10 @@ public:
 
 private:
   caf::actor reaper_;
-  std::shared_ptr<pending_handshakes> pending_ = std::make_shared<pending_handshakes>();
+  // Connections still in their handshake, oldest first (the multiplexer's
+  // thread only).
+  std::deque<handshake_ref> pending_;
+  bool warned_ = false;
 };
 
 class tls_middleman_actor : public caf::io::middleman_actor_impl {
