@@ -17,7 +17,7 @@ struct ssh_options {
 constexpr int remote_secret_fd = 3;
 
 /// The command that starts `command` on `host` over ssh, as Horovod builds
-/// it: `ssh -o PasswordAuthentication=no -o StrictHostKeyChecking=no
+/// it but refusing a host whose key changed: `ssh -o PasswordAuthentication=no -o StrictHostKeyChecking=accept-new
 /// -o BatchMode=yes [-p PORT] [-i FILE] -- HOST 'REMOTE'`, no prompt ever
 /// waiting for a password or a host key, and no HOST taken for an option
 /// (`--`). REMOTE changes to `cwd`, moves
