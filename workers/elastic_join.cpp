@@ -21,7 +21,10 @@ status await_seat(elastic::store_client& store, const std::string& job, int64_t 
                   elastic_seat& seat) {
   int64_t target = first;
   for (;;) {
-    store.set(elastic::arrive_key(job, target, worker_id), elastic::encode_arrival(me));
+    // `me.lost` are ranks of epoch first - 1: at a later epoch's barrier
+    // they would name other workers.
+    store.set(elastic::arrive_key(job, target, worker_id),
+              elastic::encode_arrival(target == first ? me : elastic::arrival{me.veteran, {}}));
     auto newest = elastic::epoch(store, job);
     if (newest < target) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -24,7 +24,8 @@ struct elastic_seat {
 
 /// Joins the driver's newest membership epoch, at least `first`: marks
 /// this worker arrived at the reset barrier of each epoch it waits for
-/// (with `me`: whether it served before, which peers it lost), waits until
+/// (with `me`: whether it served before, which ranks of epoch `first` - 1
+/// it lost, told at `first` only), waits until
 /// troupe-run publishes the plan (bounded by `deadline`, naming the epoch
 /// when it passes) and finds this worker's seat in it.
 status await_seat(elastic::store_client& store, const std::string& job, int64_t worker_id,

@@ -2,6 +2,7 @@
 // connections to the peers, the global process set, and an elastic
 // process's seat in troupe-run's plan.
 #include "workers/runtime_impl.hpp"
+#include "workers/runtime_bootstrap.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -200,7 +201,7 @@ status runtime::impl::bootstrap(int64_t epoch, const identity& id, clock::time_p
 }
 
 status runtime::impl::enter_planned(int64_t first, std::vector<int> lost) {
-  for (;;) {
+  for (int failed = 0;;) {
     // Each plan is awaited for as long as troupe-run may take to publish
     // it: its reset barrier, then waiting for --min-np slots.
     const auto plan_deadline =
@@ -225,24 +226,48 @@ status runtime::impl::enter_planned(int64_t first, std::vector<int> lost) {
       read_host_states();
       return started;
     }
-    // Two processes claiming one rank, or a malformed endpoint: not a
-    // missing peer, and no later epoch mends it.
-    if (started.code() == status_code::invalid_argument)
+    // A member of this epoch is missing (failed, left, or resetting): the
+    // epoch cannot start, and troupe-run plans the next one only once
+    // every member arrived there, exited or was failed. Returning the
+    // error would hold that plan back until the reset timeout; out of
+    // init() it would end this process, and troupe-run would blacklist its
+    // healthy host. So arrive at the next epoch and wait for its plan
+    // (troupe-run publishes it, or kills this worker at the reset
+    // barrier's deadline). A failure of this process's own (two processes
+    // claiming one rank, a backend that cannot start here) is returned, and
+    // so is a second epoch in a row that does not start: troupe-run then
+    // learns of this host, rather than the worker resetting forever.
+    const auto abandoned = [&] {
+      return store->get(elastic::barrier_key(base.job_id, seat.epoch + 1)).has_value();
+    };
+    if (!retry_next_epoch(started, ++failed, abandoned))
       return started;
-    // Otherwise a member of this epoch is missing (failed, left, or
-    // resetting): the epoch cannot start, and troupe-run plans the next
-    // one only once every member arrived there, exited or was failed.
-    // Returning the error would hold that plan back until the reset
-    // timeout; out of init() it would end this process, and troupe-run
-    // would blacklist its healthy host. So arrive at the next epoch and
-    // wait for its plan (troupe-run publishes it, or kills this worker at
-    // the reset barrier's deadline).
     spdlog::warn("troupe worker {}: membership epoch {} did not start ({}); waiting for "
                  "troupe-run's epoch {}",
                  base.worker_id, seat.epoch, started.message(), seat.epoch + 1);
-    leave_epoch(seat.epoch + 1);
-    first = seat.epoch + 1;
+    // The peers this worker lost in that epoch (connected, then gone) tell
+    // troupe-run whom not to wait for at the next barrier.
+    const auto alive = leave_epoch(seat.epoch + 1);
     lost.clear();
+    for (int r = 0; !alive.empty() && r < id.size; ++r)
+      if (std::find(alive.begin(), alive.end(), r) == alive.end())
+        lost.push_back(r);
+    first = seat.epoch + 1;
+  }
+}
+
+bool retry_next_epoch(const status& why, int failed, const std::function<bool()>& abandoned) {
+  if (failed >= max_failed_epochs)
+    return false;
+  switch (why.code()) {
+  case status_code::reset:
+  case status_code::timeout:
+  case status_code::peer_lost:
+    return true;
+  case status_code::invalid_argument:
+    return false;
+  default:
+    return abandoned();
   }
 }
 
