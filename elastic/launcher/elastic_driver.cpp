@@ -116,13 +116,9 @@ elastic_driver::clock::time_point elastic_driver::step(clock::time_point now) {
   if (now < next_poll_)
     return next_poll_;
   next_poll_ = now + store_poll;
-  if (store_down_since_) {
-    // Not every step reaches the store: ask it before saying it is back.
+  // Not every step reaches the store: while it is down, ask it first.
+  if (store_down_since_)
     store_.get(epoch_key(s_.job.job_id));
-    report_("troupe-run: the rendezvous store " + store_.where() + " answers again after " +
-            seconds_text(now - *store_down_since_) + " s\n");
-    store_down_since_.reset();
-  }
   // Before the barrier is decided: a member that never connected (failed
   // or left before publishing its endpoint) would otherwise hold its
   // peers in epoch_'s bootstrap for their whole start timeout, which may
@@ -141,6 +137,13 @@ elastic_driver::clock::time_point elastic_driver::step(clock::time_point now) {
   else
     announce_changes(now);
   share_host_states(now);
+  // Back only once a whole step went through: a store that answers reads
+  // but refuses writes (an etcd out of space) is still down.
+  if (store_down_since_) {
+    report_("troupe-run: the rendezvous store " + store_.where() + " answers again after " +
+            seconds_text(now - *store_down_since_) + " s\n");
+    store_down_since_.reset();
+  }
   return next_poll_;
 }
 

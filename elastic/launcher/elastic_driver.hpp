@@ -113,6 +113,8 @@ private:
 
   /// step(), but a store_error is retried on later ticks (warned about
   /// once per outage) until the store has failed for store_outage_limit.
+  /// An outage ends only when a whole step goes through, not at the first
+  /// request the store answers.
   clock::time_point tick(clock::time_point now);
   clock::time_point step(clock::time_point now);
   clock::time_point store_failed(clock::time_point now, const store_error& e);

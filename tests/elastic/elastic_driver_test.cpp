@@ -23,8 +23,15 @@ public:
     windows_.emplace_back(start_ + from, start_ + to);
   }
 
+  /// Fails every write (not reads) between `from` and `to`, as an etcd
+  /// with its NOSPACE alarm raised.
+  void full(milliseconds from, milliseconds to) {
+    write_windows_.emplace_back(start_ + from, start_ + to);
+  }
+
   void set(const std::string& key, const std::string& value) override {
     check("set '" + key + "'");
+    check_write("set '" + key + "'");
     data_[key] = value;
   }
   std::optional<std::string> get(const std::string& key) override {
@@ -37,6 +44,7 @@ public:
   }
   bool remove(const std::string& key) override {
     check("remove '" + key + "'");
+    check_write("remove '" + key + "'");
     return data_.erase(key) > 0;
   }
   compare_set_result compare_set(const std::string&, const std::optional<std::string>&,
@@ -84,8 +92,19 @@ private:
       }
   }
 
+  void check_write(const std::string& what) {
+    const auto now = clock::now();
+    for (const auto& [from, to] : write_windows_)
+      if (now >= from && now < to) {
+        ++failures;
+        throw store_error("store " + where() + ": " + what +
+                          ": HTTP 400: etcdserver: mvcc: database space exceeded");
+      }
+  }
+
   clock::time_point start_ = clock::now();
   std::vector<std::pair<clock::time_point, clock::time_point>> windows_;
+  std::vector<std::pair<clock::time_point, clock::time_point>> write_windows_;
   std::map<std::string, std::string> data_;
 };
 
@@ -161,6 +180,28 @@ TEST(elastic_driver, gives_up_on_a_store_down_past_the_start_timeout) {
                           "etcd://fake:2379/troupe/: "),
             std::string::npos)
     << r.report;
+  EXPECT_EQ(r.report.find("membership epoch 0"), std::string::npos) << r.report;
+}
+
+// A store that answers reads but refuses every write (an etcd out of
+// space) is down for as long: its answering the driver's probe does not end
+// the outage (that warned again every 0.25 s and never reached the start
+// timeout); the job ends at the start timeout, naming the store.
+TEST(elastic_driver, gives_up_on_a_store_that_refuses_writes_past_the_start_timeout) {
+  flaky_store store;
+  store.full(milliseconds{0}, milliseconds{60'000});
+  const auto start = clock::now();
+  const auto r = run_job(store, "true", milliseconds{500});
+  EXPECT_EQ(r.code, 1) << r.report;
+  EXPECT_LT(clock::now() - start, std::chrono::seconds(5));
+  EXPECT_GT(store.failures, 1);
+  EXPECT_EQ(count(r.report, "troupe-run: warning: "), 1u) << r.report;
+  EXPECT_EQ(count(r.report, " answers again "), 0u) << r.report;
+  EXPECT_NE(r.report.find("troupe-run: error: the rendezvous store etcd://fake:2379/troupe/ "
+                          "has failed for "),
+            std::string::npos)
+    << r.report;
+  EXPECT_NE(r.report.find("database space exceeded"), std::string::npos) << r.report;
   EXPECT_EQ(r.report.find("membership epoch 0"), std::string::npos) << r.report;
 }
 
