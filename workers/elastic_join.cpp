@@ -1,6 +1,7 @@
 #include "workers/elastic_join.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,9 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+constexpr std::chrono::milliseconds first_pause{10};
+constexpr std::chrono::milliseconds longest_pause{1000};
+
 } // namespace
 
 status await_seat(elastic::store_client& store, const std::string& job, int64_t worker_id,
@@ -26,7 +30,12 @@ status await_seat(elastic::store_client& store, const std::string& job, int64_t 
     store.set(elastic::arrive_key(job, target, worker_id),
               elastic::encode_arrival(target == first ? me : elastic::arrival{me.veteran, {}}));
     auto newest = elastic::epoch(store, job);
-    if (newest < target) {
+    // The plan counts only once the epoch names it: troupe-run writes the
+    // plan first, and when the epoch's write fails it writes both again,
+    // maybe with another plan. So with the plan's key there and the epoch
+    // still below it, read the epoch again (10 ms doubling to 1 s).
+    for (auto pause = first_pause; newest < target;
+         pause = std::min(2 * pause, longest_pause)) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - clock::now());
       if (left.count() <= 0 || !store.wait({elastic::plan_key(job, target)}, left))
@@ -35,6 +44,8 @@ status await_seat(elastic::store_client& store, const std::string& job, int64_t 
                             "(TROUPE_ELASTIC_TIMEOUT + TROUPE_RESET_TIMEOUT)",
                             target)};
       newest = elastic::epoch(store, job);
+      if (newest < target)
+        std::this_thread::sleep_for(std::min<clock::duration>(pause, deadline - clock::now()));
     }
     if (newest > target) {
       // Later plans supersede this one: arrive there too.

@@ -26,8 +26,9 @@ struct elastic_seat {
 /// this worker arrived at the reset barrier of each epoch it waits for
 /// (with `me`: whether it served before, which ranks of epoch `first` - 1
 /// it lost, told at `first` only), waits until
-/// troupe-run publishes the plan (bounded by `deadline`, naming the epoch
-/// when it passes) and finds this worker's seat in it.
+/// troupe-run publishes the plan and the epoch naming it (bounded by
+/// `deadline`, naming the epoch when it passes; a plan whose epoch is not
+/// written yet does not count) and finds this worker's seat in it.
 status await_seat(elastic::store_client& store, const std::string& job, int64_t worker_id,
                   int64_t first, const elastic::arrival& me,
                   std::chrono::steady_clock::time_point deadline, elastic_seat& seat);

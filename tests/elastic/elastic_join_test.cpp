@@ -78,5 +78,45 @@ TEST(elastic_join, lost_ranks_are_told_at_the_first_epoch_only) {
   EXPECT_TRUE(later.lost.empty());
 }
 
+// troupe-run writes a plan, then the epoch that names it; when the epoch's
+// write fails, it writes both again on the retry, maybe with another plan.
+// A worker takes the plan only once the epoch names it: before, it took
+// the first plan as soon as its key appeared, and workers could disagree.
+TEST(elastic_join, a_plan_counts_once_the_epoch_names_it) {
+  fixture f;
+  auto store = f.client();
+  publish(*store, 0, {{0, "a"}, {1, "b"}});
+  store->set(elastic::plan_key("job", 1), elastic::encode_plan({{0, "a"}, {1, "b"}}));
+  auto joined = std::async(std::launch::async, [&f] {
+    auto c = f.client();
+    elastic_seat seat;
+    auto s = await_seat(*c, "job", 1, 1, {true, {}}, clock::now() + 5s, seat);
+    return std::make_pair(s, seat);
+  });
+  EXPECT_EQ(joined.wait_for(300ms), std::future_status::timeout);
+  publish(*store, 1, {{1, "b"}, {2, "c"}});
+  auto [s, seat] = joined.get();
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(seat.epoch, 1);
+  EXPECT_EQ(seat.plan, (elastic::membership_plan{{1, "b"}, {2, "c"}}));
+  EXPECT_EQ(seat.layout.rank, 0);
+}
+
+// A plan whose epoch never comes is waited for up to the deadline only.
+TEST(elastic_join, a_plan_without_its_epoch_times_out_at_the_deadline) {
+  fixture f;
+  auto store = f.client();
+  publish(*store, 0, {{0, "a"}});
+  store->set(elastic::plan_key("job", 1), elastic::encode_plan({{0, "a"}}));
+  elastic_seat seat;
+  const auto start = clock::now();
+  auto s = await_seat(*store, "job", 0, 1, {true, {}}, start + 400ms, seat);
+  EXPECT_EQ(s.code(), status_code::timeout) << s.message();
+  EXPECT_NE(s.message().find("no membership plan for epoch 1 in time"), std::string::npos)
+    << s.message();
+  EXPECT_GE(clock::now() - start, 400ms);
+  EXPECT_LT(clock::now() - start, 2s);
+}
+
 } // namespace
 } // namespace troupe::workers
