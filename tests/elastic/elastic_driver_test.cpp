@@ -82,29 +82,29 @@ public:
   int failures = 0;
 
 private:
-  void check(const std::string& what) {
+  using windows = std::vector<std::pair<clock::time_point, clock::time_point>>;
+
+  // Throws, as the store would, inside any of `during`.
+  void fail_in(const windows& during, const std::string& what, const char* reply) {
     const auto now = clock::now();
-    for (const auto& [from, to] : windows_)
+    for (const auto& [from, to] : during)
       if (now >= from && now < to) {
         ++failures;
-        throw store_error("store " + where() + ": " + what +
-                          ": HTTP 503: etcdserver: leader changed");
+        throw store_error("store " + where() + ": " + what + ": " + reply);
       }
+  }
+
+  void check(const std::string& what) {
+    fail_in(windows_, what, "HTTP 503: etcdserver: leader changed");
   }
 
   void check_write(const std::string& what) {
-    const auto now = clock::now();
-    for (const auto& [from, to] : write_windows_)
-      if (now >= from && now < to) {
-        ++failures;
-        throw store_error("store " + where() + ": " + what +
-                          ": HTTP 400: etcdserver: mvcc: database space exceeded");
-      }
+    fail_in(write_windows_, what, "HTTP 400: etcdserver: mvcc: database space exceeded");
   }
 
   clock::time_point start_ = clock::now();
-  std::vector<std::pair<clock::time_point, clock::time_point>> windows_;
-  std::vector<std::pair<clock::time_point, clock::time_point>> write_windows_;
+  windows windows_;
+  windows write_windows_;
   std::map<std::string, std::string> data_;
 };
 
