@@ -201,7 +201,7 @@ status runtime::impl::bootstrap(int64_t epoch, const identity& id, clock::time_p
 }
 
 status runtime::impl::enter_planned(int64_t first, std::vector<int> lost) {
-  for (int failed = 0;;) {
+  for (int own_failures = 0;;) {
     // Each plan is awaited for as long as troupe-run may take to publish
     // it: its reset barrier, then waiting for --min-np slots.
     const auto plan_deadline =
@@ -235,12 +235,20 @@ status runtime::impl::enter_planned(int64_t first, std::vector<int> lost) {
     // (troupe-run publishes it, or kills this worker at the reset
     // barrier's deadline). A failure of this process's own (two processes
     // claiming one rank, a backend that cannot start here) is returned, and
-    // so is a second epoch in a row that does not start: troupe-run then
-    // learns of this host, rather than the worker resetting forever.
+    // so is a second such failure: troupe-run then learns of this host,
+    // rather than the worker resetting forever.
     const auto abandoned = [&] {
-      return store->get(elastic::barrier_key(base.job_id, seat.epoch + 1)).has_value();
+      // troupe-run opens the next barrier once it noticed the death, which
+      // the survivors' backends may have seen first: a moment for it.
+      const auto patience = std::chrono::milliseconds(
+        static_cast<int64_t>(1000 * std::min(5.0, cfg.reset_timeout_seconds)));
+      try {
+        return store->wait({elastic::barrier_key(base.job_id, seat.epoch + 1)}, patience);
+      } catch (const elastic::store_error&) {
+        return false;
+      }
     };
-    if (!retry_next_epoch(started, ++failed, abandoned))
+    if (!retry_next_epoch(started, own_failures, abandoned))
       return started;
     spdlog::warn("troupe worker {}: membership epoch {} did not start ({}); waiting for "
                  "troupe-run's epoch {}",
@@ -256,9 +264,8 @@ status runtime::impl::enter_planned(int64_t first, std::vector<int> lost) {
   }
 }
 
-bool retry_next_epoch(const status& why, int failed, const std::function<bool()>& abandoned) {
-  if (failed >= max_failed_epochs)
-    return false;
+bool retry_next_epoch(const status& why, int& own_failures,
+                      const std::function<bool()>& abandoned) {
   switch (why.code()) {
   case status_code::reset:
   case status_code::timeout:
@@ -267,7 +274,7 @@ bool retry_next_epoch(const status& why, int failed, const std::function<bool()>
   case status_code::invalid_argument:
     return false;
   default:
-    return abandoned();
+    return ++own_failures < max_failed_epochs && abandoned();
   }
 }
 
