@@ -234,6 +234,10 @@ public:
     pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                   [](const handshake_ref& w) { return w.expired(); }),
                    pending_.end());
+    caf::io::network::nonblocking(fd, true);
+    auto session = make_session(parent()->system(), fd, true);
+    if (!session)
+      return false;
     if (pending_.size() >= max_pending_handshakes) {
       if (!warned_) {
         warned_ = true;
@@ -245,10 +249,6 @@ public:
         oldest->expire();
       pending_.pop_front();
     }
-    caf::io::network::nonblocking(fd, true);
-    auto session = make_session(parent()->system(), fd, true);
-    if (!session)
-      return false;
     auto watch = std::make_shared<const handshake_watch>(fd);
     pending_.push_back(watch);
     caf::delayed_anon_send(reaper_, handshake_deadline, expire_atom::value, handshake_ref{watch});
