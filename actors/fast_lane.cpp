@@ -25,7 +25,7 @@ namespace troupe::actors::negotiation {
 // dimensions this view lacks (every member's view of an id's version is
 // the same: all decide alike).
 arrival post_arrival(negotiator_state& st, const tensor_entry_ptr& e, cache_ref ref) {
-  auto* board = st.channel ? st.channel->board() : nullptr;
+  auto* board = st.board();
   const auto& request = e->request;
   if (!st.lane_on || !board || st.joined || !agreed_without_coordinator(request) ||
       (request.op() == v1::OP_TYPE_ALLGATHER &&
@@ -122,7 +122,7 @@ void repost_changed(negotiator_self self) {
     // Its bit would otherwise stay on the board and, once the lane is on
     // again with the id unchanged (a list with a joined rank caches
     // nothing), complete a later round without this rank.
-    if (auto* board = st.channel ? st.channel->board() : nullptr)
+    if (auto* board = st.board())
       board->withdraw(it->first, it->second.list, st.set_rank);
     it = st.posted.erase(it);
   }

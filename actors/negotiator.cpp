@@ -96,7 +96,7 @@ void fail_pending(negotiator_state& st, const status& s) {
   // stall inspector names this rank: an agreed list would have them run
   // collectives this rank no longer joins. What this rank posted must not
   // complete a round, and what it completed must look unagreed again.
-  if (auto* board = st.channel ? st.channel->board() : nullptr) {
+  if (auto* board = st.board()) {
     for (const auto& [id, posted] : st.posted)
       board->withdraw(id, posted.list, st.set_rank);
     for (const auto& [ref, e] : st.completed)

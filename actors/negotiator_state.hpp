@@ -40,6 +40,10 @@ struct negotiator_state {
   // The set's control channel when the coordinator runs in another process
   // on this host (null: lists go over the network).
   std::unique_ptr<control::channel_member> channel;
+  // Its arrival board (the fast lane's); null without a channel or board.
+  control::arrival_board* board() const {
+    return channel ? channel->board() : nullptr;
+  }
   bool channel_retry_scheduled = false;
   // This rank's place in the set's control tree (none: a leaf under the
   // coordinator, as in a star): the parent its lists go to (null: the

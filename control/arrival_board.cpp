@@ -10,11 +10,17 @@ arrival_board::arrival_board(std::atomic<uint64_t>* words, size_t count, int mem
       full_(members >= max_members ? ~uint32_t{0} : (uint32_t{1} << members) - 1) {
 }
 
+std::atomic<uint64_t>* arrival_board::word_of(uint32_t id, int member) const {
+  if (id == 0 || id > count_ || member < 0 || member >= members_ || member >= max_members)
+    return nullptr;
+  return &words_[id - 1];
+}
+
 arrival_board::outcome arrival_board::post(uint32_t id, uint64_t list, int member) {
-  if (id == 0 || id > count_ || member < 0 || member >= members_ ||
-      member >= max_members)
+  auto* at = word_of(id, member);
+  if (!at)
     return outcome::no_slot;
-  auto& word = words_[id - 1];
+  auto& word = *at;
   const auto version = version_of(list);
   const uint32_t bit = uint32_t{1} << member;
   uint64_t seen = word.load(std::memory_order_acquire);
@@ -44,9 +50,10 @@ arrival_board::outcome arrival_board::post(uint32_t id, uint64_t list, int membe
 }
 
 void arrival_board::withdraw(uint32_t id, uint64_t list, int member) {
-  if (id == 0 || id > count_ || member < 0 || member >= members_ || member >= max_members)
+  auto* at = word_of(id, member);
+  if (!at)
     return;
-  auto& word = words_[id - 1];
+  auto& word = *at;
   const auto version = version_of(list);
   const uint32_t bit = uint32_t{1} << member;
   uint64_t seen = word.load(std::memory_order_acquire);
@@ -59,11 +66,12 @@ void arrival_board::withdraw(uint32_t id, uint64_t list, int member) {
 }
 
 void arrival_board::reopen(uint32_t id, uint64_t list, int member) {
-  if (id == 0 || id > count_ || member < 0 || member >= members_ || member >= max_members)
+  auto* word = word_of(id, member);
+  if (!word)
     return;
   uint64_t emptied = uint64_t{version_of(list)} << 32;
-  words_[id - 1].compare_exchange_strong(emptied, emptied | (full_ & ~(uint32_t{1} << member)),
-                                         std::memory_order_acq_rel, std::memory_order_acquire);
+  word->compare_exchange_strong(emptied, emptied | (full_ & ~(uint32_t{1} << member)),
+                                std::memory_order_acq_rel, std::memory_order_acquire);
 }
 
 bool arrival_board::take_agreed(uint32_t id) {

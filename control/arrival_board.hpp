@@ -71,6 +71,9 @@ public:
   bool take_agreed(uint32_t id);
 
 private:
+  // The word of `id` where `member` may post to it; null outside the board.
+  std::atomic<uint64_t>* word_of(uint32_t id, int member) const;
+
   std::atomic<uint64_t>* words_;
   std::atomic<uint64_t>* agreed_;
   size_t count_;
