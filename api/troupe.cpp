@@ -94,8 +94,6 @@ struct set_view {
 std::vector<handle> submit(std::vector<api::prepared> items, const set_view& set,
                            const std::string& group = "") {
   std::vector<handle> handles;
-  if (items.empty())
-    return handles;  // an empty group: nothing to agree on, nothing to wait for
   for (const auto& item : items)
     if (!item.entry) {
       const auto s = group.empty() ? item.error

@@ -434,7 +434,7 @@ const config& runtime::cfg() const {
 
 void runtime::submit(actors::entry_batch batch, const set_lookup& where) {
   if (batch.empty())
-    return;
+    return;  // an empty group: nothing to agree on, nothing to wait for
   const auto id = static_cast<int32_t>(batch.front()->process_set_id);
   const auto* entrance = where.snapshot ? where.snapshot->entrance(id) : nullptr;
   if (!entrance) {
