@@ -94,6 +94,18 @@ std::vector<bool> linked_members(tcp_links::shape links, int rank, int size) {
   return linked;
 }
 
+// The higher rank a whole hello presents: one `rank` links with, awaits
+// still (no link yet) and gave this token; -1 for anything else.
+int presented(const std::string& hello, int rank, const std::vector<bool>& linked,
+              const std::vector<int>& fds, const std::vector<std::string>& tokens) {
+  uint32_t from = 0;
+  std::memcpy(&from, hello.data(), sizeof from);
+  if (from <= static_cast<uint32_t>(rank) || from >= linked.size() || !linked[from] ||
+      fds[from] >= 0 || !elastic::equal_digests(hello.substr(sizeof from), tokens[from]))
+    return -1;
+  return static_cast<int>(from);
+}
+
 } // namespace
 
 tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, int rank,
@@ -185,11 +197,7 @@ tcp_links::tcp_links(elastic::store_client& store, const std::string& prefix, in
         }
         if (!done && s.hello.size() == hello_size) {
           done = true;
-          uint32_t from = 0;
-          std::memcpy(&from, s.hello.data(), sizeof from);
-          if (from > static_cast<uint32_t>(rank) && from < static_cast<uint32_t>(size) &&
-              linked[from] && fds_[from] < 0 &&
-              elastic::equal_digests(s.hello.substr(sizeof from), tokens[from])) {
+          if (const int from = presented(s.hello, rank, linked, fds_, tokens); from >= 0) {
             net::set_nodelay(s.fd.get());
             fds_[from] = s.fd.release();
             --awaited;
