@@ -255,13 +255,17 @@ status runtime::impl::enter_planned(int64_t first, std::vector<int> lost) {
                  base.worker_id, seat.epoch, started.message(), seat.epoch + 1);
     // The peers this worker lost in that epoch (connected, then gone) tell
     // troupe-run whom not to wait for at the next barrier.
-    const auto alive = leave_epoch(seat.epoch + 1);
-    lost.clear();
-    for (int r = 0; !alive.empty() && r < id.size; ++r)
-      if (std::find(alive.begin(), alive.end(), r) == alive.end())
-        lost.push_back(r);
+    lost = lost_ranks(leave_epoch(seat.epoch + 1), id.size);
     first = seat.epoch + 1;
   }
+}
+
+std::vector<int> runtime::impl::lost_ranks(const std::vector<int>& alive, int size) {
+  std::vector<int> lost;
+  for (int r = 0; !alive.empty() && r < size; ++r)
+    if (std::find(alive.begin(), alive.end(), r) == alive.end())
+      lost.push_back(r);
+  return lost;
 }
 
 bool retry_next_epoch(const status& why, int& own_failures,

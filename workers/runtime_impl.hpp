@@ -168,6 +168,11 @@ struct runtime::impl {
   // epoch.
   std::vector<int> leave_epoch(std::optional<int64_t> next_epoch);
 
+  // The ranks of an epoch of `size` not in `alive` (leave_epoch's answer;
+  // none when it is empty): the peers this rank lost, which troupe-run
+  // then does not wait for at the next barrier.
+  static std::vector<int> lost_ranks(const std::vector<int>& alive, int size);
+
   // While no epoch serves (a reset in progress or failed), every
   // collective and process-set call fails at once with `why`.
   void unavailable(status why);

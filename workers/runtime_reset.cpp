@@ -137,12 +137,8 @@ status runtime::impl::reset_elastic(int64_t old_epoch) {
   try {
     // The peers this rank lost tell troupe-run whom not to wait for.
     const auto alive = leave_epoch(old_epoch + 1);
-    std::vector<int> lost;
     const auto old = current().id;
-    for (int r = 0; old && !alive.empty() && r < old->size; ++r)
-      if (!std::binary_search(alive.begin(), alive.end(), r))
-        lost.push_back(r);
-    auto s = enter_planned(old_epoch + 1, std::move(lost));
+    auto s = enter_planned(old_epoch + 1, lost_ranks(alive, old ? old->size : 0));
     if (s.ok() || s.code() != status_code::removed)
       return s.ok() ? s : failed_reset(s, current().epoch);
     unavailable(s);

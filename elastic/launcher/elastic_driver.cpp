@@ -224,7 +224,6 @@ void elastic_driver::open_barrier(clock::time_point now, const std::string& reas
 }
 
 void elastic_driver::start_deadline(clock::time_point now, const std::string& why) {
-  barrier_timed_from_ = now;
   barrier_deadline_ = now + s_.reset_timeout;
   report_("troupe-run: " + why + "; reset barrier of membership epoch " +
           std::to_string(epoch_ + 1) + " open for " + seconds_text(s_.reset_timeout) + " s\n");
@@ -241,7 +240,9 @@ void elastic_driver::check_barrier(clock::time_point now) {
   // silent past the heartbeat timeout: frozen, partitioned) is not waited
   // for past a short grace: a live one learns of the reset from its peers
   // within milliseconds and arrives.
-  const bool grace_over = barrier_timed_from_ && now >= *barrier_timed_from_ + lost_grace;
+  // (The deadline began running --reset-timeout before it falls.)
+  const bool grace_over =
+    barrier_deadline_ && now >= *barrier_deadline_ - s_.reset_timeout + lost_grace;
   auto lost_by_any = [&](int rank) {
     return std::any_of(got.begin(), got.end(), [rank](const auto& a) {
       const auto& lost = a.second.lost;
@@ -276,7 +277,6 @@ void elastic_driver::close_barrier(clock::time_point now) {
   if (observe_.barrier_closed)
     observe_.barrier_closed(now - *barrier_opened_);
   barrier_opened_.reset();
-  barrier_timed_from_.reset();
   barrier_deadline_.reset();
 }
 

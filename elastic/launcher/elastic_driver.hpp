@@ -173,8 +173,8 @@ private:
   int resets_ = 0;
   std::optional<int> failure_code_;  // first failure among the current members
   std::optional<clock::time_point> barrier_opened_;  // the barrier of epoch_ + 1 is open
-  std::optional<clock::time_point> barrier_timed_from_;  // its deadline runs since
-  std::optional<clock::time_point> barrier_deadline_;    // none: waits for exits/arrivals
+  // None: waits for exits/arrivals; else set --reset-timeout after it began running.
+  std::optional<clock::time_point> barrier_deadline_;
   std::optional<clock::time_point> slots_deadline_;    // waiting for --min-np slots
   std::string barrier_why_;                            // why the barrier opened
   int64_t barrier_told_ = 0;                           // newest J/barrier/<E> written

@@ -57,17 +57,16 @@ def _adopt_registered(static):
     Horovod's second init() looks them up; a ValueError names the others,
     which would otherwise stay unusable without a word."""
     from troupe.common import process_sets as ps
-    missing = [s for s in static
-               if s.process_set_id != 0 and ps.registered_id(s.ranks) is None]
+    found = [(s, ps.registered_id(s.ranks)) for s in static if s.process_set_id != 0]
+    missing = [s for s, set_id in found if set_id is None]
     if missing:
         raise ValueError(
             'init(process_sets=...): Horovod is already initialized, and process set(s) %s '
             'are not registered; pass every static set to the first init(), or use '
             'init(process_sets="dynamic") and add_process_set().' %
             ', '.join(str(s.ranks) for s in missing))
-    for s in static:
-        if s.process_set_id != 0:
-            ps.registered(s, ps.registered_id(s.ranks))
+    for s, set_id in found:
+        ps.registered(s, set_id)
 
 
 def _distinct_sets(static):
