@@ -13,6 +13,9 @@
 #include <mutex>
 #include <thread>
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include "api/submission.hpp"
 #include "backends/registry.hpp"
 #include "workers/runtime.hpp"
@@ -34,6 +37,10 @@ struct process_runtime {
   // rendezvous keys never meet the previous run's (every rank re-inits the
   // same number of times).
   int starts = 0;
+  // Set in a child fork()ed from the process that runs `rt`: the child has
+  // the runtime's memory but none of its threads, so nothing it asks of
+  // the runtime would ever be answered. Pid of the runtime's process.
+  pid_t forked_from = 0;
 };
 
 process_runtime& current() {
@@ -41,13 +48,47 @@ process_runtime& current() {
   return instance;
 }
 
+// The runtime calls may use; none in a fork()ed child.
 std::shared_ptr<workers::runtime> runtime_now() {
   auto& cur = current();
   std::lock_guard<std::mutex> guard{cur.mtx};
-  return cur.rt;
+  return cur.forked_from != 0 ? nullptr : cur.rt;
 }
 
-const char* not_initialized = "Troupe has not been initialized; use troupe::init().";
+// Why runtime_now() gave none.
+status no_runtime() {
+  auto& cur = current();
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  if (cur.forked_from == 0)
+    return {status_code::shut_down, "Troupe has not been initialized; use troupe::init()."};
+  return {status_code::shut_down,
+          "This process (pid " + std::to_string(::getpid()) + ") was forked from pid " +
+            std::to_string(cur.forked_from) +
+            " after troupe::init(); the runtime's threads do not survive fork(), so its "
+            "collectives and handles work only in pid " +
+            std::to_string(cur.forked_from) + ". rank() and size() still answer here."};
+}
+
+bool forked_child() {
+  auto& cur = current();
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  return cur.forked_from != 0;
+}
+
+// fork() while another thread holds `mtx` would leave it locked for good
+// in the child: the fork waits for it instead.
+void lock_before_fork() {
+  current().mtx.lock();
+}
+void unlock_in_parent() {
+  current().mtx.unlock();
+}
+void unlock_in_child() {
+  auto& cur = current();
+  if (cur.rt && cur.forked_from == 0)
+    cur.forked_from = ::getppid();
+  cur.mtx.unlock();
+}
 
 // Held around every call that may start runtime threads, which inherit the
 // caller's signal mask: with SIGPIPE blocked in them, a write into a
@@ -138,7 +179,7 @@ set_view resolve(const process_set& set, const char* op, int global_root = -1) {
   v.id = set.id;
   v.rt = runtime_now();
   if (!v.rt) {
-    v.error = {status_code::shut_down, not_initialized};
+    v.error = no_runtime();
     return v;
   }
   v.found = v.rt->lookup(set.id, global_root);
@@ -183,9 +224,16 @@ output_allocator allocator_of(const std::vector<output_allocator>& allocators, s
   return allocators.empty() ? output_allocator{} : allocators[i];
 }
 
+// The identity is fixed at init(), so it answers in a fork()ed child too
+// (a data loader's worker asking for its rank).
 template <class F>
 int identity_field(F field) {
-  auto rt = runtime_now();
+  auto& cur = current();
+  std::shared_ptr<workers::runtime> rt;
+  {
+    std::lock_guard<std::mutex> guard{cur.mtx};
+    rt = cur.rt;
+  }
   return rt ? field(*rt->id()) : -1;
 }
 
@@ -220,7 +268,10 @@ status start_runtime(bool& started) {
   // the first start runs before all of those.
   static std::once_flag at_exit;
   if (rt)
-    std::call_once(at_exit, [] { std::atexit(shutdown_at_exit); });
+    std::call_once(at_exit, [] {
+      std::atexit(shutdown_at_exit);
+      pthread_atfork(lock_before_fork, unlock_in_parent, unlock_in_child);
+    });
   {
     // Checked under the lock shutdown() takes after counting itself: either
     // it sees the runtime installed here, or this sees its count.
@@ -236,12 +287,19 @@ status start_runtime(bool& started) {
 }
 
 status init() {
+  // Initialized, as is_initialized() says: the calls that need the
+  // parent's runtime say so. Before init_mtx, which the parent may have
+  // held when it forked.
+  if (forked_child())
+    return {};
   std::lock_guard<std::mutex> serial{current().init_mtx};
   bool started = false;
   return start_runtime(started);
 }
 
 status init(const std::vector<std::vector<int>>& process_sets) {
+  if (forked_child())
+    return {};  // as init()
   // Held while the sets register, so a second init() cannot register them
   // again; rank() and shutdown() do not take it.
   std::lock_guard<std::mutex> serial{current().init_mtx};
@@ -253,7 +311,7 @@ status init(const std::vector<std::vector<int>>& process_sets) {
   for (const auto& ranks : process_sets) {
     int32_t id = 0;
     if (!rt)
-      return {status_code::shut_down, not_initialized};
+      return no_runtime();
     if (auto s = rt->add_process_set(ranks, id); !s.ok()) {
       // As Horovod: sets that fail to register fail init(), which leaves
       // no runtime behind (every rank fails alike: registering is collective).
@@ -271,6 +329,12 @@ void shutdown() {
     ++cur.shutdowns;
     std::lock_guard<std::mutex> guard{cur.mtx};
     rt = std::move(cur.rt);
+    if (cur.forked_from != 0 && rt) {
+      // The parent's runtime: stopping or destroying it here would wait for
+      // threads this process does not have. Its memory goes with the process.
+      static_cast<void>(new std::shared_ptr<workers::runtime>(std::move(rt)));
+      return;
+    }
   }
   // Outside the lock: stopping takes a moment. Another thread still inside
   // a call holds its own reference; that call fails and the last holder
@@ -282,7 +346,7 @@ void shutdown() {
 status start_timeline(const std::string& path, bool mark_cycles) {
   auto rt = runtime_now();
   if (!rt)
-    return {status_code::shut_down, not_initialized};
+    return no_runtime();
   if (path.empty())
     return {status_code::invalid_argument, "start_timeline needs a file name."};
   return rt->start_timeline(path, mark_cycles);
@@ -291,18 +355,22 @@ status start_timeline(const std::string& path, bool mark_cycles) {
 status stop_timeline() {
   auto rt = runtime_now();
   if (!rt)
-    return {status_code::shut_down, not_initialized};
+    return no_runtime();
   return rt->stop_timeline();
 }
 
+// True in a child forked after init(), as Horovod's: the runtime it was
+// given lives on in the parent (its calls say so).
 bool is_initialized() {
-  return runtime_now() != nullptr;
+  auto& cur = current();
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  return cur.rt != nullptr;
 }
 
 status reset() {
   auto rt = runtime_now();
   if (!rt)
-    return {status_code::shut_down, not_initialized};
+    return no_runtime();
   sigpipe_blocked threads_started_here;
   return rt->reset();
 }
@@ -514,7 +582,7 @@ template <class F>
 status change_process_sets(const char* verb, F change) {
   auto rt = runtime_now();
   if (!rt)
-    return {status_code::shut_down, not_initialized};
+    return no_runtime();
   if (!rt->cfg().dynamic_process_sets)
     return {status_code::invalid_argument,
             std::string("Set TROUPE_DYNAMIC_PROCESS_SETS=1 (or HOROVOD_DYNAMIC_PROCESS_SETS=1) "
@@ -537,7 +605,7 @@ status add_process_set(const std::vector<int>& ranks, process_set& out) {
 status tune(const tuning& change, const process_set& set) {
   auto rt = runtime_now();
   if (!rt)
-    return {status_code::shut_down, not_initialized};
+    return no_runtime();
   return rt->tune(set.id, change);
 }
 

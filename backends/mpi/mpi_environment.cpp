@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <numeric>
 
+#include <unistd.h>
+
 #include <mpi.h>
 #include <spdlog/spdlog.h>
 
@@ -24,8 +26,13 @@ const char* thread_level_name(int level) {
 }
 
 std::atomic<bool> peer_lost{false};
+// The process that called MPI_Init: a child fork()ed from it after init
+// inherits the exit handler, and must leave the parent's MPI alone.
+pid_t initialized_in = 0;
 
 void finalize_at_exit() {
+  if (::getpid() != initialized_in)
+    return;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized)
@@ -66,6 +73,7 @@ void ensure_mpi_initialized(bool serialized) {
   const int wanted = serialized ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE;
   int provided = 0;
   check_mpi(MPI_Init_thread(nullptr, nullptr, wanted, &provided), "MPI_Init_thread");
+  initialized_in = ::getpid();
   std::atexit(finalize_at_exit);
   // Errors come back as codes (turned into backend_error), not aborts.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

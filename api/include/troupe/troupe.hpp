@@ -34,6 +34,11 @@ status init(const std::vector<std::vector<int>>& process_sets);
 /// process exits is shut down then (before MPI is finalized).
 void shutdown();
 
+/// A child fork()ed after init() keeps the parent's identity (rank(), size(),
+/// is_initialized()), not its runtime, whose threads stay in the parent: its
+/// collectives fail with status_code::shut_down naming both pids, init() is
+/// harmless, shutdown() and exit() leave the parent's runtime and MPI alone.
+/// Handles submitted before the fork never complete in the child.
 bool is_initialized();
 
 /// In-place reset (what elastic training builds on): every process set of

@@ -3,6 +3,7 @@ Horovod's integer handles (poll / synchronize), deterministic names for
 unnamed ops, and init / reset / shutdown that reset them."""
 
 import itertools
+import os
 import warnings
 
 import torch
@@ -49,6 +50,30 @@ _shut_down_handles = set()
 # second one under a name still being processed is refused at the call
 # (ValueError), as Horovod's enqueue does; entries go at synchronize().
 _named = {}
+
+
+# The parent's pid in a child os.fork()ed after init(): the runtime's
+# threads stay in the parent, so a handle unfinished at the fork never
+# finishes here (new calls fail in the runtime, saying so).
+_forked_from = None
+
+
+def _note_fork():
+    global _forked_from
+    if _basics.is_initialized() and _forked_from is None:
+        _forked_from = os.getppid()
+
+
+os.register_at_fork(after_in_child=_note_fork)
+
+
+def _wait_here(core_handle):
+    if _forked_from is not None and not core_handle.poll():
+        raise HorovodInternalError(
+            'This process (pid %d) was forked from pid %d after init(); the operation was '
+            'still running there, and its result reaches only pid %d.'
+            % (os.getpid(), _forked_from, _forked_from))
+    core_handle.wait()
 
 
 def _forget_set(process_set_id):
@@ -261,7 +286,7 @@ def synchronize(handle):
     core_handle, finish, key = entry
     # Ctrl-C raises KeyboardInterrupt here; the collective goes on, and the
     # handle stays (with the memory the runtime uses) for a later call.
-    core_handle.wait()
+    _wait_here(core_handle)
     if _handle_map.pop(handle, None) is None:
         # Another thread synchronized it meanwhile, or shutdown() dropped it.
         _raise_if_shut_down(handle)
@@ -276,7 +301,7 @@ def synchronize(handle):
 
 def _wait(core_handle):
     _raise_if_rejected(core_handle)
-    core_handle.wait()
+    _wait_here(core_handle)
     code, message = core_handle.result()
     if code:
         raise status_error(code, message)
