@@ -5,6 +5,9 @@
 # on their own side by side, the same in lockstep (waiting for each other
 # once per step, as data-parallel training must) without gradients, and
 # torch.distributed's DDP over gloo.
+# TROUPE_SCALING_ROUNDS=N runs the five jobs N times in turn and reports
+# medians: the host's speed drifts between phases, and jobs run side by
+# side in time are compared with each other, not with a later phase.
 #   bash bench/torch_scaling.sh [build dir] [extra synthetic_benchmark flags...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,16 +34,29 @@ free_port() {
   /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 refs=$root/bench/torch_scaling_refs.py
-one=$(total 1 "$root/examples/pytorch/synthetic_benchmark.py")
-two=$(total 2 "$root/examples/pytorch/synthetic_benchmark.py")
-apart=$(total 2 "$refs" --sync none)
-lockstep=$(total 2 "$refs" --sync step)
-# DDP unbound, as torchrun runs it (bound, Gloo's TCP is several times
-# slower); the other references as troupe-run places Troupe's ranks.
-ddp=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) total 2 --cpu-binding none "$refs" --sync ddp)
-/usr/bin/python3 - "$one" "$two" "$apart" "$lockstep" "$ddp" <<'PY'
+rounds=${TROUPE_SCALING_ROUNDS:-1}
+results=()
+for ((round = 1; round <= rounds; round++)); do
+  one=$(total 1 "$root/examples/pytorch/synthetic_benchmark.py")
+  two=$(total 2 "$root/examples/pytorch/synthetic_benchmark.py")
+  apart=$(total 2 "$refs" --sync none)
+  lockstep=$(total 2 "$refs" --sync step)
+  # DDP unbound, as torchrun runs it (bound, Gloo's TCP is several times
+  # slower); the other references as troupe-run places Troupe's ranks.
+  ddp=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) total 2 --cpu-binding none "$refs" --sync ddp)
+  results+=("$one,$two,$apart,$lockstep,$ddp")
+done
+/usr/bin/python3 - "${results[@]}" <<'PY'
+import statistics
 import sys
-one, two, apart, lockstep, ddp = map(float, sys.argv[1:])
+rounds = [list(map(float, r.split(','))) for r in sys.argv[1:]]
+if len(rounds) > 1:
+    for i, r in enumerate(rounds, 1):
+        print('round %d: 1 rank %.1f, 2 ranks %.1f (%.3f), on their own %.1f, lockstep %.1f, '
+              'DDP %.1f img/sec' % (i, r[0], r[1], r[1] / r[0], r[2], r[3], r[4]))
+    print("medians of %d rounds (median of each round's 2 / 1 ratio: %.3f):"
+          % (len(rounds), statistics.median(r[1] / r[0] for r in rounds)))
+one, two, apart, lockstep, ddp = (statistics.median(col) for col in zip(*rounds))
 print('1 rank: %.1f img/sec, 2 ranks: %.1f img/sec, scaling: %.3f' % (one, two, two / one))
 print('references on 2 ranks: on their own %.1f img/sec (%.3f), in lockstep without '
       'gradients %.1f (%.3f), torch DDP over gloo %.1f (%.3f); Troupe reaches %.3f of the '
