@@ -96,37 +96,34 @@ MPI_Op mpi_op(data_type dtype, reduce_op op) {
   throw backend_error(std::string("mpi: reduction '") + to_string(op) + "' is not supported");
 }
 
-int as_int(int64_t n, const char* what) {
-  if (n > std::numeric_limits<int>::max())
-    throw backend_error(std::string("mpi ") + what + ": " + std::to_string(n) +
-                        " exceeds MPI's int count limit");
-  return static_cast<int>(n);
+// Calls `call(at, n)` for the consecutive pieces [at, at + n) of `count`,
+// of at most `piece` each.
+template <class Call>
+void in_pieces(size_t count, size_t piece, Call&& call) {
+  for (size_t at = 0; at < count; at += piece)
+    call(at, std::min(piece, count - at));
 }
 
-std::vector<int> ints(const std::vector<int64_t>& v, const char* what) {
-  std::vector<int> out;
-  for (auto x : v)
-    out.push_back(as_int(x, what));
+// Where each of the blocks of `sizes`, back to back, begins; then their total.
+std::vector<int64_t> offsets_of(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> out{0};
+  for (auto n : sizes)
+    out.push_back(out.back() + n);
   return out;
 }
 
-std::vector<int> offsets_of(const std::vector<int>& counts, const char* what) {
-  std::vector<int> out(counts.size(), 0);
-  int64_t at = 0;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    out[i] = as_int(at, what);
-    at += counts[i];
-  }
-  return out;
+// For a call whose counts the caller found within the limit.
+std::vector<int> narrowed(const std::vector<int64_t>& v) {
+  return std::vector<int>(v.begin(), v.end());
 }
 
 } // namespace
 
-mpi_communicator::mpi_communicator(const backend_context& ctx)
+mpi_communicator::mpi_communicator(const backend_context& ctx, int64_t count_limit)
   : comm_(std::make_unique<comm_handle>()), world_ranks_(ctx.world_ranks),
     tag_(ctx.communicator_tag), sendrecv_chunk_bytes_(ctx.mpi_sendrecv_chunk_bytes),
-    shared_memory_(ctx.shared_memory), timeout_(ctx.timeout), rank_(ctx.rank),
-    size_(ctx.size) {
+    count_limit_(count_limit), shared_memory_(ctx.shared_memory), timeout_(ctx.timeout),
+    rank_(ctx.rank), size_(ctx.size) {
 }
 
 mpi_communicator::~mpi_communicator() {
@@ -166,6 +163,8 @@ void mpi_communicator::connect() {
     MPI_Group_free(&world);
   }
   MPI_Comm_set_errhandler(comm_->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_->comm, &rank_);
+  MPI_Comm_size(comm_->comm, &size_);
   if (shared_memory_)
     join_host_group();
 }
@@ -308,11 +307,22 @@ void mpi_communicator::allreduce(const allreduce_options& opts) {
                      opts.op, {});
     return;
   }
-  const int count = as_int(static_cast<int64_t>(opts.count), "allreduce");
-  const auto type = mpi_type(opts.dtype);
-  const auto op = mpi_op(opts.dtype, opts.op);
-  blocking("allreduce",
-           [&] { return MPI_Allreduce(MPI_IN_PLACE, opts.data, count, type, op, comm_->comm); });
+  allreduce_in_pieces(opts.data, opts.count, opts.dtype, opts.op, false);
+}
+
+void mpi_communicator::allreduce_in_pieces(void* data, size_t count, data_type dtype,
+                                           reduce_op op, bool across_hosts) {
+  const auto type = mpi_type(dtype);
+  const auto mop = mpi_op(dtype, op);
+  const auto comm = across_hosts ? comm_->across_hosts : comm_->comm;
+  const char* what = across_hosts ? "allreduce across hosts" : "allreduce";
+  const auto esize = element_size(dtype);
+  in_pieces(count, static_cast<size_t>(count_limit_), [&](size_t at, size_t n) {
+    blocking(what, [&] {
+      return MPI_Allreduce(MPI_IN_PLACE, static_cast<char*>(data) + at * esize,
+                           static_cast<int>(n), type, mop, comm);
+    });
+  });
 }
 
 bool mpi_communicator::reduces_pieces() const {
@@ -325,26 +335,14 @@ void mpi_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
     communicator::allreduce_pieces(pieces, dtype, op, finish);  // throws
   // An abort() fails the group's waits itself.
   shm_group::cross_step cross;
-  if (comm_->across_hosts != MPI_COMM_NULL) {
-    const auto type = mpi_type(dtype);
-    const auto mop = mpi_op(dtype, op);
-    cross = [this, type, mop](void* data, size_t count) {
-      const int n = as_int(static_cast<int64_t>(count), "allreduce across hosts");
-      blocking("allreduce across hosts", [&] {
-        return MPI_Allreduce(MPI_IN_PLACE, data, n, type, mop, comm_->across_hosts);
-      });
+  if (comm_->across_hosts != MPI_COMM_NULL)
+    cross = [this, dtype, op](void* data, size_t count) {
+      allreduce_in_pieces(data, count, dtype, op, true);
     };
-  }
   group_->allreduce(pieces, element_size(dtype), reduction_of(dtype, op), cross, finish);
   ++group_allreduces_;
   for (const auto& p : pieces)
     group_bytes_ += p.bytes;
-}
-
-// MPI_Reduce_scatter's counts are ints, and Open MPI adds them up in an
-// int too: larger vectors go through the chunked allreduce.
-bool mpi_communicator::reduces_scatter(size_t count) const {
-  return segment_holds_the_set() || count <= static_cast<size_t>(std::numeric_limits<int>::max());
 }
 
 bool mpi_communicator::segment_holds_the_set() const {
@@ -357,16 +355,69 @@ void mpi_communicator::reducescatter(const reducescatter_options& opts) {
                            reduction_of(opts.dtype, opts.op), opts.finish);
     return;
   }
-  const auto counts = ints(std::vector<int64_t>(opts.counts.begin(), opts.counts.end()),
-                           "reducescatter");
-  int rank = 0;
-  MPI_Comm_rank(comm_->comm, &rank);
-  blocking("reducescatter", [&] {
-    return MPI_Reduce_scatter(opts.input, opts.output, counts.data(), mpi_type(opts.dtype),
-                              mpi_op(opts.dtype, opts.op), comm_->comm);
-  });
-  if (const size_t mine = opts.counts.at(static_cast<size_t>(rank)); opts.finish && mine > 0)
+  const std::vector<int64_t> counts(opts.counts.begin(), opts.counts.end());
+  const auto at = offsets_of(counts);
+  const auto type = mpi_type(opts.dtype);
+  const auto op = mpi_op(opts.dtype, opts.op);
+  if (at.back() <= count_limit_) {
+    blocking("reducescatter", [&] {
+      return MPI_Reduce_scatter(opts.input, opts.output, narrowed(counts).data(), type, op,
+                                comm_->comm);
+    });
+  } else {
+    // Every rank knows every count: all take this path.
+    const auto esize = element_size(opts.dtype);
+    const auto* in = static_cast<const char*>(opts.input);
+    auto* out = static_cast<char*>(opts.output);
+    for (int r = 0; r < size_; ++r) {
+      const auto part = static_cast<size_t>(r);
+      in_pieces(opts.counts[part], static_cast<size_t>(count_limit_), [&](size_t from, size_t n) {
+        blocking("reducescatter", [&] {
+          return MPI_Reduce(in + (static_cast<size_t>(at[part]) + from) * esize,
+                            r == rank_ ? out + from * esize : nullptr, static_cast<int>(n),
+                            type, op, r, comm_->comm);
+        });
+      });
+    }
+  }
+  if (const size_t mine = opts.counts.at(static_cast<size_t>(rank_)); opts.finish && mine > 0)
     opts.finish(opts.output, mine);
+}
+
+template <class Send, class Recv>
+void mpi_communicator::pairwise(Send&& send, Recv&& recv, const char* what) {
+  for (int s = 0; s < size_; ++s) {
+    const int to = (rank_ + s) % size_;
+    const int from = (rank_ - s + size_) % size_;
+    const auto [out, out_bytes] = send(to);
+    const auto [in, in_bytes] = recv(from);
+    exchange(out, out_bytes, to, in, in_bytes, from, static_cast<size_t>(count_limit_), what);
+  }
+}
+
+void mpi_communicator::exchange(const char* send, size_t send_bytes, int to, char* recv,
+                                size_t recv_bytes, int from, size_t piece, const char* what) {
+  constexpr int tag = 0x54;
+  std::vector<MPI_Request> requests;
+  requests.reserve((send_bytes + piece - 1) / piece + (recv_bytes + piece - 1) / piece);
+  blocking(what, [&] {
+    int rc = MPI_SUCCESS;
+    in_pieces(recv_bytes, piece, [&](size_t at, size_t n) {
+      requests.push_back(MPI_REQUEST_NULL);
+      if (rc == MPI_SUCCESS)
+        rc = MPI_Irecv(recv + at, static_cast<int>(n), MPI_BYTE, from, tag, comm_->comm,
+                       &requests.back());
+    });
+    in_pieces(send_bytes, piece, [&](size_t at, size_t n) {
+      requests.push_back(MPI_REQUEST_NULL);
+      if (rc == MPI_SUCCESS)
+        rc = MPI_Isend(send + at, static_cast<int>(n), MPI_BYTE, to, tag, comm_->comm,
+                       &requests.back());
+    });
+    if (rc != MPI_SUCCESS)
+      return rc;
+    return MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  });
 }
 
 void mpi_communicator::allgather(const allgather_options& opts) {
@@ -374,59 +425,113 @@ void mpi_communicator::allgather(const allgather_options& opts) {
   std::vector<int64_t> bytes;
   for (auto c : opts.counts)
     bytes.push_back(static_cast<int64_t>(c) * esize);
-  auto counts = ints(bytes, "allgather");
-  auto offsets = offsets_of(counts, "allgather");
-  int rank = 0;
-  MPI_Comm_rank(comm_->comm, &rank);
-  blocking("allgather", [&] {
-    return MPI_Allgatherv(opts.input, counts[static_cast<size_t>(rank)], MPI_BYTE, opts.output,
-                          counts.data(), offsets.data(), MPI_BYTE, comm_->comm);
-  });
+  const auto at = offsets_of(bytes);
+  if (at.back() <= count_limit_) {
+    const auto counts = narrowed(bytes);
+    blocking("allgather", [&] {
+      return MPI_Allgatherv(opts.input, counts[static_cast<size_t>(rank_)], MPI_BYTE, opts.output,
+                            counts.data(), narrowed(at).data(), MPI_BYTE, comm_->comm);
+    });
+    return;
+  }
+  // Every rank knows every count: all take this path.
+  const auto* in = static_cast<const char*>(opts.input);
+  auto* out = static_cast<char*>(opts.output);
+  const auto mine = static_cast<size_t>(bytes[static_cast<size_t>(rank_)]);
+  pairwise([&](int) { return std::make_pair(in, mine); },
+           [&](int from) {
+             const auto r = static_cast<size_t>(from);
+             return std::make_pair(out + at[r], static_cast<size_t>(bytes[r]));
+           },
+           "allgather");
 }
 
 void mpi_communicator::broadcast(const broadcast_options& opts) {
-  if (opts.count == 0)
-    return;
-  const auto bytes = static_cast<int64_t>(opts.count * element_size(opts.dtype));
-  const int count = as_int(bytes, "broadcast");
-  blocking("broadcast",
-           [&] { return MPI_Bcast(opts.data, count, MPI_BYTE, opts.root, comm_->comm); });
+  auto* data = static_cast<char*>(opts.data);
+  in_pieces(opts.count * element_size(opts.dtype), static_cast<size_t>(count_limit_),
+            [&](size_t at, size_t n) {
+              blocking("broadcast", [&] {
+                return MPI_Bcast(data + at, static_cast<int>(n), MPI_BYTE, opts.root,
+                                 comm_->comm);
+              });
+            });
 }
 
 void mpi_communicator::alltoall(const alltoall_options& opts) {
-  auto send = ints(opts.send_bytes, "alltoall");
-  auto recv = ints(opts.recv_bytes, "alltoall");
-  auto send_at = offsets_of(send, "alltoall");
-  auto recv_at = offsets_of(recv, "alltoall");
+  const auto sum = [](const std::vector<int64_t>& v) {
+    return std::accumulate(v.begin(), v.end(), int64_t{0});
+  };
+  // Each total bounds its counts and displacements.
+  int fits = sum(opts.send_bytes) <= count_limit_ && sum(opts.recv_bytes) <= count_limit_;
   blocking("alltoall", [&] {
-    return MPI_Alltoallv(opts.input, send.data(), send_at.data(), MPI_BYTE, opts.output,
-                         recv.data(), recv_at.data(), MPI_BYTE, comm_->comm);
+    return MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, comm_->comm);
   });
+  alltoall_agreed(opts, fits != 0);
+}
+
+void mpi_communicator::alltoall_rows(const void* input, const std::vector<int64_t>& send_rows,
+                                     size_t row_bytes, const row_placement& place) {
+  const size_t n = send_rows.size();
+  const auto row = static_cast<int64_t>(row_bytes);
+  // A sender that sends every member at most count_limit_ / n bytes: if
+  // every sender is one, no rank's total sent or received (which bounds its
+  // counts and displacements) exceeds count_limit_.
+  const bool within_share = std::all_of(send_rows.begin(), send_rows.end(), [&](int64_t rows) {
+    return rows * row <= count_limit_ / static_cast<int64_t>(n);
+  });
+  std::vector<int64_t> told, heard(2 * n);
+  for (auto rows : send_rows)
+    told.insert(told.end(), {rows, within_share ? 1 : 0});
+  blocking("alltoall", [&] {
+    return MPI_Alltoall(told.data(), 2, MPI_INT64_T, heard.data(), 2, MPI_INT64_T, comm_->comm);
+  });
+  alltoall_options o;
+  o.input = input;
+  std::vector<int64_t> recv_rows;
+  bool all_within_share = true;
+  for (size_t p = 0; p < n; ++p) {
+    recv_rows.push_back(heard[2 * p]);
+    all_within_share = all_within_share && heard[2 * p + 1] != 0;
+    o.send_bytes.push_back(send_rows[p] * row);
+    o.recv_bytes.push_back(recv_rows[p] * row);
+  }
+  o.output = place(recv_rows);
+  // Every rank heard every sender: all agree, or all ask alltoall() to.
+  if (all_within_share)
+    alltoall_agreed(o, true);
+  else
+    alltoall(o);
+}
+
+void mpi_communicator::alltoall_agreed(const alltoall_options& opts, bool in_one_call) {
+  const auto send_at = offsets_of(opts.send_bytes);
+  const auto recv_at = offsets_of(opts.recv_bytes);
+  if (in_one_call) {
+    blocking("alltoall", [&] {
+      return MPI_Alltoallv(opts.input, narrowed(opts.send_bytes).data(), narrowed(send_at).data(),
+                           MPI_BYTE, opts.output, narrowed(opts.recv_bytes).data(),
+                           narrowed(recv_at).data(), MPI_BYTE, comm_->comm);
+    });
+    return;
+  }
+  const auto* in = static_cast<const char*>(opts.input);
+  auto* out = static_cast<char*>(opts.output);
+  pairwise(
+    [&](int to) {
+      const auto r = static_cast<size_t>(to);
+      return std::make_pair(in + send_at[r], static_cast<size_t>(opts.send_bytes[r]));
+    },
+    [&](int from) {
+      const auto r = static_cast<size_t>(from);
+      return std::make_pair(out + recv_at[r], static_cast<size_t>(opts.recv_bytes[r]));
+    },
+    "alltoall");
 }
 
 void mpi_communicator::sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
-                           int peer) {
-  constexpr int tag = 0x54;
-  // Piece k of what this rank sends is piece k of what the peer receives:
-  // both sides make the same number of calls.
-  const auto piece = static_cast<size_t>(sendrecv_chunk_bytes_);
-  const auto pieces = [&](size_t bytes) { return (bytes + piece - 1) / piece; };
-  const size_t calls = std::max<size_t>({1, pieces(send_bytes), pieces(recv_bytes)});
-  const auto* out = static_cast<const char*>(send);
-  auto* in = static_cast<char*>(recv);
-  for (size_t k = 0; k < calls; ++k) {
-    // Past its end, a side sends or receives nothing.
-    const size_t send_at = std::min(send_bytes, k * piece);
-    const size_t recv_at = std::min(recv_bytes, k * piece);
-    const int send_count =
-      as_int(static_cast<int64_t>(std::min(piece, send_bytes - send_at)), "sendrecv");
-    const int recv_count =
-      as_int(static_cast<int64_t>(std::min(piece, recv_bytes - recv_at)), "sendrecv");
-    blocking("sendrecv", [&] {
-      return MPI_Sendrecv(out + send_at, send_count, MPI_BYTE, peer, tag, in + recv_at,
-                          recv_count, MPI_BYTE, peer, tag, comm_->comm, MPI_STATUS_IGNORE);
-    });
-  }
+                                int peer) {
+  exchange(static_cast<const char*>(send), send_bytes, peer, static_cast<char*>(recv), recv_bytes,
+           peer, static_cast<size_t>(std::min(sendrecv_chunk_bytes_, count_limit_)), "sendrecv");
 }
 
 void mpi_communicator::barrier() {

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,7 +31,12 @@ public:
   /// `ctx.mpi_sendrecv_chunk_bytes` per MPI call (as Horovod's
   /// HOROVOD_ADASUM_MPI_CHUNK_SIZE), so an exchange may exceed MPI's int
   /// counts. Waits in the shared segment end after `ctx.timeout`.
-  explicit mpi_communicator(const backend_context& ctx);
+  /// MPI-3's counts and displacements are ints: no MPI call is given more
+  /// than `count_limit` elements (bytes where it moves bytes), nor a
+  /// displacement past it, and a larger collective goes in pieces of at
+  /// most that (smaller in tests, to cross it with small tensors).
+  explicit mpi_communicator(const backend_context& ctx,
+                            int64_t count_limit = std::numeric_limits<int>::max());
   /// Logs (info) what went through the segment.
   ~mpi_communicator() override;
 
@@ -54,12 +60,24 @@ public:
   void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op,
                         const element_finish& finish) override;
   /// Through the segment on one host (each rank reduces its own part), else
-  /// MPI_Reduce_scatter.
-  bool reduces_scatter(size_t count) const override;
+  /// MPI_Reduce_scatter where the whole vector fits in one call (Open MPI
+  /// adds the counts up in an int), else each rank's part reduced to it
+  /// (MPI_Reduce) in pieces.
+  bool reduces_scatter(size_t) const override {
+    return true;
+  }
   void reducescatter(const reducescatter_options& opts) override;
   void allgather(const allgather_options& opts) override;
   void broadcast(const broadcast_options& opts) override;
+  /// MPI_Alltoallv where every rank's counts and displacements fit in one
+  /// call, else pairwise exchanges in pieces; the set first agrees which
+  /// (an MPI_Allreduce), as no rank knows what the others receive.
   void alltoall(const alltoall_options& opts) override;
+  /// As alltoall(), each sender telling every member with its row counts
+  /// whether it sends each at most 1/size of the limit: where all do, every
+  /// rank knows one call will do without agreeing on it.
+  void alltoall_rows(const void* input, const std::vector<int64_t>& send_rows, size_t row_bytes,
+                     const row_placement& place) override;
   void barrier() override;
   void sendrecv(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                 int peer) override;
@@ -82,6 +100,21 @@ private:
   void join_host_group();
   // Whether the segment holds every rank of the set (one host).
   bool segment_holds_the_set() const;
+  // MPI_Allreduce in place, in pieces of at most count_limit_ elements, on
+  // the set's communicator or across hosts.
+  void allreduce_in_pieces(void* data, size_t count, data_type dtype, reduce_op op,
+                           bool across_hosts);
+  // Sends `send_bytes` to `to` while receiving `recv_bytes` from `from`, in
+  // messages of at most `piece` bytes (`to` receives as many as it is sent).
+  void exchange(const char* send, size_t send_bytes, int to, char* recv, size_t recv_bytes,
+                int from, size_t piece, const char* what);
+  // Each of size_ steps s sends to rank_ + s what `send(to)` says and
+  // receives from rank_ - s into `recv(from)`, in pieces of count_limit_.
+  template <class Send, class Recv>
+  void pairwise(Send&& send, Recv&& recv, const char* what);
+  // alltoall() once the set agreed whether every count and displacement
+  // fits in one MPI_Alltoallv.
+  void alltoall_agreed(const alltoall_options& opts, bool in_one_call);
 
   // Holds the MPI_Comm, so mpi.h stays out of this header.
   struct comm_handle;
@@ -89,9 +122,10 @@ private:
   std::vector<int> world_ranks_;
   int tag_;
   int64_t sendrecv_chunk_bytes_;
+  int64_t count_limit_;
   bool shared_memory_;
   std::chrono::milliseconds timeout_;
-  int rank_ = 0;  // in the set, for the log lines
+  int rank_ = 0;  // in the set's communicator
   int size_ = 1;
   std::mutex mutex_;  // guards group_ (set by connect()) for abort()
   std::unique_ptr<shm_group> group_;
