@@ -9,6 +9,7 @@
 #include <charconv>
 #include <csignal>
 #include <cstdio>
+#include <stdexcept>
 #include <sys/wait.h>
 
 namespace troupe::elastic::launcher {
@@ -37,6 +38,21 @@ std::string ids_text(const membership_plan& plan) {
   for (const auto& m : plan)
     out += (out.empty() ? "" : " ") + std::to_string(m.worker_id) + "@" + m.host;
   return out;
+}
+
+// The plan an earlier try stored under `key` (compare_set's `current`).
+membership_plan stored_plan(const store_client& store, const std::string& key,
+                            const std::optional<std::string>& text) {
+  std::string why = "empty or absent";
+  try {
+    auto plan = decode_plan(text.value_or(""));
+    if (!plan.empty())
+      return plan;
+  } catch (const std::invalid_argument& e) {
+    why = e.what();
+  }
+  throw store_error("store " + store.where() + ": key '" + key +
+                    "' holds no membership plan: " + why);
 }
 
 } // namespace
@@ -371,11 +387,17 @@ void elastic_driver::write_plan(membership_plan& plan, clock::time_point now) {
   for (auto& m : plan)
     if (m.worker_id == new_seat)
       m.worker_id = id++;
-  // Workers read the plan only once the epoch names it: a plan written
-  // before a store failure is written again, maybe otherwise, on the retry.
-  store_.set(plan_key(s_.job.job_id, next), encode_plan(plan));
+  // Written once: an earlier try whose reply was lost (the store failed
+  // after storing) may have stored another plan, and workers may have read
+  // it; that one stands, whatever the hosts did since.
+  const auto key = plan_key(s_.job.job_id, next);
+  const auto stored = store_.compare_set(key, std::nullopt, encode_plan(plan));
+  if (!stored.swapped)
+    plan = stored_plan(store_, key, stored.current);
+  // A retry writes the same epoch again: it names only this plan.
   store_.set(epoch_key(s_.job.job_id), std::to_string(next));
-  next_worker_id_ = id;
+  for (const auto& m : plan)
+    next_worker_id_ = std::max(next_worker_id_, m.worker_id + 1);
 }
 
 void elastic_driver::adopt(membership_plan plan, clock::time_point now) {
@@ -386,9 +408,17 @@ void elastic_driver::adopt(membership_plan plan, clock::time_point now) {
     if (!m.departed && std::none_of(plan.begin(), plan.end(),
                                     [id = id](const auto& p) { return p.worker_id == id; }))
       kill_at_.emplace_back(id, now + s_.reset_timeout);
+  // A survivor that exited after an earlier try stored this plan stays
+  // gone; its peers cannot start the epoch without it, so the next
+  // epoch's barrier opens at once.
   std::map<int64_t, member> seated;
-  for (const auto& m : plan)
-    seated[m.worker_id] = member{m.host, false};
+  bool gone = false;
+  for (const auto& m : plan) {
+    const auto it = members_.find(m.worker_id);
+    const bool departed = it != members_.end() && it->second.departed;
+    seated[m.worker_id] = member{m.host, departed};
+    gone = gone || departed;
+  }
   const auto slots = slots_of(plan);
   std::vector<size_t> fresh;
   for (size_t i = 0; i < plan.size(); ++i)
@@ -405,6 +435,8 @@ void elastic_driver::adopt(membership_plan plan, clock::time_point now) {
           std::to_string(plan_.size()) + " worker(s), rank order " + ids_text(plan_) + "\n");
   for (auto i : fresh)
     spawn(plan_[i], slots[i], static_cast<int>(plan_.size()), now);
+  if (gone)
+    open_barrier(now, "peer_lost", "a member exited before its epoch was published");
 }
 
 void elastic_driver::spawn(const plan_member& seat, const rank_slot& slot, int size,

@@ -134,8 +134,10 @@ private:
                     bool timed = true);
   void start_deadline(clock::time_point now, const std::string& why);
   /// Publishes `plan` as epoch_ + 1 in the store, giving new seats their
-  /// worker ids; changes nothing else, so that a store_error leaves the
-  /// driver as it was.
+  /// worker ids; a plan already stored for that epoch (by a try whose reply
+  /// was lost) is never replaced: `plan` becomes that one. Changes nothing
+  /// else but next_worker_id_, once published, so that a store_error leaves
+  /// the driver as it was.
   void write_plan(membership_plan& plan, clock::time_point now);
   /// Makes the written plan the driver's and starts its new workers.
   void adopt(membership_plan plan, clock::time_point now);

@@ -8,6 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <functional>
+
 #include <unistd.h>
 
 namespace troupe::elastic::launcher {
@@ -29,10 +33,20 @@ public:
     write_windows_.emplace_back(start_ + from, start_ + to);
   }
 
+  /// The next `n` writes (set, compare_set) of keys starting with `prefix`
+  /// take effect but fail all the same, as a request whose reply an etcd
+  /// leader change cut off; `lost` runs at the first.
+  void lose_replies(std::string prefix, int n, std::function<void()> lost) {
+    lost_prefix_ = std::move(prefix);
+    lost_left_ = n;
+    on_lost_ = std::move(lost);
+  }
+
   void set(const std::string& key, const std::string& value) override {
     check("set '" + key + "'");
     check_write("set '" + key + "'");
-    data_[key] = value;
+    store(key, value);
+    lose_reply("set '" + key + "'", key);
   }
   std::optional<std::string> get(const std::string& key) override {
     check("get '" + key + "'");
@@ -47,9 +61,19 @@ public:
     check_write("remove '" + key + "'");
     return data_.erase(key) > 0;
   }
-  compare_set_result compare_set(const std::string&, const std::optional<std::string>&,
-                                 const std::string&) override {
-    throw store_error("not used");
+  compare_set_result compare_set(const std::string& key,
+                                 const std::optional<std::string>& expected,
+                                 const std::string& desired) override {
+    const auto what = "compare_set '" + key + "'";
+    check(what);
+    check_write(what);
+    compare_set_result r{false, get(key)};
+    if (r.current == expected) {
+      store(key, desired);
+      r = {true, desired};
+    }
+    lose_reply(what, key);
+    return r;
   }
   std::vector<std::string> list(const std::string& prefix) override {
     std::vector<std::string> out;
@@ -80,6 +104,8 @@ public:
   }
 
   int failures = 0;
+  /// Every value each key was given, in order.
+  std::map<std::string, std::vector<std::string>> written;
 
 private:
   using windows = std::vector<std::pair<clock::time_point, clock::time_point>>;
@@ -102,10 +128,29 @@ private:
     fail_in(write_windows_, what, "HTTP 400: etcdserver: mvcc: database space exceeded");
   }
 
+  void store(const std::string& key, const std::string& value) {
+    data_[key] = value;
+    written[key].push_back(value);
+  }
+
+  void lose_reply(const std::string& what, const std::string& key) {
+    if (lost_left_ == 0 || key.rfind(lost_prefix_, 0) != 0)
+      return;
+    if (on_lost_)
+      std::exchange(on_lost_, nullptr)();
+    --lost_left_;
+    ++failures;
+    throw store_error("store " + where() + ": " + what +
+                      ": HTTP 503: etcdserver: request timed out");
+  }
+
   clock::time_point start_ = clock::now();
   windows windows_;
   windows write_windows_;
   std::map<std::string, std::string> data_;
+  std::string lost_prefix_;
+  int lost_left_ = 0;
+  std::function<void()> on_lost_;
 };
 
 struct job_result {
@@ -113,25 +158,32 @@ struct job_result {
   std::string report;
 };
 
-// Two workers on localhost running `script`.
-job_result run_job(flaky_store& store, const std::string& script, milliseconds outage_limit) {
+// Workers on localhost running `script`: two, or up to `max_np` on the
+// hosts `discovery` finds (else on localhost's `max_np` slots). A job
+// still running after 20 s is stopped (exit status 124).
+job_result run_job(flaky_store& store, const std::string& script, milliseconds outage_limit,
+                   std::optional<discovery_poller::options> discovery = std::nullopt,
+                   int max_np = 2) {
   static const int signal_fd = open_signal_fd();
+  // After the signal mask: the poller's thread must not take SIGCHLD.
+  auto poller = discovery ? std::make_unique<discovery_poller>(*discovery) : nullptr;
   job_result r;
   auto report = [&r](std::string_view line) { r.report += line; };
   auto quiet = [](std::string_view) {};
-  job_supervisor supervisor{signal_fd, {}, report};
+  job_supervisor supervisor{signal_fd, {std::chrono::seconds(20)}, report};
   elastic_driver::settings s;
-  s.np = s.min_np = s.max_np = 2;
+  s.np = s.min_np = 2;
+  s.max_np = max_np;
   s.elastic_timeout = std::chrono::seconds(10);
   s.reset_timeout = std::chrono::seconds(10);
   s.store_outage_limit = outage_limit;
-  s.fixed_hosts = {{"localhost", 2}};
+  s.fixed_hosts = {{"localhost", max_np}};
   s.command = {"/bin/sh", "-c", script};
   s.parent_env = {"PATH=/usr/bin:/bin"};
   s.job.job_id = "job";
   s.own_hostname = "elastic-driver-test";
-  elastic_driver driver{std::move(s), nullptr, std::nullopt, supervisor, store,
-                        report,       quiet,   quiet};
+  elastic_driver driver{std::move(s), std::move(poller), std::nullopt, supervisor, store,
+                        report,       quiet,              quiet};
   supervisor.set_policy(driver.policy());
   r.code = supervisor.run();
   return r;
@@ -224,6 +276,67 @@ TEST(elastic_driver, tells_the_workers_when_it_opens_a_reset_barrier) {
     EXPECT_FALSE(store.get("job/barrier/0")) << r.report;
     EXPECT_FALSE(store.get("job/barrier/2")) << r.report;
   }
+}
+
+// The first write of epoch 0's plan (then of the epoch) reaches the store
+// but its reply is lost, and discovery finds a third slot before the
+// retries: the plan stored first stands (workers may have read it), and the
+// driver goes on with it. (The retry used to write another plan, seating a
+// third worker in the same epoch.)
+TEST(elastic_driver, never_replaces_a_stored_plan) {
+  const auto hosts = testing::TempDir() + "elastic_driver_hosts_" + std::to_string(::getpid());
+  const auto offer = [&hosts](const char* line) { std::ofstream{hosts} << line << "\n"; };
+  const auto first = encode_plan({{0, "localhost"}, {1, "localhost"}});
+  for (const char* lost : {"job/plan/0", "job/epoch"}) {
+    offer("localhost:2");
+    discovery_poller::options o;
+    o.script = "cat '" + hosts + "'";
+    o.env = {"PATH=/usr/bin:/bin"};
+    o.interval = milliseconds{20};
+    flaky_store store;
+    store.lose_replies(lost, 3, [&] { offer("localhost:3"); });
+    const auto r = run_job(store, "sleep 0.3", std::chrono::seconds(5), o, 3);
+    EXPECT_EQ(r.code, 0) << lost << "\n" << r.report;
+    EXPECT_EQ(store.failures, 3) << lost << "\n" << r.report;
+    EXPECT_EQ(store.written["job/plan/0"], std::vector<std::string>{first})
+      << lost << "\n" << r.report;
+    EXPECT_EQ(store.get("job/epoch"), std::optional<std::string>("0")) << lost;
+    EXPECT_EQ(count(r.report, "membership epoch 0: 2 worker(s), rank order 0@localhost "
+                              "1@localhost\n"),
+              1u)
+      << lost << "\n" << r.report;
+    EXPECT_EQ(count(r.report, "membership epoch 0:"), 1u) << lost << "\n" << r.report;
+  }
+  std::remove(hosts.c_str());
+}
+
+// Epoch 1's plan (0, 1 and a new 3: 2 left) is stored, but its reply is
+// lost, and worker 1 leaves before the retries: the driver adopts the
+// stored plan with worker 1 gone, and opens epoch 2's barrier at once (its
+// peers cannot start epoch 1 without it). Workers 0 and 1 arrived at epoch
+// 1 from the start (as written here).
+TEST(elastic_driver, adopts_a_stored_plan_whose_member_left_meanwhile) {
+  flaky_store store;
+  store.set("job/arrive/1/0", "1");
+  store.set("job/arrive/1/1", "1");
+  store.lose_replies("job/plan/1", 4, nullptr);
+  const auto r = run_job(store,
+                         "case $TROUPE_WORKER_ID in 0) sleep 3;; 1) sleep 0.6;; 2) sleep 0.2;; "
+                         "esac",
+                         std::chrono::seconds(5), std::nullopt, 3);
+  EXPECT_EQ(r.code, 0) << r.report;
+  EXPECT_EQ(store.written["job/plan/1"],
+            std::vector<std::string>{encode_plan({{0, "localhost"}, {1, "localhost"},
+                                                  {3, "localhost"}})})
+    << r.report;
+  EXPECT_EQ(count(r.report, "membership epoch 1: 3 worker(s), rank order 0@localhost "
+                            "1@localhost 3@localhost\n"),
+            1u)
+    << r.report;
+  EXPECT_EQ(count(r.report, "a member exited before its epoch was published; reset barrier "
+                            "of membership epoch 2 open"),
+            1u)
+    << r.report;
 }
 
 } // namespace
