@@ -10,9 +10,9 @@
 // owns the membership epoch there):
 //
 //   J/plan/<E>          members of epoch E in rank order, one "<worker id>
-//                       <host>" per line; written before J/epoch = E (again,
-//                       maybe otherwise, when that write failed: workers
-//                       take it only once J/epoch names E)
+//                       <host>" per line; written once (compare_set: a
+//                       retry adopts what is stored), before J/epoch = E;
+//                       workers take it only once J/epoch names E
 //   J/epoch             the newest planned epoch (membership_epoch.hpp)
 //   J/arrive/<E>/<id>   worker <id> is ready to join epoch E (the reset
 //                       barrier: the driver plans E once every member of

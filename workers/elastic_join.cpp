@@ -31,9 +31,10 @@ status await_seat(elastic::store_client& store, const std::string& job, int64_t 
               elastic::encode_arrival(target == first ? me : elastic::arrival{me.veteran, {}}));
     auto newest = elastic::epoch(store, job);
     // The plan counts only once the epoch names it: troupe-run writes the
-    // plan first, and when the epoch's write fails it writes both again,
-    // maybe with another plan. So with the plan's key there and the epoch
-    // still below it, read the epoch again (10 ms doubling to 1 s).
+    // plan first (once), and an epoch it never names (troupe-run stopped
+    // between the two writes) is never joined. So with the plan's key
+    // there and the epoch still below it, read the epoch again (10 ms
+    // doubling to 1 s).
     for (auto pause = first_pause; newest < target;
          pause = std::min(2 * pause, longest_pause)) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
