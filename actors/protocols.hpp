@@ -39,9 +39,12 @@ using member_actor = caf::typed_actor<
 
 /// The autotuner of a process set (coordinator/tuner_actor.hpp), next to its
 /// coordinator: told each response list executed on that rank, (executed,
-/// settings generation, whether the list began a training step, stats).
+/// settings generation, whether the list began a training step, stats), and
+/// each settings change of the application's (troupe::tune) as the
+/// coordinator takes it, (tune, Tuning bytes).
 using tuner_actor =
-  caf::typed_actor<caf::reacts_to<executed_atom, uint64_t, bool, list_stats>>;
+  caf::typed_actor<caf::reacts_to<executed_atom, uint64_t, bool, list_stats>,
+                   caf::reacts_to<tune_atom, std::string>>;
 
 /// The coordinator of a process set (coordinator/coordinator_actor.hpp).
 /// Every member introduces itself once, (hello, set rank, member, whether

@@ -1,6 +1,7 @@
 #include "coordinator/tuner_actor.hpp"
 
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -22,7 +23,13 @@ struct tuner_state {
   tuner_options options;
   std::unique_ptr<autotune::parameter_search> search;
   std::unique_ptr<autotune::autotune_log> log;
-  autotune::settings applied;  // in force (as far as this tuner changed it)
+  // What this tuner last told the coordinator of each setting (the
+  // configured one before it told any) and the cache's capacity then.
+  autotune::settings applied;
+  int64_t applied_capacity = 0;
+  // What the configured chunk (-1) comes to on the set's backend, once
+  // known (-1 before): a search started again need not learn it again.
+  int64_t configured_chunk = -1;
   std::unique_ptr<autotune::step_sampler> sampler;
   double optimizer_seconds = 0;  // spent in the search: the tuner's own cost
   static constexpr const char* name = "troupe.tuner";
@@ -37,24 +44,51 @@ std::string describe(const autotune::settings& s) {
                                               : std::to_string(s.fusion_chunk_bytes) + " B");
 }
 
-// Sends what differs between the search's current setting and the one in
-// force to the coordinator (a cache capacity sent empties the cache, so
+// The cache capacity `s` runs with.
+int64_t capacity_of(const tuner_state& st, const autotune::settings& s) {
+  return s.cache_enabled ? st.options.cache_capacity : 0;
+}
+
+// What differs between `s` and what this tuner last told the coordinator,
+// which is `s` from now on (a cache capacity sent empties the cache, so
 // only a real change is sent).
-void apply(tuner_self self) {
-  auto& st = self->state;
-  const auto& s = st.search->current();
+v1::Tuning changes_to(tuner_state& st, const autotune::settings& s) {
   v1::Tuning t;
   if (s.fusion_threshold != st.applied.fusion_threshold)
     t.set_fusion_threshold(s.fusion_threshold);
   if (s.cycle_time_ms != st.applied.cycle_time_ms)
-    t.set_cycle_time_us(static_cast<int64_t>(s.cycle_time_ms * 1000));
-  if (s.cache_enabled != st.applied.cache_enabled)
-    t.set_cache_capacity(s.cache_enabled ? st.options.cache_capacity : 0);
+    t.set_cycle_time_us(std::llround(s.cycle_time_ms * 1000));
+  if (capacity_of(st, s) != st.applied_capacity)
+    t.set_cache_capacity(capacity_of(st, s));
   if (s.fusion_chunk_bytes != st.applied.fusion_chunk_bytes)
     t.set_fusion_chunk_bytes(s.fusion_chunk_bytes);
   st.applied = s;
-  self->send(st.coordinator, tune_atom::value, t.SerializeAsString());
-  st.sampler->change_sent();
+  st.applied_capacity = capacity_of(st, s);
+  return t;
+}
+
+void send(tuner_self self, const v1::Tuning& t) {
+  self->send(self->state.coordinator, tune_atom::value, t.SerializeAsString());
+  self->state.sampler->change_sent();
+}
+
+// Sends the search's current setting to the coordinator.
+void apply(tuner_self self) {
+  send(self, changes_to(self->state, self->state.search->current()));
+}
+
+// Whether a setting is left to search (the application may have set every
+// one).
+bool searching(const tuner_state& st) {
+  const auto& o = st.options.search;
+  return st.search->active() && (o.tune_fusion || o.tune_cycle || o.tune_cache || o.tune_chunk);
+}
+
+// The gauges of the setting the search runs.
+void show(const tuner_state& st) {
+  const auto& s = st.search->current();
+  st.options.metrics->settings(s.fusion_threshold, s.cycle_time_ms, s.cache_enabled,
+                               s.fusion_chunk_bytes, searching(st));
 }
 
 void finish_sample(tuner_self self, double score) {
@@ -93,9 +127,7 @@ void finish_sample(tuner_self self, double score) {
   }
   if (step.changed)
     apply(self);
-  const auto& now = st.search->current();
-  st.options.metrics->settings(now.fusion_threshold, now.cycle_time_ms, now.cache_enabled,
-                               now.fusion_chunk_bytes, st.search->active());
+  show(st);
   if (step.finished) {
     spdlog::info("Autotuner of set {}: best params {} {:.0f} B/s (choosing settings took "
                  "{:.1f} ms)",
@@ -109,11 +141,84 @@ void finish_sample(tuner_self self, double score) {
 
 void on_executed(tuner_self self, uint64_t generation, bool begins_step,
                  const list_stats& stats) {
-  if (stats.chunk_bytes >= 0 && self->state.applied.fusion_chunk_bytes < 0)
-    self->state.search->configured_chunk_is(stats.chunk_bytes);
-  if (auto score =
-        self->state.sampler->add({clock::now(), generation, stats.bytes, begins_step}))
+  auto& st = self->state;
+  if (stats.chunk_bytes >= 0 && st.applied.fusion_chunk_bytes < 0 && st.configured_chunk < 0) {
+    st.configured_chunk = stats.chunk_bytes;
+    st.search->configured_chunk_is(stats.chunk_bytes);
+  }
+  if (auto score = st.sampler->add({clock::now(), generation, stats.bytes, begins_step}))
     finish_sample(self, *score);
+}
+
+// `search` with what `change` sets: the application's values, not searched
+// any more (as settings configured explicitly are not).
+autotune::search_options pinned(autotune::search_options search, const v1::Tuning& change) {
+  auto& initial = search.initial;
+  if (change.has_fusion_threshold()) {
+    initial.fusion_threshold = change.fusion_threshold();
+    search.tune_fusion = false;
+  }
+  if (change.has_cycle_time_us()) {
+    initial.cycle_time_ms = static_cast<double>(change.cycle_time_us()) / 1000;
+    search.tune_cycle = false;
+  }
+  if (change.has_cache_capacity()) {
+    initial.cache_enabled = change.cache_capacity() > 0;
+    search.tune_cache = false;
+  }
+  if (change.has_fusion_chunk_bytes()) {
+    initial.fusion_chunk_bytes = std::max<int64_t>(change.fusion_chunk_bytes(), -1);
+    search.tune_chunk = false;
+  }
+  return search;
+}
+
+bool same_search(const autotune::search_options& a, const autotune::search_options& b) {
+  return a.initial == b.initial && a.tune_fusion == b.tune_fusion &&
+         a.tune_cycle == b.tune_cycle && a.tune_cache == b.tune_cache &&
+         a.tune_chunk == b.tune_chunk;
+}
+
+// A settings change the application made (troupe::tune), which the
+// coordinator applies at its next list. Each setting it sets is the
+// application's from then on: the search starts again without it, from
+// the configured settings with the application's values (scores measured
+// with other values say little about the rest), or the tuner stops when it
+// searched nothing else. The tuner tells the coordinator the application's
+// values again where its own last change differs: that change may have
+// reached the coordinator after the application's.
+void on_application_change(tuner_self self, const v1::Tuning& change) {
+  auto& st = self->state;
+  st.sampler->change_sent();
+  if (change.cache_capacity() > 0)
+    st.options.cache_capacity = change.cache_capacity();
+  auto search = pinned(st.options.search, change);
+  const bool restart = !same_search(search, st.options.search);
+  if (restart) {
+    st.options.search = std::move(search);
+    st.search = std::make_unique<autotune::parameter_search>(st.options.search);
+    if (st.configured_chunk >= 0)
+      st.search->configured_chunk_is(st.configured_chunk);
+    show(st);
+  }
+  const auto& now = st.search->current();
+  if (auto t = changes_to(st, now); t.ByteSizeLong() > 0)
+    send(self, t);
+  if (!restart)
+    return;
+  const auto set = st.options.set_id;
+  if (searching(st)) {
+    spdlog::info("Autotuner of set {}: the application changed settings; searching again "
+                 "from {}",
+                 set, describe(now));
+    return;
+  }
+  spdlog::info("Autotuner of set {}: the application set every setting searched; stopping "
+               "with {}",
+               set, describe(now));
+  if (st.log)
+    st.log->row(now, 0);
+  self->quit();
 }
 
 tuner_actor::behavior_type tune(tuner_self self, coordinator_actor coordinator,
@@ -124,11 +229,10 @@ tuner_actor::behavior_type tune(tuner_self self, coordinator_actor coordinator,
   st.search = std::make_unique<autotune::parameter_search>(st.options.search);
   st.sampler = std::make_unique<autotune::step_sampler>(st.options.steps_per_sample);
   st.applied = st.options.search.initial;
+  st.applied_capacity = capacity_of(st, st.applied);
   self->monitor(st.coordinator);
   self->set_down_handler([=](caf::down_msg&) { self->quit(); });
-  const auto& s = st.search->current();
-  st.options.metrics->settings(s.fusion_threshold, s.cycle_time_ms, s.cache_enabled,
-                               s.fusion_chunk_bytes, st.search->active());
+  show(st);
   if (!st.options.log_path.empty()) {
     try {
       st.log = std::make_unique<autotune::autotune_log>(st.options.log_path);
@@ -140,6 +244,15 @@ tuner_actor::behavior_type tune(tuner_self self, coordinator_actor coordinator,
   return {
     [=](executed_atom, uint64_t generation, bool begins_step, const list_stats& stats) {
       on_executed(self, generation, begins_step, stats);
+    },
+    [=](tune_atom, const std::string& bytes) {
+      v1::Tuning change;
+      if (!change.ParseFromString(bytes)) {
+        spdlog::error("Autotuner of set {}: dropped a malformed settings change ({} bytes)",
+                      self->state.options.set_id, bytes.size());
+        return;
+      }
+      on_application_change(self, change);
     },
   };
 }

@@ -23,7 +23,8 @@ struct tuner_options {
   /// Training steps per sample (autotune::step_sampler).
   int steps_per_sample = 10;
   /// Cache entries when the cache is on (the configured capacity, or
-  /// Horovod's 1024 when it was configured off).
+  /// Horovod's 1024 when it was configured off; the tuner takes the
+  /// application's once it sets one).
   int64_t cache_capacity = 1024;
   /// The CSV log (autotune_log); empty = none.
   std::string log_path;
@@ -40,8 +41,12 @@ struct tuner_options {
 /// (autotune::step_sampler), drives an autotune::parameter_search and sends
 /// each new setting to the coordinator as (tune, Tuning bytes), which
 /// applies it at its next response list on every member. Samples never
-/// span a settings change. Once the search is done it sends the best
-/// setting and stops; it also stops when the coordinator does.
+/// span a settings change. A change the application made (troupe::tune),
+/// sent to the tuner as (tune, Tuning bytes), is kept: each setting it sets
+/// is not searched any more, the search starts again from the configured
+/// settings with the application's values, and the tuner stops when
+/// nothing is left to search. Once the search is done it sends
+/// the best setting and stops; it also stops when the coordinator does.
 actors::tuner_actor spawn_tuner(caf::actor_system& sys, actors::coordinator_actor coordinator,
                                 tuner_options options);
 
