@@ -1,8 +1,8 @@
 #pragma once
 
-// The negotiator's state and the functions its two files share
-// (negotiator.cpp, fast_lane.cpp). Include only from those: CAF headers are
-// expensive.
+// The negotiator's state and the functions its files share (negotiator.cpp,
+// negotiator_requests.cpp, negotiator_responses.cpp, fast_lane.cpp). Include
+// only from those: CAF headers are expensive.
 
 #include <atomic>
 #include <chrono>
@@ -146,7 +146,7 @@ struct negotiator_state {
 
 using negotiator_self = negotiator_actor::stateful_pointer<negotiator_state>;
 
-// --- negotiator.cpp
+// --- negotiator.cpp: the actor's behavior, its abort and shutdown
 
 // Sends the timeline a span's begin or end ("B" / "E") for `e`.
 void trace(negotiator_self self, const tensor_entry& e, const char* phase, v1::OpType op,
@@ -159,8 +159,21 @@ void complete(negotiator_state& st, const tensor_entry_ptr& e, status s);
 // A CYCLE_START marker on the timeline, when cycles are marked.
 void mark_cycle(const negotiator_state& st);
 
+// The table's and the mailbox's depths into the set's metrics.
+void observe_depths(negotiator_state& st, negotiator_self self);
+
 // One more response list (or agreed list, `agreed`) is done here.
 void list_done(negotiator_state& st, negotiator_self self, list_stats moved, bool agreed);
+
+// Stops the backends and this actor once (shutdown) came and no work runs.
+void finish_if_stopping(negotiator_self self);
+
+// --- negotiator_requests.cpp: the way up (submissions, request lists, the
+// control tree, the control channel)
+
+// Accepts what the API submitted (each batch whole or not at all) and
+// sends it up soon.
+void on_submit(negotiator_self self, const std::vector<entry_batch>& batches);
 
 // Sends the outbox up now, or after the messages already queued.
 void flush_soon(negotiator_self self);
@@ -168,8 +181,35 @@ void flush_soon(negotiator_self self);
 // Retries the channel 200 µs later unless everything was `written`.
 void retry_channel_unless(negotiator_self self, bool written);
 
+// Sends the outbox up as one RequestList once the coordinator is known and
+// this rank placed (an inner node: with its subtree's lists).
+void flush_requests(negotiator_self self);
+
+// A control-tree child's RequestList: goes up with the next flush.
+void on_child_list(negotiator_self self, const std::string& bytes);
+
+// Takes this rank's place in the control tree: false when refused.
+bool on_placed(negotiator_self self, int32_t parent_rank, int32_t end,
+               std::vector<int32_t>& children, caf::actor& parent,
+               std::vector<caf::actor>& relay);
+
+// This rank's place is settled: the lists held back for it go on.
+void settle_place(negotiator_self self);
+
+// Opens the set's control channel of this name (empty: none).
+void open_channel(negotiator_self self, const std::string& name);
+
+// --- negotiator_responses.cpp: the way down (response lists, the works
+// they launch, their completion)
+
 // Hands a negotiated work to its backend: true when it went.
 bool launch(negotiator_self self, v1::Response resp, const collective_work_ptr& work);
+
+// Runs or fails what a response list says, in its order.
+void on_response_list(negotiator_self self, const std::string& bytes);
+
+// A backend returned work `id`: completes its entries.
+void on_executed(negotiator_self self, uint64_t id, status& result, const list_stats& moved);
 
 // --- fast_lane.cpp: agreement on cached allreduces without the coordinator
 // (docs/architecture.md, "Agreement without the coordinator")
