@@ -310,8 +310,12 @@ void on_requests(coordinator_self self, const std::string& bytes) {
                   st.set_id, bytes.size());
     return;
   }
-  if (list.has_tuning())
+  if (list.has_tuning()) {
     merge_tuning(st, list.tuning());
+    // The tuner keeps what the application sets (troupe::tune).
+    if (st.tuner)
+      self->send(st.tuner, tune_atom::value, list.tuning().SerializeAsString());
+  }
   if (st.lane_on)
     uncache_asked(st, list);
   for (const auto& why : take_requests(list, *st.table, *st.cache))

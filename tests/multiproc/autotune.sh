@@ -12,6 +12,8 @@
 # 3. Two process sets tune independently, each its own CSV.
 # 4. Resets with autotuning on (Horovod's autotuner crashed with elastic):
 #    each epoch's global set starts a new tuner with its own CSV.
+# 5. The application sets every setting at its first step (troupe::tune):
+#    the tuner stops at once, its one row the application's settings.
 set -u
 run=$1 check=$2
 here=$(dirname "$0")
@@ -54,4 +56,11 @@ timeout 150 "$run" --timeout 120 -np 2 --dynamic-process-sets 1 "${knobs[@]}" \
   || { cat "$dir/reset.log"; echo "FAIL: resets with autotuning"; exit 1; }
 epochs=$(ls "$dir"/reset.epoch*.csv 2>/dev/null | wc -l)
 (( epochs >= 30 )) || { ls "$dir"; echo "FAIL: $epochs epoch logs after 30 resets"; exit 1; }
+
+timeout 150 "$run" --timeout 120 -np 2 "${knobs[@]}" --autotune-log-file "$dir/app.csv" \
+  "$check" tune 200 > "$dir/app.log" 2>&1 \
+  || { cat "$dir/app.log"; echo "FAIL: tune() under autotuning"; exit 1; }
+# tuning_at(0) in cache_checks.cpp: cache 1024, cycle 0, fusion 0, chunk 4.
+[ "$(tail -n +2 "$dir/app.csv")" = "0,0,0,1,0,0,0,4" ] \
+  || { cat "$dir/app.csv"; echo "FAIL: the tuner did not keep the application's settings"; exit 1; }
 echo PASS
