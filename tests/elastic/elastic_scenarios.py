@@ -10,8 +10,7 @@ status. Every wait is bounded. Prints PASS or the failed checks; with
 import statistics
 import sys
 
-# shm_netns.py and control_tree_netns.py (tests/multiproc) take these from here.
-from elastic_harness import Skip, TwoHosts, expect, failures  # noqa: F401
+from elastic_harness import Skip, failures
 from elastic_membership import (add_remove, all_fail, below_min_np, cooldown, cycles,
                                 cycles_kill, discovery_fails_first, discovery_hangs_first,
                                 discovery_later, kill, leave, process_sets, reset_limit, stop)

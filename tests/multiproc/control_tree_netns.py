@@ -21,7 +21,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'elastic'))
-from elastic_scenarios import Skip, TwoHosts, expect, failures  # noqa: E402
+from elastic_harness import Skip, TwoHosts, expect, failures  # noqa: E402
 from shm_netns import run_two_hosts  # noqa: E402
 
 

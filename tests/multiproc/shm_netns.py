@@ -2,7 +2,7 @@
 
 Gloo's shared-memory allreduce on two simulated hosts of two ranks each:
 network namespaces A and B joined by a veth pair (TwoHosts of
-tests/elastic/elastic_scenarios.py, which creates them and removes them with
+tests/elastic/elastic_harness.py, which creates them and removes them with
 every process in them). troupe-run runs in A with -H A:2,B:2; a stand-in
 for ssh starts each rank in its host's namespace, so the cross-host step
 really crosses the veth pair. `collective_check shm-ops 1` checks every op
@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'elastic'))
-from elastic_scenarios import Skip, TwoHosts, expect, failures  # noqa: E402
+from elastic_harness import Skip, TwoHosts, expect, failures  # noqa: E402
 
 FAKE_SSH = """#!/usr/bin/python3
 # Stands in for ssh: runs the remote command (the last argument) in the
