@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <pthread.h>
@@ -37,10 +38,17 @@ struct process_runtime {
   // rendezvous keys never meet the previous run's (every rank re-inits the
   // same number of times).
   int starts = 0;
-  // Set in a child fork()ed from the process that runs `rt`: the child has
-  // the runtime's memory but none of its threads, so nothing it asks of
-  // the runtime would ever be answered. Pid of the runtime's process.
+  // init() calls in progress: a child forked meanwhile has no runtime of
+  // its own to start (it would be a second one of the same rank).
+  int initializing = 0;
+  // Set in a child fork()ed from the process that runs `rt` (or was
+  // starting it): the child has the runtime's memory but none of its
+  // threads, so nothing it asks of the runtime would ever be answered.
+  // The runtime's pid; a grandchild keeps it.
   pid_t forked_from = 0;
+  // Taken at each fork, under `mtx`: the pid and identity the child keeps.
+  pid_t pid_at_fork = 0;
+  std::shared_ptr<const workers::identity> id_at_fork;
 };
 
 process_runtime& current() {
@@ -55,39 +63,80 @@ std::shared_ptr<workers::runtime> runtime_now() {
   return cur.forked_from != 0 ? nullptr : cur.rt;
 }
 
+status no_runtime_locked(const process_runtime& cur) {
+  if (cur.forked_from == 0)
+    return {status_code::shut_down, "Troupe has not been initialized; use troupe::init()."};
+  return {status_code::shut_down,
+          "This process (pid " + std::to_string(::getpid()) + ") is a fork()ed copy of pid " +
+            std::to_string(cur.forked_from) +
+            " made after troupe::init(); the runtime's threads do not survive fork(), so its "
+            "collectives and handles work only in pid " +
+            std::to_string(cur.forked_from) +
+            (cur.rt ? ". rank() and size() still answer here." : ".")};
+}
+
 // Why runtime_now() gave none.
 status no_runtime() {
   auto& cur = current();
   std::lock_guard<std::mutex> guard{cur.mtx};
-  if (cur.forked_from == 0)
-    return {status_code::shut_down, "Troupe has not been initialized; use troupe::init()."};
-  return {status_code::shut_down,
-          "This process (pid " + std::to_string(::getpid()) + ") was forked from pid " +
-            std::to_string(cur.forked_from) +
-            " after troupe::init(); the runtime's threads do not survive fork(), so its "
-            "collectives and handles work only in pid " +
-            std::to_string(cur.forked_from) + ". rank() and size() still answer here."};
+  return no_runtime_locked(cur);
 }
 
-bool forked_child() {
+// What init() gives in a fork()ed child: nothing to do while the parent's
+// runtime is there (is_initialized() says so; the calls that need it say
+// why they cannot), else the fork's error. Empty elsewhere.
+std::optional<status> init_in_forked_child() {
   auto& cur = current();
   std::lock_guard<std::mutex> guard{cur.mtx};
-  return cur.forked_from != 0;
+  if (cur.forked_from == 0)
+    return std::nullopt;
+  if (cur.rt)
+    return status{};
+  return no_runtime_locked(cur);
 }
 
+// Counts an init() in progress for the fork handlers.
+class initializing {
+public:
+  initializing() {
+    std::lock_guard<std::mutex> guard{current().mtx};
+    ++current().initializing;
+  }
+  ~initializing() {
+    std::lock_guard<std::mutex> guard{current().mtx};
+    --current().initializing;
+  }
+  initializing(const initializing&) = delete;
+  initializing& operator=(const initializing&) = delete;
+};
+
 // fork() while another thread holds `mtx` would leave it locked for good
-// in the child: the fork waits for it instead.
+// in the child: the fork waits for it instead. The identity is taken here
+// because the runtime's own lock may be held at the fork.
 void lock_before_fork() {
-  current().mtx.lock();
+  auto& cur = current();
+  cur.mtx.lock();
+  if (cur.forked_from != 0)
+    return;  // a child forking: its own child keeps what it has
+  cur.pid_at_fork = ::getpid();
+  cur.id_at_fork = cur.rt ? cur.rt->id() : nullptr;
 }
 void unlock_in_parent() {
-  current().mtx.unlock();
+  auto& cur = current();
+  if (cur.forked_from == 0)
+    cur.id_at_fork = nullptr;
+  cur.mtx.unlock();
 }
 void unlock_in_child() {
   auto& cur = current();
-  if (cur.rt && cur.forked_from == 0)
-    cur.forked_from = ::getppid();
+  if ((cur.rt || cur.initializing > 0) && cur.forked_from == 0)
+    cur.forked_from = cur.pid_at_fork;
   cur.mtx.unlock();
+}
+
+void register_fork_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(lock_before_fork, unlock_in_parent, unlock_in_child); });
 }
 
 // Held around every call that may start runtime threads, which inherit the
@@ -224,17 +273,20 @@ output_allocator allocator_of(const std::vector<output_allocator>& allocators, s
   return allocators.empty() ? output_allocator{} : allocators[i];
 }
 
-// The identity is fixed at init(), so it answers in a fork()ed child too
+// A fork()ed child answers with the identity its parent had at the fork
 // (a data loader's worker asking for its rank).
 template <class F>
 int identity_field(F field) {
   auto& cur = current();
-  std::shared_ptr<workers::runtime> rt;
+  std::shared_ptr<const workers::identity> id;
   {
     std::lock_guard<std::mutex> guard{cur.mtx};
-    rt = cur.rt;
+    if (cur.forked_from != 0)
+      id = cur.rt ? cur.id_at_fork : nullptr;
+    else if (cur.rt)
+      id = cur.rt->id();
   }
-  return rt ? field(*rt->id()) : -1;
+  return id ? field(*id) : -1;
 }
 
 void shutdown_at_exit() {
@@ -268,10 +320,7 @@ status start_runtime(bool& started) {
   // the first start runs before all of those.
   static std::once_flag at_exit;
   if (rt)
-    std::call_once(at_exit, [] {
-      std::atexit(shutdown_at_exit);
-      pthread_atfork(lock_before_fork, unlock_in_parent, unlock_in_child);
-    });
+    std::call_once(at_exit, [] { std::atexit(shutdown_at_exit); });
   {
     // Checked under the lock shutdown() takes after counting itself: either
     // it sees the runtime installed here, or this sees its count.
@@ -287,19 +336,21 @@ status start_runtime(bool& started) {
 }
 
 status init() {
-  // Initialized, as is_initialized() says: the calls that need the
-  // parent's runtime say so. Before init_mtx, which the parent may have
-  // held when it forked.
-  if (forked_child())
-    return {};
+  // Before init_mtx, which the parent may have held when it forked.
+  if (auto forked = init_in_forked_child())
+    return *forked;
+  register_fork_handlers();
+  initializing counted;
   std::lock_guard<std::mutex> serial{current().init_mtx};
   bool started = false;
   return start_runtime(started);
 }
 
 status init(const std::vector<std::vector<int>>& process_sets) {
-  if (forked_child())
-    return {};  // as init()
+  if (auto forked = init_in_forked_child())
+    return *forked;
+  register_fork_handlers();
+  initializing counted;
   // Held while the sets register, so a second init() cannot register them
   // again; rank() and shutdown() do not take it.
   std::lock_guard<std::mutex> serial{current().init_mtx};

@@ -17,23 +17,62 @@ from troupe.common.exceptions import HorovodInternalError
 CHILD_DEADLINE_S = 60
 
 
-def _raises_fork_error(call):
+def _raises_fork_error(call, runtime_pid):
     try:
         call()
     except HorovodInternalError as e:
-        assert 'forked from pid %d' % os.getppid() in str(e), str(e)
+        assert 'copy of pid %d' % runtime_pid in str(e), str(e)
         return
     raise AssertionError('%s did not fail in a forked child' % call)
 
 
+def _raises(error, call):
+    try:
+        call()
+    except error:
+        return
+    raise AssertionError('%s did not raise %s' % (call, error.__name__))
+
+
+def _wait_for_child(pid):
+    deadline = time.monotonic() + CHILD_DEADLINE_S
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    raise AssertionError('the forked child did not finish within %d s' % CHILD_DEADLINE_S)
+
+
 def _child_checks(rank, size, pending):
+    runtime_pid = os.getppid()
     assert hvd.is_initialized()
     assert (hvd.rank(), hvd.size()) == (rank, size)
-    _raises_fork_error(lambda: hvd.allreduce(torch.ones(1), name='fork.child'))
+    _raises_fork_error(lambda: hvd.allreduce(torch.ones(1), name='fork.child'), runtime_pid)
     hvd.init()  # harmless when initialized: the runtime is the parent's
-    _raises_fork_error(lambda: hvd.allgather(torch.ones(1), name='fork.child'))
+    _raises_fork_error(lambda: hvd.allgather(torch.ones(1), name='fork.child'), runtime_pid)
     if pending is not None:
-        _raises_fork_error(lambda: hvd.synchronize(pending))
+        _raises_fork_error(lambda: hvd.synchronize(pending), runtime_pid)
+    # A grandchild: the same identity, the errors name the runtime's pid.
+    grandchild = os.fork()
+    if grandchild == 0:
+        ok = hvd.rank() == rank and hvd.size() == size
+        try:
+            _raises_fork_error(lambda: hvd.broadcast(torch.ones(1), 0, name='fork.grandchild'),
+                               runtime_pid)
+        except BaseException:
+            traceback.print_exc()
+            ok = False
+        os._exit(0 if ok else 1)
+    _wait_for_child(grandchild)
+    # After the child's own shutdown nothing answers, and init() says why.
+    hvd.shutdown()
+    assert not hvd.is_initialized()
+    _raises(ValueError, hvd.rank)
+    _raises_fork_error(lambda: hvd.init(), runtime_pid)
 
 
 def _fork_and_check(pending):
@@ -51,16 +90,7 @@ def _fork_and_check(pending):
             # shutdown), then C's (the runtime's and MPI's).
             atexit._run_exitfuncs()
             ctypes.CDLL(None).exit(code)
-    deadline = time.monotonic() + CHILD_DEADLINE_S
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
-            return
-        time.sleep(0.05)
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    raise AssertionError('the forked child did not finish within %d s' % CHILD_DEADLINE_S)
+    _wait_for_child(pid)
 
 
 def test_a_child_forked_after_init_fails_at_once_and_exits():

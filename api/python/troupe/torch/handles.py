@@ -52,26 +52,32 @@ _shut_down_handles = set()
 _named = {}
 
 
-# The parent's pid in a child os.fork()ed after init(): the runtime's
-# threads stay in the parent, so a handle unfinished at the fork never
-# finishes here (new calls fail in the runtime, saying so).
+# The runtime's pid in a child os.fork()ed after init() (a grandchild keeps
+# it): the runtime's threads stay there, so a handle unfinished at the fork
+# never finishes here (new calls fail in the runtime, saying so).
 _forked_from = None
+_pid_at_fork = None
+
+
+def _before_fork():
+    global _pid_at_fork
+    _pid_at_fork = os.getpid()
 
 
 def _note_fork():
     global _forked_from
     if _basics.is_initialized() and _forked_from is None:
-        _forked_from = os.getppid()
+        _forked_from = _pid_at_fork
 
 
-os.register_at_fork(after_in_child=_note_fork)
+os.register_at_fork(before=_before_fork, after_in_child=_note_fork)
 
 
 def _wait_here(core_handle):
     if _forked_from is not None and not core_handle.poll():
         raise HorovodInternalError(
-            'This process (pid %d) was forked from pid %d after init(); the operation was '
-            'still running there, and its result reaches only pid %d.'
+            'This process (pid %d) is a fork()ed copy of pid %d made after init(); the '
+            'operation was still running there, and its result reaches only pid %d.'
             % (os.getpid(), _forked_from, _forked_from))
     core_handle.wait()
 
