@@ -195,17 +195,20 @@ void elastic_driver::take_discovery() {
 }
 
 void elastic_driver::try_start(clock::time_point now) {
-  if (discovered_) {
-    auto plan = assign_seats(hosts_.usable(now), {}, s_.max_np);
-    if (static_cast<int>(plan.size()) >= s_.np) {
-      write_plan(plan, now);
-      slots_deadline_.reset();
-      adopt(std::move(plan), now);
-      return;
-    }
+  auto plan = stored_next_plan();
+  if (!plan && discovered_) {
+    plan = assign_seats(hosts_.usable(now), {}, s_.max_np);
+    if (static_cast<int>(plan->size()) < s_.np)
+      plan.reset();
   }
-  if (now >= *slots_deadline_)
-    stop_job(timeout_message(s_.np), 1);
+  if (!plan) {
+    if (now >= *slots_deadline_)
+      stop_job(timeout_message(s_.np), 1);
+    return;
+  }
+  write_plan(*plan, now);
+  slots_deadline_.reset();
+  adopt(std::move(*plan), now);
 }
 
 std::string elastic_driver::timeout_message(int np) const {
@@ -297,7 +300,9 @@ void elastic_driver::close_barrier(clock::time_point now) {
 }
 
 void elastic_driver::complete_round(clock::time_point now) {
-  auto plan = next_plan(now);
+  auto plan = stored_next_plan();
+  if (!plan)
+    plan = next_plan(now);
   if (!plan) {
     close_barrier(now);
     return;
@@ -309,6 +314,14 @@ void elastic_driver::complete_round(clock::time_point now) {
   slots_deadline_.reset();
   ++resets_;
   adopt(std::move(*plan), now);
+}
+
+std::optional<membership_plan> elastic_driver::stored_next_plan() {
+  const auto key = plan_key(s_.job.job_id, epoch_ + 1);
+  const auto text = store_.get(key);
+  if (!text)
+    return std::nullopt;
+  return stored_plan(store_, key, text);
 }
 
 std::optional<membership_plan> elastic_driver::next_plan(clock::time_point now) {

@@ -42,7 +42,8 @@ namespace troupe::elastic::launcher {
 ///   own work after a peer exited 0 are not killed.
 /// - Then: the reset limit, the usable hosts and --min-np (waiting up to
 ///   the elastic timeout) decide; the next plan keeps the survivors, adds
-///   new workers for free slots, and is published; new workers start.
+///   new workers for free slots, and is published; new workers start. A
+///   plan an earlier try stored (its reply lost) is taken as it is.
 /// - A change of hosts while an epoch runs settled is announced to the
 ///   workers (J/notice); they reset at their next commit.
 /// - Hosts by state go to the store (J/hosts) whenever a count changes,
@@ -123,6 +124,10 @@ private:
   void try_start(clock::time_point now);
   void check_barrier(clock::time_point now);
   void complete_round(clock::time_point now);
+  /// The plan an earlier try stored for epoch_ + 1 (its reply lost), if
+  /// any: it stands, whatever the hosts did since, for workers may have
+  /// joined its epoch.
+  std::optional<membership_plan> stored_next_plan();
   /// The next epoch's plan (new seats as new_seat), or nothing when the
   /// round ends otherwise: the job stops, or waits for --min-np slots.
   std::optional<membership_plan> next_plan(clock::time_point now);

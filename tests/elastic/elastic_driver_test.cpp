@@ -33,13 +33,15 @@ public:
     write_windows_.emplace_back(start_ + from, start_ + to);
   }
 
-  /// The next `n` writes (set, compare_set) of keys starting with `prefix`
-  /// take effect but fail all the same, as a request whose reply an etcd
-  /// leader change cut off; `lost` runs at the first.
-  void lose_replies(std::string prefix, int n, std::function<void()> lost) {
+  /// The next `n` writes (set, compare_set) of keys starting with `prefix`,
+  /// after the first `skip` such writes, take effect but fail all the same,
+  /// as a request whose reply an etcd leader change cut off; `lost` runs at
+  /// the first.
+  void lose_replies(std::string prefix, int n, std::function<void()> lost, int skip = 0) {
     lost_prefix_ = std::move(prefix);
     lost_left_ = n;
     on_lost_ = std::move(lost);
+    skip_left_ = skip;
   }
 
   void set(const std::string& key, const std::string& value) override {
@@ -136,6 +138,10 @@ private:
   void lose_reply(const std::string& what, const std::string& key) {
     if (lost_left_ == 0 || key.rfind(lost_prefix_, 0) != 0)
       return;
+    if (skip_left_ > 0) {
+      --skip_left_;
+      return;
+    }
     if (on_lost_)
       std::exchange(on_lost_, nullptr)();
     --lost_left_;
@@ -150,6 +156,7 @@ private:
   std::map<std::string, std::string> data_;
   std::string lost_prefix_;
   int lost_left_ = 0;
+  int skip_left_ = 0;
   std::function<void()> on_lost_;
 };
 
@@ -195,6 +202,32 @@ size_t count(const std::string& text, const std::string& what) {
     ++n;
   return n;
 }
+
+// The hosts a discovery script finds (read every 20 ms), as offered last.
+class hosts_file {
+public:
+  explicit hosts_file(const std::string& name)
+    : path_(testing::TempDir() + name + "_" + std::to_string(::getpid())) {}
+  ~hosts_file() {
+    std::remove(path_.c_str());
+  }
+  hosts_file(const hosts_file&) = delete;
+  hosts_file& operator=(const hosts_file&) = delete;
+
+  void offer(const char* line) const {
+    std::ofstream{path_} << line << "\n";
+  }
+  discovery_poller::options discovery() const {
+    discovery_poller::options o;
+    o.script = "cat '" + path_ + "'";
+    o.env = {"PATH=/usr/bin:/bin"};
+    o.interval = milliseconds{20};
+    return o;
+  }
+
+private:
+  std::string path_;
+};
 
 // Down at the start (no plan can be written), and again while the workers
 // exit (the barrier cannot be read): each outage is warned about once,
@@ -284,18 +317,13 @@ TEST(elastic_driver, tells_the_workers_when_it_opens_a_reset_barrier) {
 // driver goes on with it. (The retry used to write another plan, seating a
 // third worker in the same epoch.)
 TEST(elastic_driver, never_replaces_a_stored_plan) {
-  const auto hosts = testing::TempDir() + "elastic_driver_hosts_" + std::to_string(::getpid());
-  const auto offer = [&hosts](const char* line) { std::ofstream{hosts} << line << "\n"; };
+  const hosts_file hosts{"elastic_driver_hosts"};
   const auto first = encode_plan({{0, "localhost"}, {1, "localhost"}});
   for (const char* lost : {"job/plan/0", "job/epoch"}) {
-    offer("localhost:2");
-    discovery_poller::options o;
-    o.script = "cat '" + hosts + "'";
-    o.env = {"PATH=/usr/bin:/bin"};
-    o.interval = milliseconds{20};
+    hosts.offer("localhost:2");
     flaky_store store;
-    store.lose_replies(lost, 3, [&] { offer("localhost:3"); });
-    const auto r = run_job(store, "sleep 0.3", std::chrono::seconds(5), o, 3);
+    store.lose_replies(lost, 3, [&] { hosts.offer("localhost:3"); });
+    const auto r = run_job(store, "sleep 0.3", std::chrono::seconds(5), hosts.discovery(), 3);
     EXPECT_EQ(r.code, 0) << lost << "\n" << r.report;
     EXPECT_EQ(store.failures, 3) << lost << "\n" << r.report;
     EXPECT_EQ(store.written["job/plan/0"], std::vector<std::string>{first})
@@ -307,7 +335,6 @@ TEST(elastic_driver, never_replaces_a_stored_plan) {
       << lost << "\n" << r.report;
     EXPECT_EQ(count(r.report, "membership epoch 0:"), 1u) << lost << "\n" << r.report;
   }
-  std::remove(hosts.c_str());
 }
 
 // Epoch 1's plan (0, 1 and a new 3: 2 left) is stored, but its reply is
@@ -337,6 +364,62 @@ TEST(elastic_driver, adopts_a_stored_plan_whose_member_left_meanwhile) {
                             "of membership epoch 2 open"),
             1u)
     << r.report;
+}
+
+// Epoch 0 (its plan, then the epoch) is written but the reply is lost, and
+// discovery drops to one slot, below --np 2, before the retry: workers may
+// have joined epoch 0, so the driver goes on with its stored plan. (The retry
+// used to plan again, found too few slots and waited for them until the
+// elastic timeout, while the workers waited for the peers nobody spawned.)
+TEST(elastic_driver, starts_a_stored_epoch_whatever_the_hosts_did_since) {
+  const hosts_file hosts{"elastic_driver_start"};
+  for (const char* lost : {"job/plan/0", "job/epoch"}) {
+    hosts.offer("localhost:2");
+    flaky_store store;
+    store.lose_replies(lost, 1, [&] { hosts.offer("localhost:1"); });
+    const auto r = run_job(store, "sleep 0.5", std::chrono::seconds(5), hosts.discovery());
+    EXPECT_EQ(r.code, 0) << lost << "\n" << r.report;
+    EXPECT_EQ(store.failures, 1) << lost << "\n" << r.report;
+    EXPECT_EQ(store.get("job/epoch"), std::optional<std::string>("0")) << lost;
+    EXPECT_EQ(count(r.report, "membership epoch 0: 2 worker(s), rank order 0@localhost "
+                              "1@localhost\n"),
+              1u)
+      << lost << "\n" << r.report;
+    EXPECT_EQ(count(r.report, "Timed out waiting"), 0u) << lost << "\n" << r.report;
+  }
+}
+
+// The same at a reset: worker 2 leaves, epoch 1's plan (0, 1 and a new 3)
+// and then its epoch are written but the reply is lost, and discovery drops
+// to one slot, below --min-np 2, before the retry: the driver adopts the
+// stored plan and starts worker 3, instead of waiting for slots at epoch 0
+// while workers 0 and 1 wait in epoch 1 for it. Workers 0 and 1 arrived at
+// epoch 1 from the start (as written here).
+TEST(elastic_driver, adopts_a_stored_epoch_whatever_the_hosts_did_since) {
+  const hosts_file hosts{"elastic_driver_reset"};
+  // Epoch 0's write of the epoch key goes through.
+  for (auto [lost, skip] : {std::pair{"job/plan/1", 0}, std::pair{"job/epoch", 1}}) {
+    hosts.offer("localhost:3");
+    flaky_store store;
+    store.set("job/arrive/1/0", "1");
+    store.set("job/arrive/1/1", "1");
+    store.lose_replies(lost, 1, [&] { hosts.offer("localhost:1"); }, skip);
+    const auto r = run_job(store,
+                           "case $TROUPE_WORKER_ID in 2) sleep 0.2;; *) sleep 1.2;; esac",
+                           std::chrono::seconds(5), hosts.discovery(), 3);
+    EXPECT_EQ(r.code, 0) << lost << "\n" << r.report;
+    EXPECT_EQ(store.failures, 1) << lost << "\n" << r.report;
+    EXPECT_EQ(store.written["job/plan/1"],
+              std::vector<std::string>{encode_plan({{0, "localhost"}, {1, "localhost"},
+                                                    {3, "localhost"}})})
+      << lost << "\n" << r.report;
+    EXPECT_EQ(store.get("job/epoch"), std::optional<std::string>("1")) << lost;
+    EXPECT_EQ(count(r.report, "membership epoch 1: 3 worker(s), rank order 0@localhost "
+                              "1@localhost 3@localhost\n"),
+              1u)
+      << lost << "\n" << r.report;
+    EXPECT_EQ(count(r.report, "below --min-np"), 0u) << lost << "\n" << r.report;
+  }
 }
 
 } // namespace
