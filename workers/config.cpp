@@ -266,8 +266,8 @@ const std::vector<knob>& knobs() {
      },
      [](const config& c) { return std::to_string(c.fusion_threshold); }},
     {"TROUPE_ADASUM_MPI_CHUNK_SIZE", "HOROVOD_ADASUM_MPI_CHUNK_SIZE", "adasum-mpi-chunk-size",
-     "bytes an MPI exchange of Adasum (MPI_Sendrecv) sends and receives at a time (default "
-     "1 GiB, as Horovod's; an MPI count is an int)",
+     "bytes an MPI exchange of Adasum sends and receives at a time, each way, in one "
+     "MPI_Sendrecv (default 1 GiB, as Horovod's; at most 2^31-1, an MPI count is an int)",
      [](config& c, const std::string& s) {
        c.adasum_mpi_chunk_size = parse_count("TROUPE_ADASUM_MPI_CHUNK_SIZE", s);
      },

@@ -398,26 +398,24 @@ void mpi_communicator::pairwise(Send&& send, Recv&& recv, const char* what) {
 void mpi_communicator::exchange(const char* send, size_t send_bytes, int to, char* recv,
                                 size_t recv_bytes, int from, size_t piece, const char* what) {
   constexpr int tag = 0x54;
-  std::vector<MPI_Request> requests;
-  requests.reserve((send_bytes + piece - 1) / piece + (recv_bytes + piece - 1) / piece);
-  blocking(what, [&] {
-    int rc = MPI_SUCCESS;
-    in_pieces(recv_bytes, piece, [&](size_t at, size_t n) {
-      requests.push_back(MPI_REQUEST_NULL);
-      if (rc == MPI_SUCCESS)
-        rc = MPI_Irecv(recv + at, static_cast<int>(n), MPI_BYTE, from, tag, comm_->comm,
-                       &requests.back());
+  // One blocking MPI_Sendrecv per piece, as Horovod's Adasum: at most `piece`
+  // bytes each way are in flight, and no request of ours outlives a failed
+  // call to write into `recv` later. Piece k this rank sends is piece k its
+  // peer receives; past its end, a side's direction is MPI_PROC_NULL.
+  const auto pieces = [&](size_t bytes) { return (bytes + piece - 1) / piece; };
+  const size_t calls = std::max(pieces(send_bytes), pieces(recv_bytes));
+  for (size_t k = 0; k < calls; ++k) {
+    const size_t at = k * piece;
+    const auto count = [&](size_t bytes) {
+      return static_cast<int>(at < bytes ? std::min(piece, bytes - at) : 0);
+    };
+    const int out = count(send_bytes), in = count(recv_bytes);
+    blocking(what, [&] {
+      return MPI_Sendrecv(out > 0 ? send + at : send, out, MPI_BYTE, out > 0 ? to : MPI_PROC_NULL,
+                          tag, in > 0 ? recv + at : recv, in, MPI_BYTE,
+                          in > 0 ? from : MPI_PROC_NULL, tag, comm_->comm, MPI_STATUS_IGNORE);
     });
-    in_pieces(send_bytes, piece, [&](size_t at, size_t n) {
-      requests.push_back(MPI_REQUEST_NULL);
-      if (rc == MPI_SUCCESS)
-        rc = MPI_Isend(send + at, static_cast<int>(n), MPI_BYTE, to, tag, comm_->comm,
-                       &requests.back());
-    });
-    if (rc != MPI_SUCCESS)
-      return rc;
-    return MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-  });
+  }
 }
 
 void mpi_communicator::allgather(const allgather_options& opts) {

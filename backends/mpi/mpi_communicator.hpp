@@ -104,8 +104,9 @@ private:
   // the set's communicator or across hosts.
   void allreduce_in_pieces(void* data, size_t count, data_type dtype, reduce_op op,
                            bool across_hosts);
-  // Sends `send_bytes` to `to` while receiving `recv_bytes` from `from`, in
-  // messages of at most `piece` bytes (`to` receives as many as it is sent).
+  // Sends `send_bytes` to `to` while receiving `recv_bytes` from `from`, one
+  // piece of at most `piece` bytes each way at a time (`to` receives as many
+  // as it is sent).
   void exchange(const char* send, size_t send_bytes, int to, char* recv, size_t recv_bytes,
                 int from, size_t piece, const char* what);
   // Each of size_ steps s sends to rank_ + s what `send(to)` says and

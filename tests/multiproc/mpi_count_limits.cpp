@@ -3,7 +3,9 @@
 // ranks: every result is checked exactly, and every MPI call the
 // communicator makes is checked (through MPI's profiling interface) never
 // to get a count or a displacement past the limit (nor, for
-// MPI_Reduce_scatter, counts adding up past it).
+// MPI_Reduce_scatter, counts adding up past it). Exchanges go one piece
+// each way at a time: blocking MPI_Sendrecv calls, no nonblocking request
+// that a failed exchange could leave live.
 //   mpi_count_limits LIMIT
 #include <algorithm>
 #include <cstdint>
@@ -39,6 +41,8 @@ void expect(bool ok, const std::string& what) {
 
 bool watching = false;  // once the communicator is connected
 int alltoallv_calls = 0;
+int sendrecv_calls = 0;
+int nonblocking_posts = 0;  // MPI_Isend and MPI_Irecv once watching
 
 // What an MPI call was given, against the limit.
 void within(const char* call, int64_t n, const char* what) {
@@ -100,17 +104,20 @@ int MPI_Alltoallv(const void* in, const int counts[], const int at[], MPI_Dataty
 int MPI_Isend(const void* data, int count, MPI_Datatype type, int to, int tag, MPI_Comm comm,
               MPI_Request* request) {
   within("MPI_Isend", count, "count");
+  nonblocking_posts += watching;
   return PMPI_Isend(data, count, type, to, tag, comm, request);
 }
 int MPI_Irecv(void* data, int count, MPI_Datatype type, int from, int tag, MPI_Comm comm,
               MPI_Request* request) {
   within("MPI_Irecv", count, "count");
+  nonblocking_posts += watching;
   return PMPI_Irecv(data, count, type, from, tag, comm, request);
 }
 int MPI_Sendrecv(const void* out, int out_count, MPI_Datatype out_type, int to, int out_tag,
                  void* in, int in_count, MPI_Datatype in_type, int from, int in_tag,
                  MPI_Comm comm, MPI_Status* status) {
   within("MPI_Sendrecv", std::max(out_count, in_count), "count");
+  ++sendrecv_calls;
   return PMPI_Sendrecv(out, out_count, out_type, to, out_tag, in, in_count, in_type, from, in_tag,
                        comm, status);
 }
@@ -266,10 +273,19 @@ void check_sendrecv(communicator& comm, size_t send_count, size_t recv_count) {
   const auto theirs = me == 0 ? recv_count : send_count;
   const auto input = values(me, mine);
   std::vector<int32_t> out(theirs + 1, -1);
+  const int calls_before = sendrecv_calls;
   comm.sendrecv(input.data(), mine * 4, out.data(), theirs * 4, peer);
   out.pop_back();
-  expect(out == values(peer, theirs), "sendrecv of " + std::to_string(mine) + " and " +
-                                        std::to_string(theirs));
+  const auto what = "sendrecv of " + std::to_string(mine) + " and " + std::to_string(theirs);
+  expect(out == values(peer, theirs), what);
+  // The chunk size is over the limit here: pieces of `limit` bytes, one each
+  // way per call.
+  const auto piece = static_cast<size_t>(limit);
+  const auto pieces = [&](size_t count) { return (count * 4 + piece - 1) / piece; };
+  const auto calls = std::max(pieces(mine), pieces(theirs));
+  expect(sendrecv_calls - calls_before == static_cast<int>(calls),
+         what + ": " + std::to_string(sendrecv_calls - calls_before) + " MPI_Sendrecv calls, not " +
+           std::to_string(calls));
 }
 
 void run_checks(communicator& comm) {
@@ -315,6 +331,9 @@ void run_checks(communicator& comm) {
   }
   check_sendrecv(comm, 3 * bytes + 1, 2);
   check_sendrecv(comm, 0, bytes);
+  expect(nonblocking_posts == 0,
+         std::to_string(nonblocking_posts) + " MPI_Isend/MPI_Irecv calls: an exchange's bytes in "
+                                             "flight are not bounded by its pieces");
 }
 
 } // namespace
