@@ -6,6 +6,7 @@
 #include <atomic>
 #include <climits>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <string>
 #include <vector>
@@ -48,6 +49,17 @@ size_t round_up(size_t n, size_t to) {
   return (n + to - 1) / to * to;
 }
 
+// This process's pid namespace as a word of the header; 0 where procfs
+// does not say (every such member then checks the others' pids, as kill()
+// alone can).
+uint64_t pid_namespace_id() {
+  static const uint64_t id = [] {
+    const auto ns = ipc::pid_namespace();
+    return ns.empty() ? uint64_t{0} : std::hash<std::string>{}(ns) | 1;
+  }();
+  return id;
+}
+
 } // namespace
 
 // The segment's first page; the slots follow it.
@@ -60,6 +72,10 @@ struct shm_header {
   // failure_kind << 32 | the member it concerns; 0 while healthy.
   alignas(64) std::atomic<uint64_t> failure;
   alignas(64) std::atomic<int32_t> pids[shm_group::max_members];
+  // Each member's pid namespace (pid_namespace_id()): members of one host
+  // may live in namespaces of their own that share /dev/shm (containers
+  // run with --ipc=host), where a peer's pid names another process or none.
+  alignas(64) std::atomic<uint64_t> pid_namespaces[shm_group::max_members];
   // Barriers each member has reached, one cache line each so that arrivals
   // do not contend.
   struct alignas(64) counter {
@@ -133,6 +149,7 @@ shm_group::shm_group(shm_segment segment, int member, int members,
     throw backend_error("shared memory segment " + segment_.name() + " is not a group of " +
                         std::to_string(members) + " members (as member " +
                         std::to_string(member) + ")");
+  header_->pid_namespaces[member_].store(pid_namespace_id());
   header_->pids[member_].store(static_cast<int32_t>(::getpid()));
   barrier(spin_.round);
   segment_.unlink();
@@ -244,9 +261,12 @@ void shm_group::wait_for(uint64_t target, std::chrono::microseconds spin) {
 }
 
 void shm_group::check_members_alive() {
+  // Members of other pid namespaces are left to the control plane, which
+  // sees a lost peer within its heartbeat timeout.
   for (int m = 0; m < members_; ++m) {
     const int32_t pid = header_->pids[m].load();
-    if (pid != 0 && !ipc::process_alive(pid))
+    if (pid != 0 && header_->pid_namespaces[m].load() == pid_namespace_id() &&
+        !ipc::process_alive(pid))
       fail(exited, m);
   }
 }
