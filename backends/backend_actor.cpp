@@ -88,6 +88,13 @@ void move_to(backend_state& st, const std::vector<int>& cpus) {
 // measured no better.
 void finish_work(self_pointer self, const collective_work& work, status result,
                  clock::time_point started, executed_promise& reply) {
+  // A communicator that failed a work is in no known state (a peer may
+  // still be inside that collective, or one this rank skipped): the works
+  // queued behind it answer with its error instead of meeting the peers'
+  // next collective with the wrong bytes, until the negotiator aborts the
+  // set for good.
+  if (result.code() == status_code::backend && !self->state.aborted)
+    self->state.aborted = result;
   const double seconds = std::chrono::duration<double>(clock::now() - started).count();
   const uint64_t bytes = payload_bytes(work);
   const bool completes = result.ok() && !work.trace;

@@ -29,6 +29,8 @@ struct script {
   // Works (by id) whose start() blocks until abort(), as a blocking library
   // waiting for a frozen peer does (10 s at most, so a test cannot hang).
   std::set<uint64_t> blocking;
+  // Works (by id) whose library call fails at once.
+  std::set<uint64_t> failing;
 };
 
 class gated_completion : public completion {
@@ -67,6 +69,8 @@ public:
         std::this_thread::sleep_for(1ms);
       return std::make_unique<finished>(status{status_code::backend, "library call aborted"});
     }
+    if (script_->failing.count(work.id))
+      return std::make_unique<finished>(status{status_code::backend, "scripted failure"});
     const auto gate = script_->gates.find(work.id);
     if (gate == script_->gates.end())
       return std::make_unique<finished>(status{});
@@ -231,6 +235,24 @@ TEST_F(backend_actor_test, abort_finishes_running_works_through_the_backend_and_
   EXPECT_EQ(running->result.code(), status_code::backend);
   EXPECT_EQ(running->moved.bytes, 0u);
   expect_not_started_after_abort(self);
+}
+
+// The communicator that failed a work is not used again: the work queued
+// behind it answers with that failure, unstarted, before any abort.
+TEST_F(backend_actor_test, a_backend_failure_stops_the_works_queued_behind_it) {
+  script_->failing.insert(1);
+  spawn();
+  caf::scoped_actor self{sys_};
+  execute(self, work(1));
+  execute(self, work(2));
+  for (const uint64_t id : {1u, 2u}) {
+    auto got = next(self, 5000ms);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->id, id);
+    EXPECT_EQ(got->result.code(), status_code::backend);
+    EXPECT_EQ(got->result.message(), "scripted failure");
+  }
+  EXPECT_EQ(script_->starts.load(), 1);
 }
 
 // A blocking library holds the actor's thread, so the (abort) message waits
