@@ -58,10 +58,20 @@ status execute(const run_context& ctx, actors::collective_work& work) {
     ctx.comm.abort();
     return {status_code::backend, e.what()};
   }
+  // A tensor whose allocator gave no memory fails alone: the others of a
+  // fused work hold their results here as on the peers. Their handles are
+  // completed here; the work's status is the first failure's.
+  status failed;
   for (const auto& entry : work.entries)
-    if (!entry->allocation_failure.empty())
-      return {status_code::internal, entry->allocation_failure};
-  return {};
+    if (!entry->allocation_failure.empty() && failed.ok())
+      failed = {status_code::internal, entry->allocation_failure};
+  if (failed.ok() || work.entries.size() == 1)
+    return failed;
+  for (const auto& entry : work.entries)
+    entry->handle->complete(entry->allocation_failure.empty()
+                              ? status{}
+                              : status{status_code::internal, entry->allocation_failure});
+  return failed;
 }
 
 } // namespace troupe::backends

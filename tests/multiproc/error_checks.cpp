@@ -288,6 +288,36 @@ int run_stall_checks(int rank, int size) {
   return problem.empty() ? 0 : 1;
 }
 
+// Two allgathers fused in one work (a group), the second's allocator
+// failing on the last rank: only that tensor fails there; the first holds
+// every rank's part, there as on the peers.
+int run_fused_failed_allocator_check(int rank, int size) {
+  const int last = size - 1;
+  std::vector<float> part(2, static_cast<float>(rank + 1));
+  std::vector<std::vector<float>> gathered(2, std::vector<float>(2 * static_cast<size_t>(size)));
+  const auto allocate_into = [&](size_t i, bool fails) -> output_allocator {
+    return [&, i, fails](const shape_t&) -> void* { return fails ? nullptr : gathered[i].data(); };
+  };
+  const tensor t{part.data(), data_type::float32, {2}};
+  auto handles = grouped_allgather({t, t}, "alloc.group", {},
+                                   {allocate_into(0, false), allocate_into(1, rank == last)});
+  std::string problem;
+  for (size_t i = 0; i < 2; ++i) {
+    const auto s = handles[i].wait_for(std::chrono::seconds(60));
+    const bool fails = i == 1 && rank == last;
+    if (fails != !s.ok() || (fails && s.message().find("alloc.group") == std::string::npos))
+      problem += " tensor " + std::to_string(i) + ": [" + to_string(s.code()) + "] " + s.message();
+    else if (!fails)
+      for (int r = 0; r < size; ++r)
+        if (gathered[i][static_cast<size_t>(2 * r)] != static_cast<float>(r + 1))
+          problem += " tensor " + std::to_string(i) + " part of rank " + std::to_string(r) +
+                     " holds " + std::to_string(gathered[i][static_cast<size_t>(2 * r)]);
+  }
+  std::printf("rank %d: %s fused allgathers, one allocator failing on rank %d\n", rank,
+              problem.empty() ? "PASS" : ("FAIL" + problem + ":").c_str(), last);
+  return problem.empty() ? 0 : 1;
+}
+
 int run_failed_allocator_check(int rank, int size) {
   // The last rank's allocator gives no memory for its allgather's result:
   // it fails the allgather before its peers' exchange, and must not go on
@@ -329,7 +359,7 @@ int run_failed_allocator_check(int rank, int size) {
   std::printf("rank %d: %s allgather [%s] %s; allreduce [%s] %s\n", rank,
               problem.empty() ? "PASS" : ("FAIL " + problem + ":").c_str(), to_string(gather.code()),
               gather.message().c_str(), to_string(reduced.code()), reduced.message().c_str());
-  return problem.empty() ? 0 : 1;
+  return problem.empty() ? run_fused_failed_allocator_check(rank, size) : 1;
 }
 
 int check_after_shutdown(int rank) {
