@@ -71,6 +71,9 @@ struct coordinator_state {
   uint64_t deadline_token = 0;
   // Settings changes received, applied before the next list.
   std::optional<v1::Tuning> tuning;
+  // The settings the application has set (troupe::tune): the tuner's
+  // changes leave them alone, even one that crossed the application's.
+  v1::Tuning pinned;
   // What the lists executed here moved since the settings last changed.
   list_stats sample;
   // Settings changes applied so far, and the tuner told of every executed
@@ -110,6 +113,15 @@ void merge_tuning(coordinator_state& st, const v1::Tuning& change) {
   if (!st.tuning)
     st.tuning.emplace();
   st.tuning->MergeFrom(change);
+}
+
+// Clears from `change` every setting `pinned` holds.
+void drop_pinned(v1::Tuning& change, const v1::Tuning& pinned) {
+  const auto* reflection = pinned.GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(pinned, &fields);
+  for (const auto* field : fields)
+    reflection->ClearField(&change, field);
 }
 
 // With a cycle time, lists go out at most once per cycle: returns false
@@ -312,6 +324,7 @@ void on_requests(coordinator_self self, const std::string& bytes) {
   }
   if (list.has_tuning()) {
     merge_tuning(st, list.tuning());
+    st.pinned.MergeFrom(list.tuning());
     // The tuner keeps what the application sets (troupe::tune).
     if (st.tuner)
       self->send(st.tuner, tune_atom::value, list.tuning().SerializeAsString());
@@ -516,6 +529,7 @@ coordinator_actor::behavior_type coordinate(coordinator_self self, uint32_t set_
                       self->state.set_id, bytes.size());
         return;
       }
+      drop_pinned(change, self->state.pinned);
       merge_tuning(self->state, change);
       try_emit(self);
     },

@@ -307,6 +307,30 @@ TEST_F(actor_protocol, coordinator_applies_its_tuners_change_at_the_next_list) {
   EXPECT_FALSE(list.tuning().has_cache_capacity());
 }
 
+// A setting the application set (troupe::tune, in a member's request
+// list) stays: a tuner's change that crossed it on its way changes only the
+// settings the application left to the tuner.
+TEST_F(actor_protocol, coordinator_keeps_the_applications_settings_over_its_tuners) {
+  inbox rank0, rank1;
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
+  v1::Tuning application;
+  application.set_fusion_threshold(1024);
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 1u, request_list({}, application));
+  v1::Tuning crossed;
+  crossed.set_fusion_threshold(65536);
+  crossed.set_cycle_time_us(500);
+  caf::anon_send(coord, tune_atom::value, crossed.SerializeAsString());
+  sched_.run();
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 2u);
+  v1::Tuning in_force;
+  for (const auto& bytes : rank0.responses)
+    in_force.MergeFrom(parsed(bytes).tuning());
+  EXPECT_EQ(in_force.fusion_threshold(), 1024);
+  EXPECT_EQ(in_force.cycle_time_us(), 500);
+}
+
 TEST_F(actor_protocol, coordinator_fails_a_missed_deadline_on_every_member) {
   inbox rank0, rank1;
   auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
