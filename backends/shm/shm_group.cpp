@@ -24,7 +24,9 @@ using ipc::futex_wait;
 using ipc::futex_wake_all;
 using clock = std::chrono::steady_clock;
 
-constexpr uint64_t segment_magic = 0x54524f5550453031;  // "TROUPE01"
+// Changes with the header's layout: a member of another build does not
+// take a segment it would read otherwise.
+constexpr uint64_t segment_magic = 0x54524f5550453032;  // "TROUPE02"
 
 // Why a group failed; the first cause is kept.
 enum failure_kind : uint32_t {
@@ -50,7 +52,7 @@ size_t round_up(size_t n, size_t to) {
 }
 
 // This process's pid namespace as a word of the header; 0 where procfs
-// does not say (every such member then checks the others' pids, as kill()
+// does not say (members without one check each other's pids, as kill()
 // alone can).
 uint64_t pid_namespace_id() {
   static const uint64_t id = [] {
