@@ -301,6 +301,13 @@ void elastic_driver::close_barrier(clock::time_point now) {
 
 void elastic_driver::complete_round(clock::time_point now) {
   auto plan = stored_next_plan();
+  // Taken as it is, unless none of its members from this epoch is alive
+  // any more: its newcomers would have nobody to sync state from.
+  if (plan && !carries_a_survivor(*plan)) {
+    end_without_survivors();
+    close_barrier(now);
+    return;
+  }
   if (!plan)
     plan = next_plan(now);
   if (!plan) {
@@ -324,17 +331,28 @@ std::optional<membership_plan> elastic_driver::stored_next_plan() {
   return stored_plan(store_, key, text);
 }
 
+bool elastic_driver::carries_a_survivor(const membership_plan& plan) const {
+  return std::any_of(plan.begin(), plan.end(), [&](const auto& m) {
+    const auto it = members_.find(m.worker_id);
+    return it != members_.end() && !it->second.departed;
+  });
+}
+
+void elastic_driver::end_without_survivors() {
+  // Nobody is left to train or to sync state from: the job is over.
+  slots_deadline_.reset();
+  if (failure_code_)
+    stop_job("every worker of membership epoch " + std::to_string(epoch_) +
+               " has exited; one failed, so the job failed",
+             *failure_code_);
+  else
+    supervisor_.abort(0);
+}
+
 std::optional<membership_plan> elastic_driver::next_plan(clock::time_point now) {
   const auto left = survivors();
   if (left.empty()) {
-    // Nobody is left to train or to sync state from: the job is over.
-    slots_deadline_.reset();
-    if (failure_code_)
-      stop_job("every worker of membership epoch " + std::to_string(epoch_) +
-                 " has exited; one failed, so the job failed",
-               *failure_code_);
-    else
-      supervisor_.abort(0);
+    end_without_survivors();
     return std::nullopt;
   }
   if (s_.reset_limit && resets_ >= *s_.reset_limit) {

@@ -131,6 +131,10 @@ private:
   /// The next epoch's plan (new seats as new_seat), or nothing when the
   /// round ends otherwise: the job stops, or waits for --min-np slots.
   std::optional<membership_plan> next_plan(clock::time_point now);
+  /// Whether a member of `plan` from the current epoch is still alive.
+  bool carries_a_survivor(const membership_plan& plan) const;
+  /// Ends the job once nobody of the epoch is left, failed if one failed.
+  void end_without_survivors();
   void close_barrier(clock::time_point now);
   void announce_changes(clock::time_point now);
   /// Opens the reset barrier of epoch_ + 1; `timed`: its deadline starts

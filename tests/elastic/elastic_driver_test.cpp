@@ -366,6 +366,25 @@ TEST(elastic_driver, adopts_a_stored_plan_whose_member_left_meanwhile) {
     << r.report;
 }
 
+// As above, but both members epoch 1's stored plan keeps exit while its
+// reply is lost, one of them failing: its newcomer would have nobody to
+// sync state from, so the job ends as when nobody survives, failed, and
+// the newcomer is never started.
+TEST(elastic_driver, ends_instead_of_adopting_a_stored_plan_whose_members_all_left) {
+  flaky_store store;
+  store.set("job/arrive/1/0", "1");
+  store.set("job/arrive/1/1", "1");
+  store.lose_replies("job/plan/1", 4, nullptr);
+  const auto r = run_job(store,
+                         "case $TROUPE_WORKER_ID in 0) sleep 0.5; exit 3;; 1) sleep 0.6;; "
+                         "2) sleep 0.2;; 3) echo newcomer started;; esac",
+                         std::chrono::seconds(5), std::nullopt, 3);
+  EXPECT_EQ(r.code, 3) << r.report;
+  EXPECT_EQ(count(r.report, "newcomer started"), 0u) << r.report;
+  EXPECT_EQ(count(r.report, "membership epoch 1:"), 0u) << r.report;
+  EXPECT_EQ(count(r.report, "has exited; one failed, so the job failed"), 1u) << r.report;
+}
+
 // Epoch 0 (its plan, then the epoch) is written but the reply is lost, and
 // discovery drops to one slot, below --np 2, before the retry: workers may
 // have joined epoch 0, so the driver goes on with its stored plan. (The retry
