@@ -50,16 +50,19 @@ done
 import statistics
 import sys
 rounds = [list(map(float, r.split(','))) for r in sys.argv[1:]]
-if len(rounds) > 1:
-    for i, r in enumerate(rounds, 1):
+for i, r in enumerate(rounds, 1):
+    if len(rounds) > 1:
         print('round %d: 1 rank %.1f, 2 ranks %.1f (%.3f), on their own %.1f, lockstep %.1f, '
               'DDP %.1f img/sec' % (i, r[0], r[1], r[1] / r[0], r[2], r[3], r[4]))
-    print("medians of %d rounds (median of each round's 2 / 1 ratio: %.3f):"
-          % (len(rounds), statistics.median(r[1] / r[0] for r in rounds)))
+# Each ratio within its round (jobs side by side in time), then the median
+# over the rounds.
 one, two, apart, lockstep, ddp = (statistics.median(col) for col in zip(*rounds))
-print('1 rank: %.1f img/sec, 2 ranks: %.1f img/sec, scaling: %.3f' % (one, two, two / one))
+ratio = [statistics.median(r[k] / r[0] for r in rounds) for k in range(5)]
+of_lockstep = statistics.median(r[1] / r[3] for r in rounds)
+if len(rounds) > 1:
+    print('medians of %d rounds, each ratio taken within its round:' % len(rounds))
+print('1 rank: %.1f img/sec, 2 ranks: %.1f img/sec, scaling: %.3f' % (one, two, ratio[1]))
 print('references on 2 ranks: on their own %.1f img/sec (%.3f), in lockstep without '
       'gradients %.1f (%.3f), torch DDP over gloo %.1f (%.3f); Troupe reaches %.3f of the '
-      'lockstep ceiling' % (apart, apart / one, lockstep, lockstep / one, ddp, ddp / one,
-                            two / lockstep))
+      'lockstep ceiling' % (apart, ratio[2], lockstep, ratio[3], ddp, ratio[4], of_lockstep))
 PY
