@@ -311,6 +311,20 @@ TEST(elastic_driver, tells_the_workers_when_it_opens_a_reset_barrier) {
   }
 }
 
+// A job whose epoch-0 write reached the store while its reply was lost
+// (`lost`, `failures` times) and that went on with epoch 0's stored plan,
+// workers 0 and 1, successfully.
+void expect_stored_epoch_0(flaky_store& store, const job_result& r, const char* lost,
+                           int failures) {
+  EXPECT_EQ(r.code, 0) << lost << "\n" << r.report;
+  EXPECT_EQ(store.failures, failures) << lost << "\n" << r.report;
+  EXPECT_EQ(store.get("job/epoch"), std::optional<std::string>("0")) << lost;
+  EXPECT_EQ(count(r.report, "membership epoch 0: 2 worker(s), rank order 0@localhost "
+                            "1@localhost\n"),
+            1u)
+    << lost << "\n" << r.report;
+}
+
 // The first write of epoch 0's plan (then of the epoch) reaches the store
 // but its reply is lost, and discovery finds a third slot before the
 // retries: the plan stored first stands (workers may have read it), and the
@@ -324,33 +338,31 @@ TEST(elastic_driver, never_replaces_a_stored_plan) {
     flaky_store store;
     store.lose_replies(lost, 3, [&] { hosts.offer("localhost:3"); });
     const auto r = run_job(store, "sleep 0.3", std::chrono::seconds(5), hosts.discovery(), 3);
-    EXPECT_EQ(r.code, 0) << lost << "\n" << r.report;
-    EXPECT_EQ(store.failures, 3) << lost << "\n" << r.report;
+    expect_stored_epoch_0(store, r, lost, 3);
     EXPECT_EQ(store.written["job/plan/0"], std::vector<std::string>{first})
-      << lost << "\n" << r.report;
-    EXPECT_EQ(store.get("job/epoch"), std::optional<std::string>("0")) << lost;
-    EXPECT_EQ(count(r.report, "membership epoch 0: 2 worker(s), rank order 0@localhost "
-                              "1@localhost\n"),
-              1u)
       << lost << "\n" << r.report;
     EXPECT_EQ(count(r.report, "membership epoch 0:"), 1u) << lost << "\n" << r.report;
   }
 }
 
-// Epoch 1's plan (0, 1 and a new 3: 2 left) is stored, but its reply is
-// lost, and worker 1 leaves before the retries: the driver adopts the
-// stored plan with worker 1 gone, and opens epoch 2's barrier at once (its
-// peers cannot start epoch 1 without it). Workers 0 and 1 arrived at epoch
-// 1 from the start (as written here).
-TEST(elastic_driver, adopts_a_stored_plan_whose_member_left_meanwhile) {
-  flaky_store store;
+// Three workers, of whom 0 and 1 arrived at epoch 1 from the start (as
+// written here), and epoch 1's plan whose reply is lost 4 times; `script`
+// says who leaves when.
+job_result run_with_lost_epoch_1_replies(flaky_store& store, const std::string& script) {
   store.set("job/arrive/1/0", "1");
   store.set("job/arrive/1/1", "1");
   store.lose_replies("job/plan/1", 4, nullptr);
-  const auto r = run_job(store,
-                         "case $TROUPE_WORKER_ID in 0) sleep 3;; 1) sleep 0.6;; 2) sleep 0.2;; "
-                         "esac",
-                         std::chrono::seconds(5), std::nullopt, 3);
+  return run_job(store, script, std::chrono::seconds(5), std::nullopt, 3);
+}
+
+// Epoch 1's plan (0, 1 and a new 3: 2 left) is stored, but its reply is
+// lost, and worker 1 leaves before the retries: the driver adopts the
+// stored plan with worker 1 gone, and opens epoch 2's barrier at once (its
+// peers cannot start epoch 1 without it).
+TEST(elastic_driver, adopts_a_stored_plan_whose_member_left_meanwhile) {
+  flaky_store store;
+  const auto r = run_with_lost_epoch_1_replies(
+    store, "case $TROUPE_WORKER_ID in 0) sleep 3;; 1) sleep 0.6;; 2) sleep 0.2;; esac");
   EXPECT_EQ(r.code, 0) << r.report;
   EXPECT_EQ(store.written["job/plan/1"],
             std::vector<std::string>{encode_plan({{0, "localhost"}, {1, "localhost"},
@@ -372,13 +384,9 @@ TEST(elastic_driver, adopts_a_stored_plan_whose_member_left_meanwhile) {
 // the newcomer is never started.
 TEST(elastic_driver, ends_instead_of_adopting_a_stored_plan_whose_members_all_left) {
   flaky_store store;
-  store.set("job/arrive/1/0", "1");
-  store.set("job/arrive/1/1", "1");
-  store.lose_replies("job/plan/1", 4, nullptr);
-  const auto r = run_job(store,
-                         "case $TROUPE_WORKER_ID in 0) sleep 0.5; exit 3;; 1) sleep 0.6;; "
-                         "2) sleep 0.2;; 3) echo newcomer started;; esac",
-                         std::chrono::seconds(5), std::nullopt, 3);
+  const auto r = run_with_lost_epoch_1_replies(
+    store, "case $TROUPE_WORKER_ID in 0) sleep 0.5; exit 3;; 1) sleep 0.6;; 2) sleep 0.2;; "
+           "3) echo newcomer started;; esac");
   EXPECT_EQ(r.code, 3) << r.report;
   EXPECT_EQ(count(r.report, "newcomer started"), 0u) << r.report;
   EXPECT_EQ(count(r.report, "membership epoch 1:"), 0u) << r.report;
@@ -397,13 +405,7 @@ TEST(elastic_driver, starts_a_stored_epoch_whatever_the_hosts_did_since) {
     flaky_store store;
     store.lose_replies(lost, 1, [&] { hosts.offer("localhost:1"); });
     const auto r = run_job(store, "sleep 0.5", std::chrono::seconds(5), hosts.discovery());
-    EXPECT_EQ(r.code, 0) << lost << "\n" << r.report;
-    EXPECT_EQ(store.failures, 1) << lost << "\n" << r.report;
-    EXPECT_EQ(store.get("job/epoch"), std::optional<std::string>("0")) << lost;
-    EXPECT_EQ(count(r.report, "membership epoch 0: 2 worker(s), rank order 0@localhost "
-                              "1@localhost\n"),
-              1u)
-      << lost << "\n" << r.report;
+    expect_stored_epoch_0(store, r, lost, 1);
     EXPECT_EQ(count(r.report, "Timed out waiting"), 0u) << lost << "\n" << r.report;
   }
 }
