@@ -194,17 +194,11 @@ status start_runtime(bool& started) {
 } // namespace
 
 status init() {
-  // Before init_mtx, which the parent may have held when it forked.
-  if (auto forked = init_in_forked_child())
-    return *forked;
-  register_fork_handlers();
-  initializing counted;
-  std::lock_guard<std::mutex> serial{current().init_mtx};
-  bool started = false;
-  return start_runtime(started);
+  return init(std::vector<std::vector<int>>{});
 }
 
 status init(const std::vector<std::vector<int>>& process_sets) {
+  // Before init_mtx, which the parent may have held when it forked.
   if (auto forked = init_in_forked_child())
     return *forked;
   register_fork_handlers();
