@@ -125,14 +125,7 @@ public:
     std::vector<int64_t> recv_rows(n);
     const std::vector<int64_t> one_count(n, sizeof(int64_t));
     alltoall({send_rows.data(), one_count, recv_rows.data(), one_count});
-    alltoall_options o;
-    o.input = input;
-    for (size_t r = 0; r < n; ++r) {
-      o.send_bytes.push_back(send_rows[r] * static_cast<int64_t>(row_bytes));
-      o.recv_bytes.push_back(recv_rows[r] * static_cast<int64_t>(row_bytes));
-    }
-    o.output = place(recv_rows);
-    alltoall(o);
+    alltoall(rows_exchange(input, send_rows, recv_rows, row_bytes, place));
   }
   virtual void barrier() = 0;
 
@@ -146,6 +139,22 @@ public:
   /// another thread (backend::abort()), any number of times; the
   /// communicator is unusable afterwards.
   virtual void abort() = 0;
+
+protected:
+  /// The exchange of `send_rows` rows to each member and `recv_rows` rows
+  /// from each, `row_bytes` each, its output placed by `place`.
+  static alltoall_options rows_exchange(const void* input, const std::vector<int64_t>& send_rows,
+                                        const std::vector<int64_t>& recv_rows, size_t row_bytes,
+                                        const row_placement& place) {
+    alltoall_options o;
+    o.input = input;
+    for (size_t r = 0; r < send_rows.size(); ++r) {
+      o.send_bytes.push_back(send_rows[r] * static_cast<int64_t>(row_bytes));
+      o.recv_bytes.push_back(recv_rows[r] * static_cast<int64_t>(row_bytes));
+    }
+    o.output = place(recv_rows);
+    return o;
+  }
 };
 
 } // namespace troupe::backends

@@ -483,17 +483,13 @@ void mpi_communicator::alltoall_rows(const void* input, const std::vector<int64_
   blocking("alltoall", [&] {
     return MPI_Alltoall(told.data(), 2, MPI_INT64_T, heard.data(), 2, MPI_INT64_T, comm_->comm);
   });
-  alltoall_options o;
-  o.input = input;
   std::vector<int64_t> recv_rows;
   bool all_within_share = true;
   for (size_t p = 0; p < n; ++p) {
     recv_rows.push_back(heard[2 * p]);
     all_within_share = all_within_share && heard[2 * p + 1] != 0;
-    o.send_bytes.push_back(send_rows[p] * row);
-    o.recv_bytes.push_back(recv_rows[p] * row);
   }
-  o.output = place(recv_rows);
+  const auto o = rows_exchange(input, send_rows, recv_rows, row_bytes, place);
   // Every rank heard every sender: all agree, or all ask alltoall() to.
   if (all_within_share)
     alltoall_agreed(o, true);
