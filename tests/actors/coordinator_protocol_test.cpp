@@ -1,0 +1,246 @@
+// The coordinator driven message by message with CAF's deterministic test
+// scheduler: the lists it sends its members, and when.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <thread>
+
+#include "control/shm_channel.hpp"
+#include "protocol_harness.hpp"
+
+namespace troupe::actors {
+namespace {
+
+using namespace protocol_test;
+
+TEST_F(actor_protocol, coordinator_switches_fusion_at_a_list_boundary_and_reports_its_sample) {
+  inbox rank0, rank1;
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
+  // List 1: "a" alone; no fusion configured.
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(0, "a")}));
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(1, "a")}));
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 1u);
+  EXPECT_FALSE(parsed(rank0.responses[0]).has_tuning());
+  // While list 1 runs, b and c become ready and rank 1 asks for fusion.
+  v1::Tuning fuse;
+  fuse.set_fusion_threshold(1 << 20);
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u,
+                 request_list({request(0, "b"), request(0, "c")}));
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u,
+                 request_list({request(1, "b"), request(1, "c")}, fuse));
+  sched_.run();
+  EXPECT_EQ(rank0.responses.size(), 1u);  // nothing new before list 1 has run here
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 1000, 0.5});
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 2u);
+  ASSERT_EQ(rank1.responses, rank0.responses);  // every member gets the same list
+  auto list2 = parsed(rank0.responses[1]);
+  ASSERT_TRUE(list2.tuning().has_fusion_threshold());
+  EXPECT_EQ(list2.tuning().fusion_threshold(), 1 << 20);
+  ASSERT_EQ(list2.responses_size(), 1);  // b and c fused under the new threshold
+  EXPECT_EQ(list2.responses(0).tensor_names_size(), 2);
+  // The sample restarts at the change: only list 2's numbers count.
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 64, 0.25});
+  list_stats sample;
+  auto probe = sys_.spawn([&](caf::event_based_actor* self) {
+    self->request(coord, caf::infinite, stats_atom::value).then([&](const list_stats& s) {
+      sample = s;
+    });
+  });
+  sched_.run();
+  EXPECT_EQ(sample.lists, 1u);
+  EXPECT_EQ(sample.bytes, 64u);
+  EXPECT_DOUBLE_EQ(sample.seconds, 0.25);
+  caf::anon_send_exit(probe, caf::exit_reason::user_shutdown);
+}
+
+// HOROVOD_DISABLE_GROUP_FUSION: a grouped call's tensors fuse among
+// themselves, plain calls with nothing.
+TEST_F(actor_protocol, coordinator_without_group_fusion_fuses_within_groups_only) {
+  inbox rank0, rank1;
+  coordinator::coordinator_options options{{}, 1 << 20, 8, {}};
+  options.disable_group_fusion = true;
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, options);
+  const auto grouped = [](int rank, const std::string& name) {
+    auto r = request(rank, name);
+    r.set_group_name("g");
+    r.set_group_size(2);
+    return r;
+  };
+  for (int r = 0; r < 2; ++r)
+    caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(r, "a")}));
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 1u);
+  // Ready while list 1 runs: two plain calls and a group of two.
+  for (int r = 0; r < 2; ++r)
+    caf::anon_send(coord, request_atom::value, int64_t{0}, 0u,
+                   request_list({request(r, "p"), grouped(r, "x"), request(r, "q"),
+                                 grouped(r, "y")}));
+  sched_.run();
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 16, 0.001});
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 2u);
+  const auto list = parsed(rank0.responses[1]);
+  std::vector<std::vector<std::string>> works;
+  for (const auto& resp : list.responses())
+    works.emplace_back(resp.tensor_names().begin(), resp.tensor_names().end());
+  // The group is released once whole, after q.
+  EXPECT_EQ(works, (std::vector<std::vector<std::string>>{{"p"}, {"q"}, {"x", "y"}}));
+}
+
+// What a set's tuner sends: applied at the next list, which goes out at
+// once (alone when nothing is pending) and tells every member.
+TEST_F(actor_protocol, coordinator_applies_its_tuners_change_at_the_next_list) {
+  inbox rank0, rank1;
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
+  caf::anon_send(coord, tune_atom::value, std::string("\xff not a Tuning"));
+  sched_.run();
+  EXPECT_TRUE(rank0.responses.empty());  // dropped, and nothing to send
+  v1::Tuning t;
+  t.set_fusion_threshold(4096);
+  t.set_cycle_time_us(0);
+  caf::anon_send(coord, tune_atom::value, t.SerializeAsString());
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 1u);
+  EXPECT_EQ(rank1.responses, rank0.responses);
+  const auto list = parsed(rank0.responses[0]);
+  EXPECT_EQ(list.responses_size(), 0);
+  EXPECT_EQ(list.tuning().fusion_threshold(), 4096);
+  EXPECT_TRUE(list.tuning().has_cycle_time_us());
+  EXPECT_FALSE(list.tuning().has_cache_capacity());
+}
+
+// A setting the application set (troupe::tune, in a member's request
+// list) stays: a tuner's change that crossed it on its way changes only the
+// settings the application left to the tuner.
+TEST_F(actor_protocol, coordinator_keeps_the_applications_settings_over_its_tuners) {
+  inbox rank0, rank1;
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
+  v1::Tuning application;
+  application.set_fusion_threshold(1024);
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 1u, request_list({}, application));
+  v1::Tuning crossed;
+  crossed.set_fusion_threshold(65536);
+  crossed.set_cycle_time_us(500);
+  caf::anon_send(coord, tune_atom::value, crossed.SerializeAsString());
+  sched_.run();
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 2u);
+  v1::Tuning in_force;
+  for (const auto& bytes : rank0.responses)
+    in_force.MergeFrom(parsed(bytes).tuning());
+  EXPECT_EQ(in_force.fusion_threshold(), 1024);
+  EXPECT_EQ(in_force.cycle_time_us(), 500);
+}
+
+TEST_F(actor_protocol, coordinator_fails_a_missed_deadline_on_every_member) {
+  inbox rank0, rank1;
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
+  auto late = request(0, "troupe.process_set.add.1");
+  late.set_deadline_ms(20);
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({late}));
+  sched_.run();
+  EXPECT_TRUE(rank0.responses.empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  sched_.trigger_timeouts();
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 1u);
+  auto list = parsed(rank1.responses[0]);
+  ASSERT_EQ(list.responses_size(), 1);
+  EXPECT_EQ(list.responses(0).op(), v1::OP_TYPE_ERROR);
+  EXPECT_EQ(list.responses(0).error().code(), v1::ERROR_CODE_TIMEOUT);
+  EXPECT_NE(list.responses(0).error().message().find("rank(s) 1 "), std::string::npos);
+}
+
+TEST_F(actor_protocol, coordinator_answers_with_the_members_device_kind) {
+  inbox rank0, rank1;
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
+  for (int r = 0; r < 2; ++r) {
+    auto req = request(r, "g");
+    req.set_device_kind(v1::DEVICE_KIND_CUDA);
+    caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({req}));
+  }
+  sched_.run();
+  ASSERT_EQ(rank1.responses.size(), 1u);
+  auto list = parsed(rank1.responses[0]);
+  ASSERT_EQ(list.responses_size(), 1);
+  EXPECT_EQ(list.responses(0).op(), v1::OP_TYPE_ALLREDUCE);
+  EXPECT_EQ(list.responses(0).device_kind(), v1::DEVICE_KIND_CUDA);
+}
+
+// A member on the coordinator's control channel gets the same lists as one
+// over the network, also when each is longer than the channel's stream: the
+// coordinator writes what fits and retries the rest from its timer.
+TEST_F(actor_protocol, response_lists_longer_than_the_channel_reach_its_member_whole_and_in_order) {
+  inbox rank0, rank1;
+  coordinator::coordinator_options o{{}, 0, 4, {}};
+  o.stall.enabled = false;
+  o.control = std::make_shared<control::channel_host>(2, control::channel_sizes{256, 256});
+  auto member = control::channel_member::open(o.control->name(), 1);
+  ASSERT_NE(member, nullptr);
+  std::mutex mutex;
+  std::vector<std::string> on_channel;
+  member->start([&](std::string list) {
+    std::lock_guard<std::mutex> lock(mutex);
+    on_channel.push_back(std::move(list));
+  });
+  auto coord = coordinator::spawn_coordinator(sys_, 0, 2, o, metrics_);
+  spawned_.push_back(caf::actor_cast<caf::actor>(coord));
+  caf::anon_send(coord, hello_atom::value, int32_t{0}, fake<member_actor>(rank0), false,
+                 std::string("host"));
+  caf::anon_send(coord, hello_atom::value, int32_t{1}, fake<member_actor>(rank1), true,
+                 std::string("host"));
+  const auto received = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return on_channel.size();
+  };
+  constexpr size_t lists = 3;
+  for (size_t l = 0; l < lists; ++l) {
+    for (int r = 0; r < 2; ++r) {
+      std::vector<v1::Request> requests;
+      for (int t = 0; t < 20; ++t)
+        requests.push_back(request(r, "list" + std::to_string(l) + ".a.rather.long.name." +
+                                         std::to_string(t)));
+      caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list(requests));
+    }
+    sched_.run();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (received() < l + 1 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      sched_.trigger_timeouts();
+      sched_.run();
+    }
+    ASSERT_EQ(received(), l + 1) << "list " << l << " did not come through the channel";
+    caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});  // rank 0 ran it
+    sched_.run();
+  }
+  ASSERT_EQ(rank0.responses.size(), lists);
+  EXPECT_GT(rank0.responses[0].size(), 256u);  // longer than the stream
+  EXPECT_TRUE(rank1.responses.empty());        // nothing over the network
+  std::lock_guard<std::mutex> lock(mutex);
+  EXPECT_EQ(on_channel, rank0.responses);
+}
+
+TEST_F(actor_protocol, coordinator_answers_once_every_member_introduced_itself) {
+  inbox rank0, rank1;
+  coordinator::coordinator_options o{{}, 0, 4, {}};
+  o.stall.enabled = false;
+  auto coord = coordinator::spawn_coordinator(sys_, 0, 2, o, metrics_);
+  spawned_.push_back(caf::actor_cast<caf::actor>(coord));
+  caf::anon_send(coord, hello_atom::value, int32_t{0}, fake<member_actor>(rank0), false,
+                 std::string("host"));
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(0, "a")}));
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(1, "a")}));
+  sched_.run();
+  EXPECT_TRUE(rank0.responses.empty());  // rank 1 would miss the list
+  caf::anon_send(coord, hello_atom::value, int32_t{1}, fake<member_actor>(rank1), false,
+                 std::string("host"));
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 1u);
+  EXPECT_EQ(rank1.responses, rank0.responses);
+}
+
+} // namespace
+} // namespace troupe::actors

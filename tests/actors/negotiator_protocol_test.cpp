@@ -1,0 +1,247 @@
+// A negotiator driven message by message with CAF's deterministic test
+// scheduler, against a fake coordinator and fake backends: what it sends,
+// runs and fails, and when.
+#include <gtest/gtest.h>
+
+#include "protocol_harness.hpp"
+
+namespace troupe::actors {
+namespace {
+
+using namespace protocol_test;
+
+TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning) {
+  inbox endpoint, local, backend_box;
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), fake<coordinator_actor>(local),
+                        backend(backend_box, 16));
+  std::vector<float> x(4, 1.0f);
+  auto e = entry("x", x);
+  submit_batch(neg, entry_batch{e});
+  sched_.run();
+  ASSERT_EQ(endpoint.requests.size(), 1u);
+  v1::RequestList sent;
+  ASSERT_TRUE(sent.ParseFromString(endpoint.requests[0]));
+  ASSERT_EQ(sent.requests_size(), 1);
+  EXPECT_EQ(sent.requests(0).tensor_name(), "x");
+  // A settings change travels alone when nothing else is pending.
+  v1::Tuning t;
+  t.set_cycle_time_us(500);
+  caf::anon_send(neg, tune_atom::value, t.SerializeAsString());
+  sched_.run();
+  ASSERT_EQ(endpoint.requests.size(), 2u);
+  ASSERT_TRUE(sent.ParseFromString(endpoint.requests[1]));
+  EXPECT_EQ(sent.requests_size(), 0);
+  EXPECT_EQ(sent.tuning().cycle_time_us(), 500);
+  // The coordinator's answer runs on the backend; the handle completes and
+  // the co-located coordinator learns what the list moved.
+  v1::ResponseList list;
+  auto* resp = list.add_responses();
+  resp->set_op(v1::OP_TYPE_ALLREDUCE);
+  resp->add_tensor_names("x");
+  resp->add_tensor_sizes(1);
+  resp->add_cache_ids(3);
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
+  sched_.run();
+  ASSERT_EQ(backend_box.works.size(), 1u);
+  EXPECT_TRUE(e->handle->done());
+  EXPECT_TRUE(e->handle->result().ok());
+  ASSERT_EQ(local.executed.size(), 1u);
+  EXPECT_EQ(local.executed[0].lists, 1u);
+  EXPECT_EQ(local.executed[0].bytes, 16u);
+  // Cached now: the same request goes as its id ...
+  auto again = [&] {
+    auto e2 = again_of(*e);
+    submit_batch(neg, entry_batch{e2});
+    sched_.run();
+    v1::RequestList l;
+    EXPECT_TRUE(l.ParseFromString(endpoint.requests.back()));
+    return l.requests(0).cache_id();
+  };
+  EXPECT_EQ(again(), 3u);
+  // ... until a list announces a new cache capacity: then in full.
+  v1::ResponseList resize;
+  resize.mutable_tuning()->set_cache_capacity(8);
+  auto* done = resize.add_responses();
+  *done = *resp;
+  done->clear_cache_ids();
+  done->add_cache_ids(0);
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, resize.SerializeAsString());
+  sched_.run();
+  EXPECT_EQ(again(), 0u);
+}
+
+TEST_F(actor_protocol, negotiator_abort_fails_pending_handles) {
+  inbox endpoint, backend_box;
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(backend_box));
+  std::vector<float> x(1);
+  auto e = entry("y", x);
+  submit_batch(neg, entry_batch{e});
+  caf::anon_send(neg, abort_atom::value, status{status_code::peer_lost, "rank 1 was lost"});
+  sched_.run();
+  ASSERT_TRUE(e->handle->done());
+  EXPECT_EQ(e->handle->result().code(), status_code::peer_lost);
+}
+
+TEST_F(actor_protocol, a_running_work_completes_before_the_negotiator_stops) {
+  inbox endpoint, backend_box;
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(backend_box, 0, false));
+  std::vector<float> x(2);
+  auto e = entry("z", x);
+  submit_batch(neg, entry_batch{e});
+  v1::ResponseList list;
+  list.add_responses()->set_op(v1::OP_TYPE_ALLREDUCE);
+  list.mutable_responses(0)->add_tensor_names("z");
+  list.mutable_responses(0)->add_tensor_sizes(2);
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
+  sched_.run();
+  ASSERT_EQ(backend_box.works.size(), 1u);
+  // A reset: the set stops while the backend still holds the buffer.
+  caf::anon_send(neg, abort_atom::value, status{status_code::reset, "resetting"});
+  caf::anon_send(neg, shutdown_atom::value);
+  sched_.run();
+  EXPECT_FALSE(e->handle->done());  // the caller may not free x yet
+  caf::anon_send(neg, executed_atom::value, backend_box.works[0]->id,
+                 status{status_code::backend, "connection closed"}, list_stats{});
+  sched_.run();
+  ASSERT_TRUE(e->handle->done());
+  EXPECT_EQ(e->handle->result().code(), status_code::reset);
+  // The negotiator has stopped: a submission now fails instead of hanging.
+  auto late = again_of(*e);
+  submit_batch(neg, entry_batch{late});
+  sched_.run();
+  ASSERT_TRUE(late->handle->done());
+  EXPECT_EQ(late->handle->result().code(), status_code::shut_down);
+}
+
+// What the backends would index by is checked first; an error for another
+// rank's late request leaves this rank's newer round alone.
+TEST_F(actor_protocol, a_malformed_response_or_another_ranks_late_error_runs_nothing_here) {
+  inbox endpoint, cpu;
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(cpu));
+  std::vector<float> x(2), y(2), z(2);
+  auto a = entry("a", x);
+  auto b = entry("b", y);
+  auto c = entry("c", z);
+  submit_batch(neg, entry_batch{a, b, c});
+  v1::ResponseList list;
+  auto* fused = list.add_responses();  // sizes for one of its two tensors
+  fused->set_op(v1::OP_TYPE_ALLREDUCE);
+  fused->add_tensor_names("a");
+  fused->add_tensor_names("b");
+  fused->add_tensor_sizes(2);
+  auto* late = list.add_responses();
+  late->set_op(v1::OP_TYPE_ERROR);
+  late->add_tensor_names("c");
+  late->mutable_error()->set_code(v1::ERROR_CODE_TIMEOUT);
+  late->mutable_error()->set_message("rank 1 was late");
+  late->set_only_rank(1);
+  auto* unknown = list.add_responses();  // "c" and a tensor this rank never submitted
+  unknown->set_op(v1::OP_TYPE_ALLREDUCE);
+  unknown->add_tensor_names("c");
+  unknown->add_tensor_names("d");
+  unknown->add_tensor_sizes(2);
+  unknown->add_tensor_sizes(2);
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
+  sched_.run();
+  EXPECT_TRUE(cpu.works.empty());
+  for (const auto& e : {a, b}) {
+    ASSERT_TRUE(e->handle->done());
+    EXPECT_EQ(e->handle->result().code(), status_code::internal);
+    EXPECT_EQ(e->handle->result().message(),
+              "process set 0: the coordinator's ALLREDUCE response for 'a' and others has 1 "
+              "tensor_sizes for 2 tensor(s), not 2");
+  }
+  ASSERT_TRUE(c->handle->done());  // not by the late error: by the unknown tensor
+  EXPECT_EQ(c->handle->result().message(),
+            "process set 0: the coordinator's ALLREDUCE response names tensor 'd', which set "
+            "rank 0 has not submitted");
+}
+
+TEST_F(actor_protocol, device_kind_travels_to_the_coordinator_and_picks_the_backend) {
+  inbox endpoint, cpu, cuda;
+  auto neg =
+    negotiator({}, {{device_kind::cpu, backend(cpu)}, {device_kind::cuda, backend(cuda)}});
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(endpoint), std::string());
+  std::vector<float> x(2), y(2);
+  auto on_gpu = entry_on("g", x, v1::DEVICE_KIND_CUDA);
+  auto on_cpu = entry_on("c", y, v1::DEVICE_KIND_CPU);
+  submit_batch(neg, entry_batch{on_gpu});
+  submit_batch(neg, entry_batch{on_cpu});
+  sched_.run();
+  std::vector<v1::Request> sent;
+  for (const auto& bytes : endpoint.requests) {
+    v1::RequestList l;
+    ASSERT_TRUE(l.ParseFromString(bytes));
+    sent.insert(sent.end(), l.requests().begin(), l.requests().end());
+  }
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].device_kind(), v1::DEVICE_KIND_CUDA);
+  EXPECT_EQ(sent[0].device_ordinal(), 1);
+  EXPECT_EQ(sent[1].device_kind(), v1::DEVICE_KIND_CPU);
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, response_on("g", v1::DEVICE_KIND_CUDA));
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, response_on("c", v1::DEVICE_KIND_CPU));
+  sched_.run();
+  ASSERT_EQ(cuda.works.size(), 1u);
+  EXPECT_EQ(cuda.works[0]->entries.front(), on_gpu);
+  ASSERT_EQ(cpu.works.size(), 1u);
+  EXPECT_EQ(cpu.works[0]->entries.front(), on_cpu);
+  EXPECT_TRUE(on_gpu->handle->result().ok() && on_cpu->handle->result().ok());
+  // An abort reaches every backend of the set as a message, for the works
+  // queued; a reset leaves the running one to complete.
+  caf::anon_send(neg, abort_atom::value, status{status_code::reset, "resetting"});
+  sched_.run();
+  EXPECT_EQ(cpu.aborts, 1);
+  EXPECT_EQ(cuda.aborts, 1);
+  EXPECT_EQ(cpu.interrupts + cuda.interrupts, 0);
+  // A lost peer may hold it in the library until its timeout: interrupted.
+  caf::anon_send(neg, abort_atom::value, status{status_code::peer_lost, "rank 1 was lost"});
+  sched_.run();
+  EXPECT_EQ(cpu.aborts, 2);
+  EXPECT_EQ(cuda.aborts, 2);
+  EXPECT_EQ(cpu.interrupts, 1);
+  EXPECT_EQ(cuda.interrupts, 1);
+}
+
+TEST_F(actor_protocol, a_work_for_a_device_without_backend_fails) {
+  inbox endpoint, cpu;
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(cpu));
+  std::vector<float> x(2);
+  auto e = entry_on("g", x, v1::DEVICE_KIND_CUDA);
+  submit_batch(neg, entry_batch{e});
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, response_on("g", v1::DEVICE_KIND_CUDA));
+  sched_.run();
+  EXPECT_TRUE(cpu.works.empty());
+  ASSERT_TRUE(e->handle->done());
+  EXPECT_EQ(e->handle->result().code(), status_code::invalid_argument);
+  EXPECT_EQ(e->handle->result().message(),
+            "process set 0 has no backend for CUDA tensors on rank 0 of the set");
+}
+
+TEST_F(actor_protocol, negotiator_holds_requests_until_told_its_coordinator_then_introduces_itself) {
+  inbox coord, cpu;
+  auto neg = negotiator({}, {{device_kind::cpu, backend(cpu)}});
+  std::vector<float> x(2);
+  auto e = entry("early", x);
+  submit_batch(neg, entry_batch{e});
+  sched_.run();
+  EXPECT_TRUE(coord.order.empty());
+  EXPECT_FALSE(e->handle->done());  // held, not failed
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(coord), std::string());
+  sched_.run();
+  // Directly to the coordinator: first who it is, then what it held back.
+  ASSERT_EQ(coord.order, (std::vector<std::string>{"hello", "request"}));
+  ASSERT_EQ(coord.hellos.size(), 1u);
+  EXPECT_EQ(coord.hellos[0].first, 0);
+  EXPECT_EQ(coord.hellos[0].second.address(), neg.address());
+  v1::RequestList sent;
+  ASSERT_TRUE(sent.ParseFromString(coord.requests[0]));
+  ASSERT_EQ(sent.requests_size(), 1);
+  EXPECT_EQ(sent.requests(0).tensor_name(), "early");
+  // Told again (a repeated announcement): no second introduction.
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(coord), std::string());
+  sched_.run();
+  EXPECT_EQ(coord.hellos.size(), 1u);
+}
+
+} // namespace
+} // namespace troupe::actors
