@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -92,7 +93,8 @@ private:
 constexpr size_t store_connections_per_rank = 3;
 
 struct store_limits {
-  /// Connections at once; more are closed as soon as they are accepted.
+  /// Connections at once; more are closed as soon as they are accepted,
+  /// with a warning (refusal_warning_interval).
   size_t max_connections = 1024;
   /// Input bytes all connections may buffer beyond a small allowance each
   /// (64 KiB): a frame larger than that waits, unread, until it fits. At
@@ -106,16 +108,23 @@ struct store_limits {
   std::chrono::milliseconds slow_reader_timeout{10'000};
   /// A connection that has not authenticated within this is dropped.
   std::chrono::milliseconds hello_timeout{10'000};
+  /// Connections closed at max_connections are warned about at once, then
+  /// at most this often, with their count since the last warning.
+  std::chrono::milliseconds refusal_warning_interval{5'000};
 };
 
 /// The store itself, served on a background thread by the launcher (and by
 /// tests). Keys and values are arbitrary bytes.
 class store_server {
 public:
+  /// Where the server's warnings go, called on its thread; by default a
+  /// "troupe-run: warning:" line on stderr.
+  using warning_sink = std::function<void(const std::string&)>;
+
   /// Listens on `bind_host`:`port` (0 = any free port) and serves clients
   /// that hold `secret`.
   store_server(const std::string& bind_host, uint16_t port, const std::string& secret,
-               store_limits limits = {});
+               store_limits limits = {}, warning_sink warn = {});
   ~store_server();
 
   store_server(const store_server&) = delete;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <map>
 #include <thread>
 #include <poll.h>
@@ -75,11 +76,17 @@ std::string reply(proto::status st, std::string_view payload) {
   return begin_reply(st).bytes(payload).finish();
 }
 
+void warn_on_stderr(const std::string& text) {
+  std::fprintf(stderr, "troupe-run: warning: %s\n", text.c_str());
+}
+
 } // namespace
 
 struct store_server::impl {
   std::string key; // derived from the job's secret
   store_limits limits;
+  std::string where; // host:port, for warnings
+  store_server::warning_sink warn;
   size_t reserved_input = 0; // sum of connections' `reserved`
   size_t pending_output = 0; // sum of connections' `out`
   net::unique_fd listener;
@@ -98,10 +105,16 @@ struct store_server::impl {
   // Budget freed after some connection was looked at in this round: the
   // next poll() returns at once, so a connection waiting for it goes on.
   bool budget_freed = false;
+  // Connections closed at limits.max_connections, not yet warned about: a
+  // burst of them makes one warning, not one each.
+  size_t refused_unwarned = 0;
+  std::optional<clock::time_point> refusal_warned_at;
   std::thread thread;
 
   void run();
   void accept_all();
+  void refuse(int fd);
+  void warn_of_refusals(clock::time_point now);
   void read_from(connection& c);
   size_t read_limit(const connection& c) const;
   void process_input(connection& c);
@@ -127,7 +140,8 @@ struct store_server::impl {
 };
 
 store_server::store_server(const std::string& bind_host, uint16_t port,
-                           const std::string& secret, store_limits limits)
+                           const std::string& secret, store_limits limits,
+                           warning_sink warn)
   : impl_(std::make_unique<impl>()) {
   if (secret.size() < min_secret_size)
     throw store_error("store: the job's secret is " + std::to_string(secret.size()) +
@@ -143,6 +157,8 @@ store_server::store_server(const std::string& bind_host, uint16_t port,
     throw store_error(std::string("store: ") + e.what());
   }
   port_ = net::local_port(impl_->listener.get());
+  impl_->where = bind_host + ":" + std::to_string(port_);
+  impl_->warn = warn ? std::move(warn) : warn_on_stderr;
   impl_->wake.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!impl_->wake)
     throw store_error("store: eventfd: " + net::error_text(errno));
@@ -186,6 +202,7 @@ void store_server::impl::run() {
       accept_paused = false;  // polled for again from the next round
     if (fds[1].revents & POLLIN)
       accept_all();
+    warn_of_refusals(clock::now());
     for (size_t i = 2; i < fds.size(); ++i) {
       auto it = conns.find(fds[i].fd);
       if (it != conns.end() && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -223,7 +240,7 @@ void store_server::impl::accept_all() {
       return;
     }
     if (conns.size() >= limits.max_connections) {
-      ::close(fd);
+      refuse(fd);
       continue;
     }
     net::set_nodelay(fd);
@@ -235,6 +252,30 @@ void store_server::impl::accept_all() {
     c.out_moved = c.accepted;
     pending_output += c.out.size();
   }
+}
+
+void store_server::impl::refuse(int fd) {
+  // Warned before the close: once the client sees its connection end, the
+  // operator can read why.
+  ++refused_unwarned;
+  warn_of_refusals(clock::now());
+  ::close(fd);
+}
+
+void store_server::impl::warn_of_refusals(clock::time_point now) {
+  if (refused_unwarned == 0 ||
+      (refusal_warned_at && now < *refusal_warned_at + limits.refusal_warning_interval))
+    return;
+  const auto what = refusal_warned_at ? "closed " + std::to_string(refused_unwarned) +
+                                         " more new connection(s) since its last warning"
+                                     : std::string("closed a new connection");
+  warn("the rendezvous store at " + where + " " + what + ": it serves at most " +
+       std::to_string(limits.max_connections) +
+       " connections at once (store_limits::max_connections), which troupe-run sizes from "
+       "the job's ranks (--max-np in an elastic job) or, in an elastic job without --max-np, "
+       "from the open-file limit: a larger --max-np or ulimit -n raises it");
+  refusal_warned_at = now;
+  refused_unwarned = 0;
 }
 
 size_t store_server::impl::read_limit(const connection& c) const {
@@ -562,6 +603,8 @@ int store_server::impl::next_timeout() const {
     consider(leases.begin()->first);
   if (accept_paused)
     consider(accept_paused_at + accept_retry);
+  if (refused_unwarned > 0)
+    consider(*refusal_warned_at + limits.refusal_warning_interval);
   for (const auto& [fd, c] : conns) {
     if (c.wait)
       consider(c.wait->deadline);
