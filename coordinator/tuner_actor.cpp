@@ -150,26 +150,27 @@ void on_executed(tuner_self self, uint64_t generation, bool begins_step,
     finish_sample(self, *score);
 }
 
+// `s` with the values `change` sets.
+autotune::settings with_values(autotune::settings s, const v1::Tuning& change) {
+  if (change.has_fusion_threshold())
+    s.fusion_threshold = change.fusion_threshold();
+  if (change.has_cycle_time_us())
+    s.cycle_time_ms = static_cast<double>(change.cycle_time_us()) / 1000;
+  if (change.has_cache_capacity())
+    s.cache_enabled = change.cache_capacity() > 0;
+  if (change.has_fusion_chunk_bytes())
+    s.fusion_chunk_bytes = std::max<int64_t>(change.fusion_chunk_bytes(), -1);
+  return s;
+}
+
 // `search` with what `change` sets: the application's values, not searched
 // any more (as settings configured explicitly are not).
 autotune::search_options pinned(autotune::search_options search, const v1::Tuning& change) {
-  auto& initial = search.initial;
-  if (change.has_fusion_threshold()) {
-    initial.fusion_threshold = change.fusion_threshold();
-    search.tune_fusion = false;
-  }
-  if (change.has_cycle_time_us()) {
-    initial.cycle_time_ms = static_cast<double>(change.cycle_time_us()) / 1000;
-    search.tune_cycle = false;
-  }
-  if (change.has_cache_capacity()) {
-    initial.cache_enabled = change.cache_capacity() > 0;
-    search.tune_cache = false;
-  }
-  if (change.has_fusion_chunk_bytes()) {
-    initial.fusion_chunk_bytes = std::max<int64_t>(change.fusion_chunk_bytes(), -1);
-    search.tune_chunk = false;
-  }
+  search.initial = with_values(search.initial, change);
+  search.tune_fusion = search.tune_fusion && !change.has_fusion_threshold();
+  search.tune_cycle = search.tune_cycle && !change.has_cycle_time_us();
+  search.tune_cache = search.tune_cache && !change.has_cache_capacity();
+  search.tune_chunk = search.tune_chunk && !change.has_fusion_chunk_bytes();
   return search;
 }
 
@@ -180,32 +181,32 @@ bool same_search(const autotune::search_options& a, const autotune::search_optio
 }
 
 // A settings change the application made (troupe::tune), which the
-// coordinator applies at its next list. Each setting it sets is the
-// application's from then on: the search starts again without it, from
-// the configured settings with the application's values (scores measured
-// with other values say little about the rest), or the tuner stops when it
-// searched nothing else. The tuner tells the coordinator the application's
-// values again where its own last change differs: that change may have
-// reached the coordinator after the application's.
+// coordinator applies at its next list and keeps from then on: it drops
+// them from this tuner's changes, so the tuner never sends them. Each
+// setting it sets is the application's: the search starts again without
+// it, from the configured settings with the application's values (scores
+// measured with other values say little about the rest), or the tuner
+// stops when it searched nothing else. A search started again sends where
+// it starts, which can differ from this tuner's last change only in
+// settings that are still its own.
 void on_application_change(tuner_self self, const v1::Tuning& change) {
   auto& st = self->state;
   st.sampler->change_sent();
   if (change.cache_capacity() > 0)
     st.options.cache_capacity = change.cache_capacity();
+  st.applied = with_values(st.applied, change);
+  st.applied_capacity = capacity_of(st, st.applied);
   auto search = pinned(st.options.search, change);
-  const bool restart = !same_search(search, st.options.search);
-  if (restart) {
-    st.options.search = std::move(search);
-    st.search = std::make_unique<autotune::parameter_search>(st.options.search);
-    if (st.configured_chunk >= 0)
-      st.search->configured_chunk_is(st.configured_chunk);
-    show(st);
-  }
+  if (same_search(search, st.options.search))
+    return;
+  st.options.search = std::move(search);
+  st.search = std::make_unique<autotune::parameter_search>(st.options.search);
+  if (st.configured_chunk >= 0)
+    st.search->configured_chunk_is(st.configured_chunk);
+  show(st);
   const auto& now = st.search->current();
   if (auto t = changes_to(st, now); t.ByteSizeLong() > 0)
     send(self, t);
-  if (!restart)
-    return;
   const auto set = st.options.set_id;
   if (searching(st)) {
     spdlog::info("Autotuner of set {}: the application changed settings; searching again "
