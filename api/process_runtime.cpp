@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include <unistd.h>
@@ -50,16 +51,31 @@ process_runtime& current() {
   return instance;
 }
 
+// How the fork's errors begin (in a forked child only).
+std::string forked_copy(const process_runtime& cur) {
+  return "This process (pid " + std::to_string(::getpid()) + ") is a fork()ed copy of pid " +
+         std::to_string(cur.forked_from) + " made after troupe::init()";
+}
+
 status no_runtime_locked(const process_runtime& cur) {
   if (cur.forked_from == 0)
     return {status_code::shut_down, "Troupe has not been initialized; use troupe::init()."};
   return {status_code::shut_down,
-          "This process (pid " + std::to_string(::getpid()) + ") is a fork()ed copy of pid " +
-            std::to_string(cur.forked_from) +
-            " made after troupe::init(); the runtime's threads do not survive fork(), so its "
-            "collectives and handles work only in pid " +
+          forked_copy(cur) +
+            "; the runtime's threads do not survive fork(), so its collectives and handles "
+            "work only in pid " +
             std::to_string(cur.forked_from) +
             (cur.rt ? ". rank() and size() still answer here." : ".")};
+}
+
+// What a handle pending at the fork gives in the child.
+status pending_at_fork() {
+  auto& cur = current();
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  return {status_code::shut_down, forked_copy(cur) +
+                                    "; the operation was still running there, and its result "
+                                    "reaches only pid " +
+                                    std::to_string(cur.forked_from) + "."};
 }
 
 // What init() gives in a fork()ed child: nothing to do while the parent's
@@ -111,6 +127,8 @@ void unlock_in_child() {
   auto& cur = current();
   if ((cur.rt || cur.initializing > 0) && cur.forked_from == 0)
     cur.forked_from = cur.pid_at_fork;
+  if (cur.forked_from != 0)
+    detail::handle_state::note_fork(pending_at_fork);
   cur.mtx.unlock();
 }
 

@@ -38,7 +38,9 @@ void shutdown();
 /// is_initialized()), not its runtime, whose threads stay in the parent: its
 /// collectives fail with status_code::shut_down naming both pids, init() is
 /// harmless, shutdown() and exit() leave the parent's runtime and MPI alone.
-/// Handles submitted before the fork never complete in the child.
+/// A handle still pending at the fork fails at once in the child (wait(),
+/// wait_for() and result() give status_code::shut_down naming both pids;
+/// poll() is true); one completed before the fork keeps its result.
 bool is_initialized();
 
 /// In-place reset (what elastic training builds on): every process set of

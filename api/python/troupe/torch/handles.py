@@ -3,7 +3,6 @@ Horovod's integer handles (poll / synchronize), deterministic names for
 unnamed ops, and init / reset / shutdown that reset them."""
 
 import itertools
-import os
 import warnings
 
 import torch
@@ -50,36 +49,6 @@ _shut_down_handles = set()
 # second one under a name still being processed is refused at the call
 # (ValueError), as Horovod's enqueue does; entries go at synchronize().
 _named = {}
-
-
-# The runtime's pid in a child os.fork()ed after init() (a grandchild keeps
-# it): the runtime's threads stay there, so a handle unfinished at the fork
-# never finishes here (new calls fail in the runtime, saying so).
-_forked_from = None
-_pid_at_fork = None
-
-
-def _before_fork():
-    global _pid_at_fork
-    _pid_at_fork = os.getpid()
-
-
-def _note_fork():
-    global _forked_from
-    if _basics.is_initialized() and _forked_from is None:
-        _forked_from = _pid_at_fork
-
-
-os.register_at_fork(before=_before_fork, after_in_child=_note_fork)
-
-
-def _wait_here(core_handle):
-    if _forked_from is not None and not core_handle.poll():
-        raise HorovodInternalError(
-            'This process (pid %d) is a fork()ed copy of pid %d made after init(); the '
-            'operation was still running there, and its result reaches only pid %d.'
-            % (os.getpid(), _forked_from, _forked_from))
-    core_handle.wait()
 
 
 def _forget_set(process_set_id):
@@ -291,8 +260,10 @@ def synchronize(handle):
         return None
     core_handle, finish, key = entry
     # Ctrl-C raises KeyboardInterrupt here; the collective goes on, and the
-    # handle stays (with the memory the runtime uses) for a later call.
-    _wait_here(core_handle)
+    # handle stays (with the memory the runtime uses) for a later call. In a
+    # child fork()ed after init(), one pending at the fork fails at once
+    # (shut_down: HorovodInternalError).
+    core_handle.wait()
     if _handle_map.pop(handle, None) is None:
         # Another thread synchronized it meanwhile, or shutdown() dropped it.
         _raise_if_shut_down(handle)
@@ -307,7 +278,7 @@ def synchronize(handle):
 
 def _wait(core_handle):
     _raise_if_rejected(core_handle)
-    _wait_here(core_handle)
+    core_handle.wait()
     code, message = core_handle.result()
     if code:
         raise status_error(code, message)
