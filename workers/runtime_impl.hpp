@@ -21,6 +21,7 @@
 #include "metrics/endpoint.hpp"
 #include "metrics/host_state_metrics.hpp"
 #include "metrics/rank_metrics.hpp"
+#include "troupe/v1/control.pb.h"
 #include "workers/control_dialer.hpp"
 #include "workers/control_plane.hpp"
 #include "workers/launcher_watch.hpp"
@@ -104,6 +105,13 @@ struct runtime::impl {
   std::atomic<bool> newcomers{false};
   // Whether the epoch left last had lost a peer, or a peer had left it.
   bool peer_gone = false;
+  // The global set's settings this rank's application set (tune()),
+  // merged in call order. A reset's new coordinator is told them again
+  // (tune_again), so they outlive the epoch; other process sets do not.
+  // The mutex is held over a whole tune() call, so a reset's tune_again()
+  // comes before or after it.
+  std::mutex tuned_mtx;
+  v1::Tuning tuned;
   // Last member: stops (and frees its port) first.
   std::unique_ptr<metrics::endpoint> metrics_server;
 
@@ -178,6 +186,14 @@ struct runtime::impl {
   void unavailable(status why);
 
   status reset();
+
+  // After a reset: sends `tuned` to the new epoch's global set, through
+  // this rank's negotiator, as a tune() call would. Every survivor does,
+  // so the new coordinator pins what any of them set, whichever rank it
+  // is. It goes before reset() returns, so this rank's request for any
+  // collective submitted after comes behind it: such a collective runs
+  // with the settings.
+  void tune_again();
 
   // Counts the reset that began at `began` and returned `result`, and puts
   // it on the timeline's membership row.

@@ -65,8 +65,18 @@ status runtime::impl::reset() {
   const auto began_us = timeline_now_us();
   const bool hosts_changed = announced(old.epoch) != host_update::none;
   auto result = base.elastic ? reset_elastic(old.epoch) : reset_numbered(old);
+  if (result.ok())
+    tune_again();
   record_reset(hosts_changed, result, began, began_us);
   return result;
+}
+
+void runtime::impl::tune_again() {
+  std::lock_guard<std::mutex> guard{tuned_mtx};
+  const auto sets_now = sets->load();
+  const auto negotiator = sets_now ? sets_now->negotiator(0) : negotiator_actor{};
+  if (negotiator && tuned.ByteSizeLong() > 0)
+    caf::anon_send(negotiator, tune_atom::value, tuned.SerializeAsString());
 }
 
 void runtime::impl::record_reset(bool hosts_changed, const status& result, clock::time_point began,
