@@ -120,16 +120,34 @@ std::string fresh_segment_name(const std::string& kind) {
   const uint64_t bits = uint64_t{random()} << 32 | random();
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(bits));
-  return "/troupe-" + kind + std::to_string(::getpid()) + "-" + hex;
+  return "/troupe-" + kind + std::to_string(::getpid()) + "-" +
+         std::to_string(pid_namespace_inode()) + "-" + hex;
 }
 
-std::optional<pid_t> creator_of(const std::string& entry) {
+uint64_t pid_namespace_inode() {
+  static const uint64_t inode = [] {
+    struct stat ns {};
+    return ::stat("/proc/self/ns/pid", &ns) == 0 ? static_cast<uint64_t>(ns.st_ino)
+                                                  : uint64_t{0};
+  }();
+  return inode;
+}
+
+bool segment_creator::in_this_pid_namespace() const {
+  return pid_namespace == pid_namespace_inode();
+}
+
+std::optional<segment_creator> creator_of(const std::string& entry) {
   // What fresh_segment_name writes, without the slash.
-  static const std::regex name{"troupe-(?:[a-z]+-)?([0-9]{1,10})-[0-9a-f]{16}"};
+  static const std::regex name{"troupe-(?:[a-z]+-)?([0-9]{1,10})-([0-9]{1,20})-[0-9a-f]{16}"};
   std::smatch m;
   if (!std::regex_match(entry, m, name))
     return std::nullopt;
-  return static_cast<pid_t>(std::stoll(m[1]));
+  try {
+    return segment_creator{static_cast<pid_t>(std::stoll(m[1])), std::stoull(m[2])};
+  } catch (const std::out_of_range&) {  // 20 digits past 2^64
+    return std::nullopt;
+  }
 }
 
 std::vector<std::string> segment_entries() {
@@ -146,7 +164,8 @@ std::vector<std::string> segment_entries() {
 std::vector<std::string> remove_segments_of(pid_t pid) {
   std::vector<std::string> removed;
   for (const auto& entry : segment_entries())
-    if (creator_of(entry) == pid && ::shm_unlink(("/" + entry).c_str()) == 0)
+    if (const auto c = *creator_of(entry);
+        c.pid == pid && c.in_this_pid_namespace() && ::shm_unlink(("/" + entry).c_str()) == 0)
       removed.push_back("/" + entry);
   return removed;
 }
@@ -155,10 +174,11 @@ std::vector<orphaned_segment> remove_orphaned_segments(const std::vector<std::st
   const std::set<std::string> known(before.begin(), before.end());
   std::vector<orphaned_segment> removed;
   for (const auto& entry : segment_entries()) {
-    const pid_t creator = *creator_of(entry);
-    if (!known.count(entry) && !process_alive(creator) &&
-        ::shm_unlink(("/" + entry).c_str()) == 0)
-      removed.push_back({"/" + entry, creator});
+    // Another namespace's pid may name a live process of this one.
+    const auto creator = *creator_of(entry);
+    if (!known.count(entry) && creator.in_this_pid_namespace() &&
+        !process_alive(creator.pid) && ::shm_unlink(("/" + entry).c_str()) == 0)
+      removed.push_back({"/" + entry, creator.pid});
   }
   return removed;
 }

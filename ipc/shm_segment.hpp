@@ -62,17 +62,31 @@ private:
   bool owns_name_;
 };
 
-/// A name no other segment has: "/troupe-" + `kind` + the creator's pid and
-/// 64 random bits.
+/// A name no other segment has: "/troupe-" + `kind` + the creator's pid, its
+/// pid namespace (pid_namespace_inode()) and 64 random bits. The namespace
+/// says where the pid means a process: ranks of one host may share
+/// /dev/shm from different pid namespaces (containers with the host's IPC).
 std::string fresh_segment_name(const std::string& kind);
 
-/// The creator's pid in a name fresh_segment_name made, as /dev/shm lists
-/// it ("troupe-<kind><pid>-<16 hex digits>", no slash; `kind` letters and a
-/// '-', or empty); none for any other name.
-std::optional<pid_t> creator_of(const std::string& entry);
+/// This process's pid namespace as segment names hold it: the inode of
+/// /proc/self/ns/pid, 0 where procfs does not say.
+uint64_t pid_namespace_inode();
 
-/// Removes the names of segments `pid` created that are still in /dev/shm,
-/// and returns them. A creator unlinks each name once its peers have
+/// Who made a name: the pid and pid namespace fresh_segment_name wrote.
+struct segment_creator {
+  pid_t pid = 0;
+  uint64_t pid_namespace = 0;
+  /// Whether `pid` names the creator to this process (same namespace).
+  bool in_this_pid_namespace() const;
+};
+
+/// The creator in a name fresh_segment_name made, as /dev/shm lists it
+/// ("troupe-<kind><pid>-<namespace>-<16 hex digits>", no slash; `kind`
+/// letters and a '-', or empty); none for any other name.
+std::optional<segment_creator> creator_of(const std::string& entry);
+
+/// Removes the names of segments `pid` (of this process's pid namespace)
+/// created that are still in /dev/shm, and returns them. A creator unlinks each name once its peers have
 /// opened it; a name is left only when it died before that (SIGKILL, OOM).
 /// For a process known to have exited: a live one may still be waiting
 /// for its peers.

@@ -17,22 +17,36 @@ TEST(segment_names, the_creator_is_read_back_from_every_kind_of_name) {
   for (const std::string kind : {"ctl-", "data-", ""}) {
     const auto name = fresh_segment_name(kind);
     ASSERT_EQ(name[0], '/');
-    EXPECT_EQ(creator_of(name.substr(1)), ::getpid()) << name;
+    const auto creator = creator_of(name.substr(1));
+    ASSERT_TRUE(creator) << name;
+    EXPECT_EQ(creator->pid, ::getpid()) << name;
+    EXPECT_EQ(creator->pid_namespace, pid_namespace_inode()) << name;
+    EXPECT_TRUE(creator->in_this_pid_namespace()) << name;
   }
-  EXPECT_EQ(creator_of("troupe-ctl-12-0123456789abcdef"), 12);
-  EXPECT_EQ(creator_of("troupe-4711-fedcba9876543210"), 4711);
+  EXPECT_NE(pid_namespace_inode(), 0u);  // procfs is there in the tests
+  const auto ctl = creator_of("troupe-ctl-12-4026531836-0123456789abcdef");
+  ASSERT_TRUE(ctl);
+  EXPECT_EQ(ctl->pid, 12);
+  EXPECT_EQ(ctl->pid_namespace, 4026531836u);
+  const auto plain = creator_of("troupe-4711-0-fedcba9876543210");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->pid, 4711);
+  EXPECT_EQ(plain->pid_namespace, 0u);
 }
 
 TEST(segment_names, other_names_have_no_creator) {
   for (const char* entry :
-       {"troupe-ctl-12-0123456789abcde",     // 15 hex digits
-        "troupe-ctl-12-0123456789abcdeg",    // not hex
-        "troupe-ctl--0123456789abcdef",      // no pid
-        "troupe-CTL-12-0123456789abcdef",    // not a kind
-        "troupe--12-0123456789abcdef",       // an empty kind with its dash
-        "troupe-ctl-12345678901-0123456789abcdef",  // more digits than a pid
-        "troupe-ctl12-0123456789abcdef",     // no dash after the kind
-        "sem.troupe-ctl-12-0123456789abcdef", "mpi-ctl-12-0123456789abcdef", "troupe-", ""})
+       {"troupe-ctl-12-7-0123456789abcde",     // 15 hex digits
+        "troupe-ctl-12-7-0123456789abcdeg",    // not hex
+        "troupe-ctl--7-0123456789abcdef",      // no pid
+        "troupe-ctl-12--0123456789abcdef",     // no namespace
+        "troupe-ctl-12-0123456789abcdef",      // neither (the names before namespaces)
+        "troupe-CTL-12-7-0123456789abcdef",    // not a kind
+        "troupe--12-7-0123456789abcdef",       // an empty kind with its dash
+        "troupe-ctl-12345678901-7-0123456789abcdef",  // more digits than a pid
+        "troupe-ctl-12-99999999999999999999-0123456789abcdef",  // past 64 bits
+        "troupe-ctl12-7-0123456789abcdef",     // no dash after the kind
+        "sem.troupe-ctl-12-7-0123456789abcdef", "mpi-ctl-12-7-0123456789abcdef", "troupe-", ""})
     EXPECT_FALSE(creator_of(entry)) << entry;
 }
 
@@ -94,6 +108,36 @@ TEST(segment_names, names_that_appeared_with_a_dead_creator_are_orphans) {
   EXPECT_EQ(::access(("/dev/shm" + mine.name()).c_str(), F_OK), 0);  // its creator lives
   int status = 0;
   EXPECT_EQ(::waitpid(child, &status, 0), child);
+}
+
+// A pid that named a process of this namespace which has exited and been
+// reaped.
+pid_t reaped_pid() {
+  const pid_t child = ::fork();
+  if (child == 0)
+    ::_exit(0);
+  int status = 0;
+  return child > 0 && ::waitpid(child, &status, 0) == child ? child : -1;
+}
+
+// Ranks of one host in other pid namespaces share /dev/shm (containers
+// with the host's IPC): their pids say nothing here. A segment named by a
+// process of another namespace, with the pid of an exited process of this
+// one, is neither its segment nor an orphan.
+TEST(segment_names, names_from_another_pid_namespace_are_left_alone) {
+  const pid_t gone = reaped_pid();
+  ASSERT_GT(gone, 0);
+  const auto before = segment_entries();
+  const auto elsewhere = "/troupe-data-" + std::to_string(gone) + "-" +
+                         std::to_string(pid_namespace_inode() + 1) + "-0123456789abcdef";
+  auto theirs = shm_segment::create(elsewhere, 4096);
+  ASSERT_TRUE(creator_of(elsewhere.substr(1)));
+  EXPECT_FALSE(creator_of(elsewhere.substr(1))->in_this_pid_namespace());
+
+  EXPECT_TRUE(remove_segments_of(gone).empty());
+  for (const auto& left : remove_orphaned_segments(before))
+    EXPECT_NE(left.name, elsewhere);
+  EXPECT_EQ(::access(("/dev/shm" + elsewhere).c_str(), F_OK), 0);
 }
 
 } // namespace

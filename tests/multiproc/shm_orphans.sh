@@ -16,7 +16,7 @@ fail() { cat "$dir/out"; echo "FAIL: $*"; exit 1; }
 timeout 90 "$run" $mode --timeout 60 -np 2 "$check" shm-orphans > "$dir/out" 2>&1
 rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "troupe-run exited $rc, want the killed rank's failure"
-names=$(sed -n 's|.*rank [0-9]*: ORPHAN \(/troupe-[a-z]*-[0-9]*-[0-9a-f]*\)$|\1|p' "$dir/out")
+names=$(sed -n 's|.*rank [0-9]*: ORPHAN \(/troupe-[a-z]*-[0-9]*-[0-9]*-[0-9a-f]*\)$|\1|p' "$dir/out")
 count=$(echo "$names" | grep -c troupe)
 (( count >= 2 )) || fail "the ranks printed no segments (found $count)"
 if [ "$mode" = --mpi ]; then who='a rank'; else who='rank [01]'; fi
