@@ -133,6 +133,7 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
   st.mark_cycles = args.mark_cycles;
   st.metrics = std::move(args.metrics);
   st.inbox = std::move(args.inbox);
+  st.application = std::move(args.application);
   if (st.inbox)
     self->attach_functor([inbox = st.inbox] { inbox->close(); });
   return {

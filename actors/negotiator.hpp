@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "actors/backend_actors.hpp"
 
@@ -16,6 +18,27 @@ class set_metrics;
 namespace troupe::actors {
 
 class submission_inbox;
+
+/// The settings the application has set on a process set (troupe::tune), as
+/// the coordinator's last list that named them said (ResponseList.application,
+/// a serialized Tuning; empty: none set): the set's negotiator records them,
+/// and its rank reads them after that negotiator is gone (a reset asks the
+/// new epoch's coordinator for them again).
+class application_tuning {
+public:
+  void record(std::string tuning) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    tuning_ = std::move(tuning);
+  }
+  std::string recorded() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return tuning_;
+  }
+
+private:
+  mutable std::mutex mtx_;
+  std::string tuning_;
+};
 
 /// Where a negotiator sits in its process set.
 struct negotiator_args {
@@ -52,6 +75,9 @@ struct negotiator_args {
   /// submission_inbox); closed when the negotiator stops. Null: it takes
   /// only (submit, batch) messages.
   std::shared_ptr<submission_inbox> inbox = nullptr;
+  /// Where the application's settings the lists name go (see
+  /// application_tuning); null: nowhere.
+  std::shared_ptr<application_tuning> application = nullptr;
 };
 
 /// Spawns the negotiator of one process set on this rank. It owns the set's

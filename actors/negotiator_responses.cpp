@@ -129,6 +129,8 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
     st.fusion_chunk_bytes =
       chunk < 0 ? std::nullopt : std::optional<size_t>(static_cast<size_t>(chunk));
   }
+  if (list.has_application() && st.application)
+    st.application->record(list.application().SerializeAsString());
   st.cache.apply(list, [&](const std::string& name) -> const v1::Request* {
     auto it = st.table.find(name);
     return it == st.table.end() ? nullptr : &it->second->request;

@@ -17,6 +17,7 @@
 
 #include "actors/backend_actors.hpp"
 #include "actors/cache_view.hpp"
+#include "actors/negotiator.hpp"
 #include "actors/submission_inbox.hpp"
 #include "actors/tensor_entry.hpp"
 #include "control/hit_aggregator.hpp"
@@ -128,6 +129,8 @@ struct negotiator_state {
   // The CPU allreduce chunk tuned at run time (none: the backend's own),
   // in force from the list that set it on, as on every member.
   std::optional<size_t> fusion_chunk_bytes;
+  // Where the application's settings the lists name go (null: nowhere).
+  std::shared_ptr<application_tuning> application;
   uint64_t next_work_id = 1;
   // join() was called: contribute zeros to allreduces this rank lacks.
   bool joined = false;

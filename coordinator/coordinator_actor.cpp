@@ -72,8 +72,10 @@ struct coordinator_state {
   // Settings changes received, applied before the next list.
   std::optional<v1::Tuning> tuning;
   // The settings the application has set (troupe::tune): the tuner's
-  // changes leave them alone, even one that crossed the application's.
+  // changes leave them alone, even one that crossed the application's. The
+  // next list names them all when they changed (ResponseList.application).
   v1::Tuning pinned;
+  bool pinned_changed = false;
   // What the lists executed here moved since the settings last changed.
   list_stats sample;
   // Settings changes applied so far, and the tuner told of every executed
@@ -92,9 +94,13 @@ using coordinator_self = coordinator_actor::stateful_pointer<coordinator_state>;
 // Applies the waiting settings change as of list `seq` and records it in
 // the list, so members switch at the same boundary. A new cache capacity
 // empties the cache (members empty theirs before applying the list's ids).
+// The application's settings come with the change that set them: every
+// member learns them in the list that applies them.
 void apply_tuning(coordinator_state& st, v1::ResponseList& list, uint64_t seq) {
   if (!st.tuning)
     return;
+  if (std::exchange(st.pinned_changed, false))
+    *list.mutable_application() = st.pinned;
   auto& t = *st.tuning;
   if (t.has_fusion_threshold())
     st.fusion_threshold = std::max<int64_t>(t.fusion_threshold(), 0);
@@ -325,6 +331,7 @@ void on_requests(coordinator_self self, const std::string& bytes) {
   if (list.has_tuning()) {
     merge_tuning(st, list.tuning());
     st.pinned.MergeFrom(list.tuning());
+    st.pinned_changed = true;
     // The tuner keeps what the application sets (troupe::tune).
     if (st.tuner)
       self->send(st.tuner, tune_atom::value, list.tuning().SerializeAsString());

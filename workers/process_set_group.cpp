@@ -190,6 +190,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   if (bound)
     args.channel_poll = backends::peer_poll_time;
   g.inbox = args.inbox = std::make_shared<actors::submission_inbox>();
+  args.application = spec.application;
   g.negotiator = actors::spawn_negotiator(sys, std::move(args), g.coordinator, g.backends,
                                           spec.timeline);
   return g;

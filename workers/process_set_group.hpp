@@ -16,6 +16,10 @@ namespace troupe::metrics {
 class rank_metrics;
 }
 
+namespace troupe::actors {
+class application_tuning;
+}
+
 namespace troupe::workers {
 
 /// The actors that run one process set on this rank.
@@ -48,6 +52,9 @@ struct group_spec {
   std::shared_ptr<elastic::store_client> store;
   std::shared_ptr<metrics::rank_metrics> metrics;  // gives the set its series
   caf::actor timeline;  // may be null
+  // Where the negotiator records the application's settings (null: nowhere;
+  // the global set's outlive the epoch there).
+  std::shared_ptr<actors::application_tuning> application;
 };
 
 /// Spawns the set's CPU backend actor (not connected yet), its coordinator when

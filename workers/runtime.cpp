@@ -522,7 +522,6 @@ status runtime::remove_process_set(int32_t id) {
 }
 
 status runtime::tune(int32_t id, const tuning& change) {
-  std::lock_guard<std::mutex> guard{impl_->tuned_mtx};
   const auto sets = impl_->sets->load();
   if (sets && !sets->unavailable.ok())
     return sets->unavailable;
@@ -546,8 +545,6 @@ status runtime::tune(int32_t id, const tuning& change) {
     t.set_cache_capacity(*change.cache_capacity);
   if (change.fusion_chunk_bytes)
     t.set_fusion_chunk_bytes(*change.fusion_chunk_bytes);
-  if (id == 0)
-    impl_->tuned.MergeFrom(t);
   caf::anon_send(negotiator, tune_atom::value, t.SerializeAsString());
   return {};
 }

@@ -167,7 +167,8 @@ status runtime::impl::bootstrap(int64_t epoch, const identity& id, clock::time_p
   next.id = std::make_shared<const identity>(id);
   next.supervisor =
     spawn_supervisor(system,
-                     supervisor_args{id, cfg, rendezvous_store, metrics, epoch, timeline});
+                     supervisor_args{id, cfg, rendezvous_store, metrics, epoch, timeline,
+                                     application});
   status result;
   try {
     result = connect_peers(next, id, deadline);

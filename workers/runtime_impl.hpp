@@ -15,13 +15,13 @@
 
 #include <caf/io/all.hpp>
 
+#include "actors/negotiator.hpp"
 #include "actors/protocols.hpp"
 #include "backends/registry.hpp"
 #include "elastic/store.hpp"
 #include "metrics/endpoint.hpp"
 #include "metrics/host_state_metrics.hpp"
 #include "metrics/rank_metrics.hpp"
-#include "troupe/v1/control.pb.h"
 #include "workers/control_dialer.hpp"
 #include "workers/control_plane.hpp"
 #include "workers/launcher_watch.hpp"
@@ -105,13 +105,13 @@ struct runtime::impl {
   std::atomic<bool> newcomers{false};
   // Whether the epoch left last had lost a peer, or a peer had left it.
   bool peer_gone = false;
-  // The global set's settings this rank's application set (tune()),
-  // merged in call order. A reset's new coordinator is told them again
-  // (tune_again), so they outlive the epoch; other process sets do not.
-  // The mutex is held over a whole tune() call, so a reset's tune_again()
-  // comes before or after it.
-  std::mutex tuned_mtx;
-  v1::Tuning tuned;
+  // The global set's settings the application set (tune(), on any rank),
+  // as the coordinator's lists last named them: each epoch's global
+  // negotiator records them here, and a reset's new coordinator is told
+  // them again (tune_again), so they outlive the epoch; other process sets'
+  // do not.
+  std::shared_ptr<actors::application_tuning> application =
+    std::make_shared<actors::application_tuning>();
   // Last member: stops (and frees its port) first.
   std::unique_ptr<metrics::endpoint> metrics_server;
 
@@ -187,12 +187,13 @@ struct runtime::impl {
 
   status reset();
 
-  // After a reset: sends `tuned` to the new epoch's global set, through
-  // this rank's negotiator, as a tune() call would. Every survivor does,
-  // so the new coordinator pins what any of them set, whichever rank it
-  // is. It goes before reset() returns, so this rank's request for any
-  // collective submitted after comes behind it: such a collective runs
-  // with the settings.
+  // After a reset: sends `application` to the new epoch's global set,
+  // through this rank's negotiator, as a tune() call would. Survivors send
+  // the same settings, those the old epoch's lists last named, so the new
+  // coordinator pins them whichever rank it is and whoever set them. It
+  // goes before reset() returns, so this rank's request for any collective
+  // submitted after comes behind it: such a collective runs with the
+  // settings.
   void tune_again();
 
   // Counts the reset that began at `began` and returned `result`, and puts

@@ -72,11 +72,11 @@ status runtime::impl::reset() {
 }
 
 void runtime::impl::tune_again() {
-  std::lock_guard<std::mutex> guard{tuned_mtx};
   const auto sets_now = sets->load();
   const auto negotiator = sets_now ? sets_now->negotiator(0) : negotiator_actor{};
-  if (negotiator && tuned.ByteSizeLong() > 0)
-    caf::anon_send(negotiator, tune_atom::value, tuned.SerializeAsString());
+  auto in_force = application->recorded();
+  if (negotiator && !in_force.empty())
+    caf::anon_send(negotiator, tune_atom::value, std::move(in_force));
 }
 
 void runtime::impl::record_reset(bool hosts_changed, const status& result, clock::time_point began,

@@ -395,6 +395,8 @@ caf::result<status, set_entrance> start_group(supervisor_self self, uint32_t set
   spec.store = st.args.store;
   spec.metrics = st.args.metrics;
   spec.timeline = st.args.timeline;
+  if (set_id == 0)
+    spec.application = st.args.application;
   process_set_group g;
   try {
     g = spawn_group(self->system(), spec);

@@ -17,6 +17,10 @@ namespace troupe::metrics {
 class rank_metrics;
 }
 
+namespace troupe::actors {
+class application_tuning;
+}
+
 namespace troupe::workers {
 
 struct supervisor_args {
@@ -28,6 +32,9 @@ struct supervisor_args {
   // The runtime's trace writer (it outlives epochs, so one file holds a
   // rank's whole run); null without TROUPE_TIMELINE.
   caf::actor timeline;
+  // Where the global set's negotiator records the application's settings
+  // (actors::application_tuning); the runtime's, read after a reset.
+  std::shared_ptr<actors::application_tuning> application;
 };
 
 /// Spawns the per-rank supervisor (protocol: actors::supervisor_actor). It is

@@ -135,6 +135,49 @@ TEST_F(actor_protocol, coordinator_keeps_the_applications_settings_over_its_tune
   EXPECT_EQ(in_force.cycle_time_us(), 500);
 }
 
+// Every member learns all the settings the application has set, whichever
+// member set them, in the list that applies a change of them, and only
+// there: a reset asks the next coordinator for them again.
+TEST_F(actor_protocol, coordinator_names_the_applications_settings_where_they_change) {
+  inbox rank0, rank1;
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
+  v1::Tuning first;
+  first.set_fusion_threshold(1024);
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({}, first));
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 1u);
+  EXPECT_EQ(rank1.responses, rank0.responses);
+  EXPECT_EQ(parsed(rank0.responses[0]).application().SerializeAsString(),
+            first.SerializeAsString());
+  // A tuner's change is not the application's.
+  v1::Tuning tuners;  // no cycle time: the lists below would wait for a timer
+  tuners.set_fusion_chunk_bytes(4096);
+  caf::anon_send(coord, tune_atom::value, tuners.SerializeAsString());
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 2u);
+  EXPECT_TRUE(parsed(rank0.responses[1]).has_tuning());
+  EXPECT_FALSE(parsed(rank0.responses[1]).has_application());
+  // Another member's change: the list names both settings.
+  v1::Tuning second;
+  second.set_cache_capacity(8);
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u,
+                 request_list({request(1, "a")}, second));
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 3u);
+  const auto application = parsed(rank0.responses[2]).application();
+  EXPECT_EQ(application.fusion_threshold(), 1024);
+  EXPECT_EQ(application.cache_capacity(), 8);
+  EXPECT_FALSE(application.has_fusion_chunk_bytes());
+  // Lists that change nothing of them do not name them.
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(0, "a")}));
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 4u);
+  EXPECT_FALSE(parsed(rank0.responses[3]).has_application());
+}
+
 TEST_F(actor_protocol, coordinator_fails_a_missed_deadline_on_every_member) {
   inbox rank0, rank1;
   auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});

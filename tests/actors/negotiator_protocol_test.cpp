@@ -70,6 +70,35 @@ TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning)
   EXPECT_EQ(again(), 0u);
 }
 
+// The global set's negotiator records the application's settings each list
+// names, where its rank reads them after a reset; lists that name none
+// leave them.
+TEST_F(actor_protocol, negotiator_records_the_applications_settings_the_lists_name) {
+  inbox endpoint, backend_box;
+  auto a = args();
+  a.application = std::make_shared<application_tuning>();
+  auto neg = spawn_negotiator(sys_, a, {}, {{device_kind::cpu, backend(backend_box, 16)}},
+                              caf::actor{});
+  spawned_.push_back(caf::actor_cast<caf::actor>(neg));
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(endpoint), std::string());
+  v1::ResponseList list;
+  list.mutable_tuning()->set_cycle_time_us(500);
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
+  sched_.run();
+  EXPECT_TRUE(a.application->recorded().empty());  // the tuner's change
+  list.mutable_application()->set_cache_capacity(8);
+  list.mutable_application()->set_fusion_chunk_bytes(4);
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
+  list.clear_application();
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
+  sched_.run();
+  v1::Tuning recorded;
+  ASSERT_TRUE(recorded.ParseFromString(a.application->recorded()));
+  EXPECT_EQ(recorded.cache_capacity(), 8);
+  EXPECT_EQ(recorded.fusion_chunk_bytes(), 4);
+  EXPECT_FALSE(recorded.has_cycle_time_us());
+}
+
 TEST_F(actor_protocol, negotiator_abort_fails_pending_handles) {
   inbox endpoint, backend_box;
   auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(backend_box));

@@ -3,11 +3,16 @@
 // rank 2 alone sets every setting the tuner searches at its first step, so
 // each epoch's tuner stops at once, its CSV's one row the settings in force
 // (tune_reset.sh checks each epoch's CSV).
-//   explicit  every rank resets twice (reset()); the new coordinator, rank 0,
-//             never called tune().
-//   loss      rank 0, the coordinator that pinned the settings, dies in an
-//             allreduce; the survivors reset, and old rank 1, which never
-//             called tune(), coordinates the new epoch.
+//   explicit     every rank resets twice (reset()); the new coordinator,
+//                rank 0, never called tune().
+//   loss         rank 0, the coordinator that pinned the settings, dies in
+//                an allreduce; the survivors reset, and old rank 1, which
+//                never called tune(), coordinates the new epoch.
+//   setter_lost  rank 2, the one rank that called tune(), dies in an
+//                allreduce; the survivors, which never called it, reset.
+//   later_wins   after a few steps rank 0 gives the chunk another value
+//                (8), in force from then on; every rank resets twice. Rank
+//                2's earlier value must not come back.
 // Each rank prints "rank R: PASS" when its checks held.
 #include <chrono>
 #include <csignal>
@@ -73,8 +78,25 @@ void explicit_resets(int rank) {
   }
 }
 
-void lost_coordinator(int rank) {
-  // troupe-run stops the survivors once rank 0 is gone (SIGTERM, then
+void tune_checked(int rank, const troupe::tuning& t) {
+  const auto s = troupe::tune(t);
+  expect(s.ok(), rank, "tune: " + s.message());
+}
+
+// Rank 0 changes the chunk rank 2 set, later, then every rank resets.
+void later_value(int rank) {
+  steps(rank);
+  if (rank == 0) {
+    troupe::tuning t;
+    t.fusion_chunk_bytes = 8;
+    tune_checked(rank, t);
+  }
+  explicit_resets(rank);
+}
+
+// Rank `victim` dies in an allreduce; the survivors reset.
+void lost_rank(int rank, int victim) {
+  // troupe-run stops the survivors once the victim is gone (SIGTERM, then
   // SIGKILL after its grace period): they reset and check meanwhile.
   std::signal(SIGTERM, SIG_IGN);
   steps(rank);
@@ -82,7 +104,7 @@ void lost_coordinator(int rank) {
   const troupe::tensor t{big.data(), troupe::data_type::float32,
                          {static_cast<int64_t>(big.size())}};
   auto h = troupe::allreduce(t, t, "big");
-  if (rank == 0) {
+  if (rank == victim) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::raise(SIGKILL);
   }
@@ -98,8 +120,8 @@ void lost_coordinator(int rank) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "explicit" && mode != "loss") {
-    std::fprintf(stderr, "usage: tune_reset_check explicit|loss\n");
+  if (mode != "explicit" && mode != "loss" && mode != "setter_lost" && mode != "later_wins") {
+    std::fprintf(stderr, "usage: tune_reset_check explicit|loss|setter_lost|later_wins\n");
     return 2;
   }
   if (auto s = troupe::init(); !s.ok()) {
@@ -107,14 +129,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int rank = troupe::rank();
-  if (rank == setter) {
-    const auto s = troupe::tune(applications());
-    expect(s.ok(), rank, "tune: " + s.message());
-  }
+  if (rank == setter)
+    tune_checked(rank, applications());
   if (mode == "explicit")
     explicit_resets(rank);
+  else if (mode == "later_wins")
+    later_value(rank);
   else
-    lost_coordinator(rank);
+    lost_rank(rank, mode == "loss" ? 0 : setter);
   const bool ok = troupe::test::failures() == 0;
   std::printf("rank %d: %s %s\n", rank, ok ? "PASS" : "FAIL", mode.c_str());
   std::fflush(stdout);
