@@ -77,6 +77,10 @@ using stats_atom = caf::atom_constant<caf::atom("stats")>;
 // coordinator with the next request list. Tuner -> coordinator: apply this
 // change at the next response list.
 using tune_atom = caf::atom_constant<caf::atom("tune")>;
+// Negotiator: send the application's settings of the previous epoch
+// (troupe.v1.Tuning bytes) with the next request list, as
+// RequestList.restored (after a reset).
+using restore_atom = caf::atom_constant<caf::atom("restore")>;
 
 /// A set already aborted is aborted again only when a peer is lost after a
 /// clean goodbye: work still running may then never return.

@@ -108,6 +108,24 @@ void finish_if_stopping(negotiator_self self) {
   self->quit();
 }
 
+// Merges a settings change (Tuning bytes) into `into`, sent with the next
+// request list.
+void queue_tuning(negotiator_self self, std::optional<v1::Tuning>& into,
+                  const std::string& bytes) {
+  v1::Tuning change;
+  if (!change.ParseFromString(bytes)) {
+    spdlog::error("negotiator: dropped a malformed settings change ({} bytes)", bytes.size());
+    return;
+  }
+  if (!into)
+    into.emplace();
+  into->MergeFrom(change);
+  if (!self->state.flush_scheduled) {
+    self->state.flush_scheduled = true;
+    self->send(self, flush_atom::value);
+  }
+}
+
 // The coordinator places every member right after the last one
 // introduced itself, and answers nothing before; this bounds the wait of
 // a member whose coordinator places nobody (its fanout configured
@@ -206,20 +224,10 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
       on_executed(self, id, result, moved);
     },
     [=](tune_atom, const std::string& bytes) {
-      auto& st = self->state;
-      v1::Tuning change;
-      if (!change.ParseFromString(bytes)) {
-        spdlog::error("negotiator: dropped a malformed settings change ({} bytes)",
-                      bytes.size());
-        return;
-      }
-      if (!st.tuning)
-        st.tuning.emplace();
-      st.tuning->MergeFrom(change);
-      if (!st.flush_scheduled) {
-        st.flush_scheduled = true;
-        self->send(self, flush_atom::value);
-      }
+      queue_tuning(self, self->state.tuning, bytes);
+    },
+    [=](restore_atom, const std::string& bytes) {
+      queue_tuning(self, self->state.restored, bytes);
     },
     [=](tracing_atom, bool on, bool mark_cycles) {
       self->state.tracing = on && self->state.timeline;

@@ -168,6 +168,10 @@ void flush_requests(negotiator_self self) {
     *list.mutable_tuning() = std::move(*st.tuning);
     st.tuning.reset();
   }
+  if (st.restored) {
+    *list.mutable_restored() = std::move(*st.restored);
+    st.restored.reset();
+  }
   for (const auto& e : st.outbox) {
     // Failed (aborted) meanwhile. (A pending entry is the one its name maps
     // to in the table: a name is taken again only once done.)
@@ -194,7 +198,7 @@ void flush_requests(negotiator_self self) {
   }
   st.outbox.clear();
   write_agreed(self);
-  const bool any = list.requests_size() > 0 || list.has_tuning();
+  const bool any = list.requests_size() > 0 || list.has_tuning() || list.has_restored();
   if (!st.aggregator) {
     send_up(self, any ? std::optional<std::string>(list.SerializeAsString()) : std::nullopt);
     return;

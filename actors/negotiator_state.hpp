@@ -124,8 +124,10 @@ struct negotiator_state {
     bool agreed = false;  // an agreed list: the coordinator does not count it
   };
   std::deque<list_progress> lists_running;
-  // A settings change to send with the next request list.
+  // A settings change to send with the next request list, and the previous
+  // epoch's application settings (RequestList.restored).
   std::optional<v1::Tuning> tuning;
+  std::optional<v1::Tuning> restored;
   // The CPU allreduce chunk tuned at run time (none: the backend's own),
   // in force from the list that set it on, as on every member.
   std::optional<size_t> fusion_chunk_bytes;

@@ -77,6 +77,7 @@ using negotiator_actor = member_actor::extend<
   caf::reacts_to<flush_atom>,
   caf::reacts_to<executed_atom, uint64_t, status, list_stats>,
   caf::reacts_to<tune_atom, std::string>,
+  caf::reacts_to<restore_atom, std::string>,
   caf::reacts_to<tracing_atom, bool, bool>,
   caf::reacts_to<abort_atom, status>,
   caf::reacts_to<shutdown_atom>>;

@@ -19,6 +19,8 @@ size_t hit_aggregator::sender_slot(int32_t rank) const {
 void hit_aggregator::add(const v1::RequestList& list, clock::time_point now) {
   if (list.has_tuning())
     out_.mutable_tuning()->MergeFrom(list.tuning());
+  if (list.has_restored())
+    out_.mutable_restored()->MergeFrom(list.restored());
   const int32_t sender = list.ranks_end() > 0       ? list.sender_rank()
                          : list.requests_size() > 0 ? list.requests(0).request_rank()
                                                     : -1;
@@ -216,7 +218,7 @@ std::optional<v1::RequestList> hit_aggregator::take(clock::time_point now) {
     order_.pop_front();
   }
   merger_.release_due(now, out_);
-  if (out_.requests_size() == 0 && !out_.has_tuning())
+  if (out_.requests_size() == 0 && !out_.has_tuning() && !out_.has_restored())
     return std::nullopt;
   v1::RequestList list = std::move(out_);
   out_.Clear();

@@ -130,6 +130,17 @@ void drop_pinned(v1::Tuning& change, const v1::Tuning& pinned) {
     reflection->ClearField(&change, field);
 }
 
+// Applies an application's change (troupe::tune, or a reset's restore of
+// the previous epoch's) at the next list and pins it: the tuner keeps it.
+void pin(coordinator_self self, const v1::Tuning& change) {
+  auto& st = self->state;
+  merge_tuning(st, change);
+  st.pinned.MergeFrom(change);
+  st.pinned_changed = true;
+  if (st.tuner)
+    self->send(st.tuner, tune_atom::value, change.SerializeAsString());
+}
+
 // With a cycle time, lists go out at most once per cycle: returns false
 // (and arranges a wake-up) when the current cycle has not elapsed yet.
 bool cycle_elapsed(coordinator_self self) {
@@ -328,14 +339,15 @@ void on_requests(coordinator_self self, const std::string& bytes) {
                   st.set_id, bytes.size());
     return;
   }
-  if (list.has_tuning()) {
-    merge_tuning(st, list.tuning());
-    st.pinned.MergeFrom(list.tuning());
-    st.pinned_changed = true;
-    // The tuner keeps what the application sets (troupe::tune).
-    if (st.tuner)
-      self->send(st.tuner, tune_atom::value, list.tuning().SerializeAsString());
+  // A restore first: a change in the same list came after it.
+  if (list.has_restored()) {
+    v1::Tuning unset = list.restored();
+    drop_pinned(unset, st.pinned);
+    if (unset.ByteSizeLong() > 0)
+      pin(self, unset);
   }
+  if (list.has_tuning())
+    pin(self, list.tuning());
   if (st.lane_on)
     uncache_asked(st, list);
   for (const auto& why : take_requests(list, *st.table, *st.cache))

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include <spdlog/spdlog.h>
+
 #include "actors/timeline.hpp"
 #include "elastic/elastic_plan.hpp"
 #include "elastic/membership_epoch.hpp"
@@ -75,8 +77,14 @@ void runtime::impl::tune_again() {
   const auto sets_now = sets->load();
   const auto negotiator = sets_now ? sets_now->negotiator(0) : negotiator_actor{};
   auto in_force = application->recorded();
-  if (negotiator && !in_force.empty())
-    caf::anon_send(negotiator, tune_atom::value, std::move(in_force));
+  if (in_force.empty())
+    return;
+  if (!negotiator) {
+    spdlog::warn("troupe: after the reset, this rank has no global set to restore the "
+                 "application's settings on");
+    return;
+  }
+  caf::anon_send(negotiator, restore_atom::value, std::move(in_force));
 }
 
 void runtime::impl::record_reset(bool hosts_changed, const status& result, clock::time_point began,

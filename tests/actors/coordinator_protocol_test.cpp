@@ -178,6 +178,45 @@ TEST_F(actor_protocol, coordinator_names_the_applications_settings_where_they_ch
   EXPECT_FALSE(parsed(rank0.responses[3]).has_application());
 }
 
+// After a reset each survivor sends the previous epoch's application
+// settings (RequestList.restored): each counts only where no change of this
+// epoch set it, so a tune() made after the reset wins whichever comes first.
+TEST_F(actor_protocol, coordinator_restores_only_what_no_change_of_its_epoch_set) {
+  inbox rank0, rank1;
+  auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});
+  v1::Tuning now;
+  now.set_fusion_chunk_bytes(8);
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({}, now));
+  sched_.run();
+  ASSERT_EQ(rank0.responses.size(), 1u);
+  v1::RequestList restore;
+  restore.mutable_restored()->set_fusion_chunk_bytes(4);
+  restore.mutable_restored()->set_fusion_threshold(2048);
+  const auto send_restore = [&](const v1::RequestList& list) {
+    caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, list.SerializeAsString());
+    caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
+    sched_.run();
+  };
+  send_restore(restore);
+  ASSERT_EQ(rank0.responses.size(), 2u);
+  const auto second = parsed(rank0.responses[1]);
+  EXPECT_EQ(second.tuning().fusion_threshold(), 2048);
+  EXPECT_FALSE(second.tuning().has_fusion_chunk_bytes());
+  EXPECT_EQ(second.application().fusion_chunk_bytes(), 8);
+  EXPECT_EQ(second.application().fusion_threshold(), 2048);
+  // Another survivor's restore of the same settings changes nothing.
+  send_restore(restore);
+  EXPECT_EQ(rank0.responses.size(), 2u);
+  // A change in the list of a restore came after it.
+  v1::RequestList both;
+  both.mutable_restored()->set_cache_capacity(4);
+  both.mutable_tuning()->set_cache_capacity(16);
+  send_restore(both);
+  ASSERT_EQ(rank0.responses.size(), 3u);
+  EXPECT_EQ(parsed(rank0.responses[2]).application().cache_capacity(), 16);
+  EXPECT_EQ(parsed(rank0.responses[2]).tuning().cache_capacity(), 16);
+}
+
 TEST_F(actor_protocol, coordinator_fails_a_missed_deadline_on_every_member) {
   inbox rank0, rank1;
   auto coord = coordinator({fake<member_actor>(rank0), fake<member_actor>(rank1)}, {{}, 0, 4, {}});

@@ -32,6 +32,17 @@ TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning)
   ASSERT_TRUE(sent.ParseFromString(endpoint.requests[1]));
   EXPECT_EQ(sent.requests_size(), 0);
   EXPECT_EQ(sent.tuning().cycle_time_us(), 500);
+  EXPECT_FALSE(sent.has_restored());
+  // A reset's restore of the previous epoch's settings travels apart from
+  // a change (RequestList.restored): the coordinator weighs them apart.
+  v1::Tuning before;
+  before.set_fusion_threshold(2048);
+  caf::anon_send(neg, restore_atom::value, before.SerializeAsString());
+  sched_.run();
+  ASSERT_EQ(endpoint.requests.size(), 3u);
+  ASSERT_TRUE(sent.ParseFromString(endpoint.requests[2]));
+  EXPECT_FALSE(sent.has_tuning());
+  EXPECT_EQ(sent.restored().fusion_threshold(), 2048);
   // The coordinator's answer runs on the backend; the handle completes and
   // the co-located coordinator learns what the list moved.
   v1::ResponseList list;

@@ -201,11 +201,13 @@ status remove_process_set(const process_set& set);
 /// Id 0, every rank.
 process_set global_process_set();
 
-/// Changes settings of `set` (fusion threshold, cycle time, cache capacity)
-/// while the job runs; this rank must be a member. Any member may call it
-/// alone: the change goes to the set's coordinator, which applies it before
-/// its next response list, so every member switches at the same point. The
-/// call returns once the change is on its way.
+/// Changes settings of `set` (fusion threshold, cycle time, cache capacity,
+/// fusion chunk) while the job runs; this rank must be a member. Any member
+/// may call it alone: the change goes to the set's coordinator, which
+/// applies it before its next response list, so every member switches at
+/// the same point. The call returns once the change is on its way. The
+/// autotuner leaves what it sets alone; the global set's settings stay in
+/// force over reset() (other sets end with their epoch; docs/autotune.md).
 status tune(const tuning& change, const process_set& set = {});
 
 } // namespace troupe
