@@ -23,24 +23,29 @@ TEST_F(actor_protocol, negotiator_reports_what_a_list_moved_and_forwards_tuning)
   ASSERT_TRUE(sent.ParseFromString(endpoint.requests[0]));
   ASSERT_EQ(sent.requests_size(), 1);
   EXPECT_EQ(sent.requests(0).tensor_name(), "x");
-  // A settings change travels alone when nothing else is pending.
+  // A settings change travels alone when nothing else is pending, and so
+  // does a reset's restore of the previous epoch's settings, apart from a
+  // change (RequestList.restored): the coordinator weighs them apart.
+  const auto sent_alone = [&](auto atom, const v1::Tuning& t, size_t lists) {
+    caf::anon_send(neg, atom, t.SerializeAsString());
+    sched_.run();
+    v1::RequestList list;
+    if (endpoint.requests.size() != lists) {
+      ADD_FAILURE() << endpoint.requests.size() << " request lists, want " << lists;
+      return list;
+    }
+    EXPECT_TRUE(list.ParseFromString(endpoint.requests.back()));
+    EXPECT_EQ(list.requests_size(), 0);
+    return list;
+  };
   v1::Tuning t;
   t.set_cycle_time_us(500);
-  caf::anon_send(neg, tune_atom::value, t.SerializeAsString());
-  sched_.run();
-  ASSERT_EQ(endpoint.requests.size(), 2u);
-  ASSERT_TRUE(sent.ParseFromString(endpoint.requests[1]));
-  EXPECT_EQ(sent.requests_size(), 0);
+  sent = sent_alone(tune_atom::value, t, 2);
   EXPECT_EQ(sent.tuning().cycle_time_us(), 500);
   EXPECT_FALSE(sent.has_restored());
-  // A reset's restore of the previous epoch's settings travels apart from
-  // a change (RequestList.restored): the coordinator weighs them apart.
   v1::Tuning before;
   before.set_fusion_threshold(2048);
-  caf::anon_send(neg, restore_atom::value, before.SerializeAsString());
-  sched_.run();
-  ASSERT_EQ(endpoint.requests.size(), 3u);
-  ASSERT_TRUE(sent.ParseFromString(endpoint.requests[2]));
+  sent = sent_alone(restore_atom::value, before, 3);
   EXPECT_FALSE(sent.has_tuning());
   EXPECT_EQ(sent.restored().fusion_threshold(), 2048);
   // The coordinator's answer runs on the backend; the handle completes and
