@@ -13,10 +13,18 @@
 //   later_wins   after a few steps rank 0 gives the chunk another value
 //                (8), in force from then on; every rank resets twice. Rank
 //                2's earlier value must not come back.
+//   elastic DIR  under troupe-run's elastic mode (tune_reset_elastic.sh):
+//                rank 0 of epoch 0 sets every setting (the only rank to
+//                call tune()); every worker steps until the ranks agree to
+//                stop (the file DIR/stop), resetting whenever they agree
+//                troupe-run changed the hosts. A worker the new epoch has
+//                no place for passes when reset() says so. Each worker
+//                prints "rank R: epoch E size S" on entering an epoch.
 // Each rank prints "rank R: PASS" when its checks held.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -116,12 +124,70 @@ void lost_rank(int rank, int victim) {
   steps(rank);
 }
 
+void say_epoch() {
+  std::printf("rank %d: epoch %lld size %d\n", troupe::rank(),
+              static_cast<long long>(troupe::epoch()), troupe::size());
+  std::fflush(stdout);
+}
+
+// What any rank saw, agreed with an allreduce so that every rank acts on it
+// at the same step: troupe-run changed the hosts, or the script asks to stop.
+struct agreement {
+  bool hosts_changed;
+  bool stop;
+};
+
+agreement agree(const std::string& stop_file) {
+  std::vector<int32_t> seen{troupe::hosts_updated() != troupe::host_update::none ? 1 : 0,
+                            std::filesystem::exists(stop_file) ? 1 : 0};
+  const troupe::tensor t{seen.data(), troupe::data_type::int32, {2}};
+  const auto s = troupe::allreduce(t, t, "agree").wait();
+  expect(s.ok(), troupe::rank(), "agree: " + s.message());
+  return {seen[0] > 0, seen[1] > 0};
+}
+
+// Steps, resetting on every change of hosts, until the ranks agree to stop
+// or reset() removes this worker; bounded by 90 s.
+void elastic_run(const std::string& dir) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  say_epoch();
+  while (troupe::test::failures() == 0) {
+    expect(std::chrono::steady_clock::now() < deadline, troupe::rank(),
+           "the job was not stopped within 90 s");
+    step(troupe::rank());
+    // Keeps the 2 to 4 workers from taking every core while they wait.
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto agreed = agree(dir + "/stop");
+    if (agreed.stop)
+      return;
+    if (!agreed.hosts_changed)
+      continue;
+    const int rank = troupe::rank();
+    const auto s = troupe::reset();
+    if (s.code() == troupe::status_code::removed) {
+      std::printf("rank %d: removed\n", rank);
+      return;
+    }
+    expect(s.ok(), rank, "reset: " + s.message());
+    say_epoch();
+  }
+}
+
+// Non-elastic modes: rank 2; elastic: rank 0 of the first epoch, never a
+// newcomer (which gets rank 2 in the second).
+bool sets_the_settings(const std::string& mode) {
+  return mode == "elastic" ? troupe::epoch() == 0 && troupe::rank() == 0
+                           : troupe::rank() == setter;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "explicit" && mode != "loss" && mode != "setter_lost" && mode != "later_wins") {
-    std::fprintf(stderr, "usage: tune_reset_check explicit|loss|setter_lost|later_wins\n");
+  if (mode != "explicit" && mode != "loss" && mode != "setter_lost" && mode != "later_wins" &&
+      (mode != "elastic" || argc < 3)) {
+    std::fprintf(stderr,
+                 "usage: tune_reset_check explicit|loss|setter_lost|later_wins|elastic DIR\n");
     return 2;
   }
   if (auto s = troupe::init(); !s.ok()) {
@@ -129,9 +195,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int rank = troupe::rank();
-  if (rank == setter)
+  if (sets_the_settings(mode))
     tune_checked(rank, applications());
-  if (mode == "explicit")
+  if (mode == "elastic")
+    elastic_run(argv[2]);
+  else if (mode == "explicit")
     explicit_resets(rank);
   else if (mode == "later_wins")
     later_value(rank);
