@@ -25,7 +25,7 @@ class tcp_links;
 /// chains (broadcast; barrier up to 16 members) and exchanges between
 /// neighbours. The rest (a larger set's alltoalls, other pairs, and past
 /// 16 members small broadcasts and barriers) goes through Gloo's TCP
-/// transport, where each message passes Gloo's
+/// transport, which only such a larger set connects, where each message passes Gloo's
 /// network thread and waits for its receive to be announced: a 4-byte
 /// exchange took 85-92 us, on a socket of the calling thread's 4-7 us; 2
 /// ranks, `--shm 0`, 1 MiB allreduce 1.0-1.8 -> 0.36-0.42 ms, 1 MiB
@@ -126,6 +126,7 @@ private:
   // Guards gloo_ and links_ (written by connect()), aborted_ and waiting_
   // for abort().
   std::mutex mutex_;
+  // Only in a set of more than 8 members (see connect()).
   std::shared_ptr<gloo::Context> gloo_;
   // Every pair's (meshed()) or ring neighbours'; none in a set of one.
   std::unique_ptr<tcp_links> links_;

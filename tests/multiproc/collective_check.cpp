@@ -82,7 +82,8 @@
 //                               after allreduces, the control channel's
 //                               reader runs on TROUPE_RUNTIME_CPU only, and
 //                               the main and backend threads where the
-//                               process may (troupe-run --cpu-binding runtime)
+//                               process may (troupe-run --cpu-binding runtime);
+//                               a set of up to 8 starts no transport thread
 // Prints "rank R: PASS ..." per rank; exit 0 on success.
 #include <algorithm>
 #include <chrono>
@@ -329,9 +330,10 @@ int affinity(int rank, int size, const std::string& cores) {
   return ok ? 0 : 1;
 }
 
-// `transport_thread`: the backend started a thread of its own (Gloo's
-// network thread, `--shm 0`), which must keep the process's CPUs.
-int runtime_cpu(int rank, int size, bool transport_thread) {
+// The backend's one thread: a set of up to 8 members links every pair and
+// runs its links on that thread (Gloo's transport, whose network thread
+// would inherit its name, is made only for larger sets).
+int runtime_cpu(int rank, int size) {
   const char* cpu = std::getenv("TROUPE_RUNTIME_CPU");
   if (!cpu || !troupe::test::allreduce_series(rank, size, "runtime", 5)) {
     std::printf("rank %d: FAIL no TROUPE_RUNTIME_CPU, or an allreduce failed\n", rank);
@@ -346,23 +348,22 @@ int runtime_cpu(int rank, int size, bool transport_thread) {
   }
   const auto& process = threads[0].cpus;
   std::string seen;
-  int readers = 0, elsewhere = 0, backends_on_cpu = 0, backends_on_process = 0;
+  int readers = 0, elsewhere = 0, backends = 0, backends_on_cpu = 0;
   for (const auto& [tid, name, cores, switches] : threads) {
     seen += (seen.empty() ? "" : " ") + name + "=" + cores;
     if (name == "troupe.channel") {
       ++readers;
       elsewhere += cores != cpu;
     } else if (name == "troupe.backend") {
-      // The backend's thread waits on the rank's CPU between works (it
-      // runs large ones on the process's); the threads it started (they
-      // inherit its name) keep the process's CPUs.
+      // It waits on the rank's CPU between works (it runs large ones on
+      // the process's).
+      ++backends;
       backends_on_cpu += cores == cpu;
-      backends_on_process += cores == process;
       elsewhere += cores != cpu && cores != process;
     }
   }
-  const bool ok = process != cpu && readers > 0 && backends_on_cpu == 1 && elsewhere == 0 &&
-                  (!transport_thread || backends_on_process > 0);
+  const bool ok =
+    process != cpu && readers > 0 && backends == 1 && backends_on_cpu == 1 && elsewhere == 0;
   std::printf("rank %d: %s runtime threads on CPU %s, the process on %s (%s)\n", rank,
               ok ? "PASS" : "FAIL", cpu, process.c_str(), seen.c_str());
   return ok ? 0 : 1;
@@ -471,8 +472,8 @@ int main(int argc, char** argv) {
     rc = troupe::test::run_late_set_check(rank, size, std::atof(argv[2]));
   else if (mode == "affinity" && argc == 3)
     rc = affinity(rank, size, argv[2]);
-  else if (mode == "runtime-cpu" || mode == "runtime-cpu-tcp")
-    rc = runtime_cpu(rank, size, mode == "runtime-cpu-tcp");
+  else if (mode == "runtime-cpu")
+    rc = runtime_cpu(rank, size);
   else if (mode == "idle-wakeups")
     rc = troupe::test::run_idle_wakeup_check(rank, size);
   else if (mode == "timeline-dynamic" && argc == 3)
