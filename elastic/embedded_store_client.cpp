@@ -200,6 +200,10 @@ void embedded_store_client::authenticate(milliseconds deadline) {
   }
   if (r != net::io_result::done) {
     auto why = describe(r);
+    // The store closes a connection before greeting it only at its cap.
+    if (r == net::io_result::closed)
+      why += " (a store at its connection cap closes new connections at once, and "
+             "troupe-run warns that it did)";
     ::close(fd_);
     fd_ = -1;
     throw failure("connect", "no greeting: " + why);
