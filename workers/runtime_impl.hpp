@@ -188,8 +188,9 @@ struct runtime::impl {
   status reset();
 
   // After a reset: sends `application` to the new epoch's global set,
-  // through this rank's negotiator, as a tune() call would. Survivors send
-  // the same settings, those the old epoch's lists last named, so the new
+  // through this rank's negotiator, as a restore (RequestList.restored:
+  // it fills only what no change of the new epoch set). Survivors send the
+  // same settings, those the old epoch's lists last named, so the new
   // coordinator pins them whichever rank it is and whoever set them. It
   // goes before reset() returns, so this rank's request for any collective
   // submitted after comes behind it: such a collective runs with the

@@ -161,19 +161,14 @@ TEST_F(actor_protocol, coordinator_names_the_applications_settings_where_they_ch
   // Another member's change: the list names both settings.
   v1::Tuning second;
   second.set_cache_capacity(8);
-  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u,
-                 request_list({request(1, "a")}, second));
-  caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
-  sched_.run();
+  request_after_executed(coord, request_list({request(1, "a")}, second));
   ASSERT_EQ(rank0.responses.size(), 3u);
   const auto application = parsed(rank0.responses[2]).application();
   EXPECT_EQ(application.fusion_threshold(), 1024);
   EXPECT_EQ(application.cache_capacity(), 8);
   EXPECT_FALSE(application.has_fusion_chunk_bytes());
   // Lists that change nothing of them do not name them.
-  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(0, "a")}));
-  caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
-  sched_.run();
+  request_after_executed(coord, request_list({request(0, "a")}));
   ASSERT_EQ(rank0.responses.size(), 4u);
   EXPECT_FALSE(parsed(rank0.responses[3]).has_application());
 }
@@ -192,12 +187,7 @@ TEST_F(actor_protocol, coordinator_restores_only_what_no_change_of_its_epoch_set
   v1::RequestList restore;
   restore.mutable_restored()->set_fusion_chunk_bytes(4);
   restore.mutable_restored()->set_fusion_threshold(2048);
-  const auto send_restore = [&](const v1::RequestList& list) {
-    caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, list.SerializeAsString());
-    caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
-    sched_.run();
-  };
-  send_restore(restore);
+  request_after_executed(coord, restore.SerializeAsString());
   ASSERT_EQ(rank0.responses.size(), 2u);
   const auto second = parsed(rank0.responses[1]);
   EXPECT_EQ(second.tuning().fusion_threshold(), 2048);
@@ -205,13 +195,13 @@ TEST_F(actor_protocol, coordinator_restores_only_what_no_change_of_its_epoch_set
   EXPECT_EQ(second.application().fusion_chunk_bytes(), 8);
   EXPECT_EQ(second.application().fusion_threshold(), 2048);
   // Another survivor's restore of the same settings changes nothing.
-  send_restore(restore);
+  request_after_executed(coord, restore.SerializeAsString());
   EXPECT_EQ(rank0.responses.size(), 2u);
   // A change in the list of a restore came after it.
   v1::RequestList both;
   both.mutable_restored()->set_cache_capacity(4);
   both.mutable_tuning()->set_cache_capacity(16);
-  send_restore(both);
+  request_after_executed(coord, both.SerializeAsString());
   ASSERT_EQ(rank0.responses.size(), 3u);
   EXPECT_EQ(parsed(rank0.responses[2]).application().cache_capacity(), 16);
   EXPECT_EQ(parsed(rank0.responses[2]).tuning().cache_capacity(), 16);

@@ -91,6 +91,14 @@ protected:
     return c;
   }
 
+  // Gives `coord` a request list (bytes) and tells it the list before was
+  // executed, so that it may answer at once; then runs both.
+  void request_after_executed(const coordinator_actor& coord, const std::string& list) {
+    caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, list);
+    caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
+    sched_.run();
+  }
+
   // Set 0, set rank 0, this fixture's metrics, in membership epoch `epoch`.
   negotiator_args args(int64_t epoch = 0) const {
     negotiator_args a;
