@@ -36,6 +36,9 @@ struct process_runtime {
   // init() calls in progress: a child forked meanwhile has no runtime of
   // its own to start (it would be a second one of the same rank).
   int initializing = 0;
+  // shutdown() calls stopping a runtime now: its handles still pending fail
+  // only in this process, so a child forked meanwhile must fail its own.
+  int stopping = 0;
   // Set in a child fork()ed from the process that runs `rt` (or was
   // starting it): the child has the runtime's memory but none of its
   // threads, so nothing it asks of the runtime would ever be answered.
@@ -125,7 +128,7 @@ void unlock_in_parent() {
 }
 void unlock_in_child() {
   auto& cur = current();
-  if ((cur.rt || cur.initializing > 0) && cur.forked_from == 0)
+  if ((cur.rt || cur.initializing > 0 || cur.stopping > 0) && cur.forked_from == 0)
     cur.forked_from = cur.pid_at_fork;
   if (cur.forked_from != 0)
     detail::handle_state::note_fork(pending_at_fork);
@@ -256,12 +259,17 @@ void shutdown() {
       static_cast<void>(new std::shared_ptr<workers::runtime>(std::move(rt)));
       return;
     }
+    if (!rt)
+      return;
+    ++cur.stopping;
   }
   // Outside the lock: stopping takes a moment. Another thread still inside
   // a call holds its own reference; that call fails and the last holder
   // frees the runtime.
-  if (rt)
-    rt->stop();
+  rt->stop();
+  auto& cur = current();
+  std::lock_guard<std::mutex> guard{cur.mtx};
+  --cur.stopping;
 }
 
 // True in a child forked after init(), as Horovod's: the runtime it was

@@ -288,10 +288,12 @@ runtime::~runtime() {
 }
 
 void runtime::stop() {
+  caller_thread_scope caller;
   impl_->stop();
 }
 
 std::unique_ptr<runtime> runtime::start(status& result, int generation) {
+  caller_thread_scope caller;
   identity id;
   config cfg;
   std::string launcher_job;  // troupe-run's job id, before a restart's suffix
@@ -417,6 +419,7 @@ int64_t runtime::epoch() const {
 }
 
 status runtime::reset() {
+  caller_thread_scope caller;
   return impl_->reset();
 }
 
@@ -491,6 +494,7 @@ status ask_registry(const runtime& rt, caf::actor_system& system,
   // (2 T + 5 s each) and a set start (T).
   const auto backstop = std::chrono::duration_cast<std::chrono::milliseconds>(
     std::chrono::duration<double>(6 * rt.cfg().start_timeout_seconds + 15));
+  caller_thread_scope caller;
   caf::scoped_actor self{system};
   self->request(registry, backstop, std::forward<Ts>(xs)...)
     .receive([&](status& s, int32_t set_id) {
@@ -555,6 +559,7 @@ template <class... Ts>
 status ask_supervisor(caf::actor_system& system, const supervisor_actor& supervisor,
                       Ts&&... xs) {
   status result;
+  caller_thread_scope caller;
   caf::scoped_actor self{system};
   self->request(supervisor, std::chrono::seconds(15), std::forward<Ts>(xs)...)
     .receive([&](status& s) { result = std::move(s); },

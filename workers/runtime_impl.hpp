@@ -60,6 +60,22 @@ struct epoch_run {
   actors::process_set_registry_actor registry;
 };
 
+// Declared first in each runtime call made on the application's thread.
+// CAF keeps, per thread, a strong reference to the logger of the actor
+// system the thread last spawned an actor in (a scoped_actor is one), and
+// ~actor_system waits until its logger is gone: a thread that had called
+// in and lives on (the one that called init(), blocked in join()) hung a
+// shutdown() made on any other thread for good. Dropped when the call ends.
+class caller_thread_scope {
+public:
+  caller_thread_scope() = default;
+  caller_thread_scope(const caller_thread_scope&) = delete;
+  caller_thread_scope& operator=(const caller_thread_scope&) = delete;
+  ~caller_thread_scope() {
+    caf::logger::set_current_actor_system(nullptr);
+  }
+};
+
 // The runtime of one process: its configuration, actor system and
 // connections, and the membership epoch it serves.
 struct runtime::impl {

@@ -4,10 +4,18 @@
 // naming both pids, through wait(), wait_for(), poll() and result(); a
 // handle completed before the fork keeps its result; in the parent the
 // pending collective completes as usual. Needs 2 ranks or more.
+// With --during-shutdown: rank 0 runs shutdown() on another thread than
+// init()'s, which lives on (that hung for good: CAF's per-thread logger
+// reference, workers/runtime_impl.hpp), with a collective pending, and forks
+// children one after another until it returns; in each child the pending
+// handle must not wait (the parent's shutdown fails it only there). Stopping
+// takes about a millisecond here, so only a child or two fall inside it.
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -123,16 +131,70 @@ int run(int rank, int size) {
   return failures() == 0 ? 0 : 1;
 }
 
+// The child's exit code: 0 if `pending` returned promptly, not ok.
+int child_during_shutdown(const troupe::handle& pending) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto s = pending.wait_for(prompt);
+  const auto took = std::chrono::steady_clock::now() - start;
+  if (took < prompt && !s.ok())
+    return 0;
+  std::printf("rank 0: FAIL a child forked while shutdown() ran waited %.1f s on a handle "
+              "pending in its parent (%s)\n",
+              std::chrono::duration<double>(took).count(), s.message().c_str());
+  std::fflush(stdout);
+  return 1;
+}
+
+// Rank 0 forks until its shutdown() returns (at most `max_forks` children,
+// one at a time); the other ranks wait for a broadcast that never comes
+// until rank 0 has gone. Ends with the runtime shut down.
+int run_during_shutdown(int rank) {
+  constexpr int max_forks = 2000;
+  float value = 1;
+  const troupe::tensor t{&value, troupe::data_type::float32, {1}};
+  expect(troupe::allreduce(t, t, "fork.ready").wait_for(collective_deadline).ok(), rank,
+         "allreduce before the shutdown");
+  if (rank != 0) {
+    expect(!troupe::broadcast(t, 0, "fork.never").wait_for(collective_deadline).ok(), rank,
+           "the broadcast rank 0 never joins fails once it has gone");
+    troupe::shutdown();
+  } else {
+    // Only rank 0 submits it: it is still pending when shutdown() begins.
+    const auto pending = troupe::allreduce(t, t, "fork.pending_at_shutdown");
+    std::fflush(stdout);
+    std::atomic<bool> stopped{false};
+    std::thread stopper{[&] {
+      troupe::shutdown();
+      stopped = true;
+    }};
+    int forks = 0;
+    while (!stopped && forks < max_forks) {
+      const pid_t child = ::fork();
+      if (child == 0)
+        ::_exit(child_during_shutdown(pending));
+      ++forks;
+      expect(child > 0 && wait_for_child(child) == 0, rank, "a child forked during shutdown()");
+      if (failures() > 0)
+        break;
+    }
+    stopper.join();
+    std::printf("rank 0: %d children forked while shutdown() ran\n", forks);
+  }
+  std::printf("rank %d: %s fork during shutdown\n", rank, failures() == 0 ? "PASS" : "FAIL");
+  return failures() == 0 ? 0 : 1;
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool during_shutdown = argc > 1 && std::strcmp(argv[1], "--during-shutdown") == 0;
   if (auto s = troupe::init(); !s.ok()) {
     std::fprintf(stderr, "init failed: %s\n", s.message().c_str());
     return 1;
   }
   int rc = 1;
   if (troupe::size() >= 2)
-    rc = run(troupe::rank(), troupe::size());
+    rc = during_shutdown ? run_during_shutdown(troupe::rank()) : run(troupe::rank(), troupe::size());
   else
     std::fprintf(stderr, "fork_check needs 2 ranks or more\n");
   std::fflush(stdout);
