@@ -1,6 +1,7 @@
 #include "api/process_runtime.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -264,9 +265,15 @@ void shutdown() {
     ++cur.stopping;
   }
   // Outside the lock: stopping takes a moment. Another thread still inside
-  // a call holds its own reference; that call fails and the last holder
-  // frees the runtime.
+  // a call holds its own reference, and that call fails at once: let it
+  // return first (for a while), so that the runtime is destroyed here and
+  // not by that thread, which would wait for the runtime's threads there,
+  // maybe holding Python's GIL that one of them (an allocator) waits for.
   rt->stop();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (rt.use_count() > 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  rt.reset();
   auto& cur = current();
   std::lock_guard<std::mutex> guard{cur.mtx};
   --cur.stopping;
