@@ -22,7 +22,12 @@ constexpr std::chrono::milliseconds longest_pause{1000};
 
 status await_seat(elastic::store_client& store, const std::string& job, int64_t worker_id,
                   int64_t first, const elastic::arrival& me, clock::time_point deadline,
-                  elastic_seat& seat) {
+                  elastic_seat& seat, const std::atomic<bool>* stop) {
+  const auto stopped = [&] { return stop && stop->load(); };
+  // Waits are cut into stop_poll pieces where a stop may end them.
+  const auto until = [&](clock::time_point t) {
+    return stop ? std::min(t, clock::now() + stop_poll) : t;
+  };
   int64_t target = first;
   for (;;) {
     // `me.lost` are ranks of epoch first - 1: at a later epoch's barrier
@@ -37,16 +42,24 @@ status await_seat(elastic::store_client& store, const std::string& job, int64_t 
     // doubling to 1 s).
     for (auto pause = first_pause; newest < target;
          pause = std::min(2 * pause, longest_pause)) {
+      if (stopped())
+        return {status_code::shut_down,
+                fmt::format("shutdown() was called while this worker waited for troupe-run's "
+                            "membership plan for epoch {}",
+                            target)};
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - clock::now());
-      if (left.count() <= 0 || !store.wait({elastic::plan_key(job, target)}, left))
+        until(deadline) - clock::now());
+      if (left.count() <= 0 || !store.wait({elastic::plan_key(job, target)}, left)) {
+        if (clock::now() < deadline)
+          continue;  // a piece of the wait ended, not the wait
         return {status_code::timeout,
                 fmt::format("troupe-run published no membership plan for epoch {} in time "
                             "(TROUPE_ELASTIC_TIMEOUT + TROUPE_RESET_TIMEOUT)",
                             target)};
+      }
       newest = elastic::epoch(store, job);
       if (newest < target)
-        std::this_thread::sleep_for(std::min<clock::duration>(pause, deadline - clock::now()));
+        std::this_thread::sleep_for(std::min<clock::duration>(pause, until(deadline) - clock::now()));
     }
     if (newest > target) {
       // Later plans supersede this one: arrive there too.

@@ -265,6 +265,7 @@ status runtime::impl::unavailable_now() const {
 }
 
 void runtime::impl::stop() {
+  stop_requested = true;
   std::lock_guard<std::mutex> serial{change_mtx};
   if (stopped)
     return;

@@ -209,7 +209,7 @@ status runtime::impl::enter_planned(int64_t first, std::vector<int> lost) {
       clock::now() + seconds(cfg.elastic_timeout_seconds + cfg.reset_timeout_seconds);
     elastic_seat seat;
     auto found = await_seat(*store, base.job_id, base.worker_id, first, {veteran, lost},
-                            plan_deadline, seat);
+                            plan_deadline, seat, &stop_requested);
     if (!found.ok())
       return found;
     if (seat.removed)

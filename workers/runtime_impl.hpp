@@ -113,6 +113,9 @@ struct runtime::impl {
   epoch_run run;
   std::mutex change_mtx;
   bool stopped = false;
+  // Set by stop() before it takes change_mtx: an elastic reset waiting for
+  // troupe-run's next plan (up to TROUPE_ELASTIC_TIMEOUT) gives up on it.
+  std::atomic<bool> stop_requested{false};
   std::vector<int> last_alive;  // previous ranks seen alive at the last reset
   // Elastic jobs: whether this process has served in an epoch (it holds
   // state a newcomer needs), and whether the current epoch has newcomers.

@@ -124,5 +124,30 @@ TEST(elastic_join, a_plan_without_its_epoch_times_out_at_the_deadline) {
   EXPECT_LT(clock::now() - start, 2s);
 }
 
+// shutdown() during an elastic reset: the wait for a plan that troupe-run
+// has not published ends within stop_poll of the stop, not at the
+// deadline (TROUPE_ELASTIC_TIMEOUT + TROUPE_RESET_TIMEOUT, 660 s by default).
+TEST(elastic_join, a_stop_ends_the_wait_for_a_plan) {
+  fixture f;
+  auto store = f.client();
+  publish(*store, 0, {{0, "a"}});
+  std::atomic<bool> stop{false};
+  auto stopper = std::async(std::launch::async, [&stop] {
+    std::this_thread::sleep_for(300ms);
+    stop = true;
+  });
+  elastic_seat seat;
+  const auto start = clock::now();
+  auto s = await_seat(*store, "job", 0, 1, {true, {}}, start + 60s, seat, &stop);
+  stopper.get();
+  EXPECT_EQ(s.code(), status_code::shut_down) << s.message();
+  EXPECT_NE(s.message().find("shutdown() was called while this worker waited for troupe-run's "
+                             "membership plan for epoch 1"),
+            std::string::npos)
+    << s.message();
+  EXPECT_GE(clock::now() - start, 300ms);
+  EXPECT_LT(clock::now() - start, 5s);  // the deadline is 60 s
+}
+
 } // namespace
 } // namespace troupe::workers
