@@ -59,7 +59,8 @@ status await_seat(elastic::store_client& store, const std::string& job, int64_t 
       }
       newest = elastic::epoch(store, job);
       if (newest < target)
-        std::this_thread::sleep_for(std::min<clock::duration>(pause, until(deadline) - clock::now()));
+        std::this_thread::sleep_for(
+          std::min<clock::duration>(pause, until(deadline) - clock::now()));
     }
     if (newest > target) {
       // Later plans supersede this one: arrive there too.

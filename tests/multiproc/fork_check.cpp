@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
   }
   int rc = 1;
   if (troupe::size() >= 2)
-    rc = during_shutdown ? run_during_shutdown(troupe::rank()) : run(troupe::rank(), troupe::size());
+    rc = during_shutdown ? run_during_shutdown(troupe::rank())
+                         : run(troupe::rank(), troupe::size());
   else
     std::fprintf(stderr, "fork_check needs 2 ranks or more\n");
   std::fflush(stdout);
