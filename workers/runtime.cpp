@@ -20,6 +20,7 @@
 #include "workers/directory.hpp"
 #include "workers/elastic_join.hpp"
 #include "workers/listen_address.hpp"
+#include "workers/slow_stop_alarm.hpp"
 
 namespace troupe::workers {
 
@@ -286,6 +287,16 @@ runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {
 
 runtime::~runtime() {
   impl_->stop();
+  slow_stop_alarm alarm{std::chrono::seconds(10), [](auto elapsed) {
+    spdlog::error("troupe (pid {}): the runtime has been stopping for {} s: its actor system "
+                  "still waits for an actor that was never stopped, or for a thread that "
+                  "called into Troupe and holds a reference to it. This is a bug in Troupe; "
+                  "please report it with every thread's stack (gdb -p {} -batch -ex 'thread "
+                  "apply all bt')",
+                  ::getpid(), std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(),
+                  ::getpid());
+  }};
+  impl_.reset();
 }
 
 void runtime::stop() {
