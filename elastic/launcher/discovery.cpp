@@ -1,5 +1,6 @@
 #include "elastic/launcher/discovery.hpp"
 
+#include "elastic/launcher/seconds_text.hpp"
 #include "elastic/launcher/worker_process.hpp"
 
 #include <algorithm>
@@ -112,12 +113,6 @@ bool read_some(net::unique_fd& fd, std::string& text) {
     fd.reset();
     return false;
   }
-}
-
-std::string seconds_text(std::chrono::milliseconds ms) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", static_cast<double>(ms.count()) / 1000.0);
-  return text;
 }
 
 std::string last_line(const std::string& text) {

@@ -1,6 +1,7 @@
 #include "elastic/launcher/elastic_driver.hpp"
 
 #include "elastic/launcher/seat_assignment.hpp"
+#include "elastic/launcher/seconds_text.hpp"
 #include "elastic/launcher/signals.hpp"
 #include "elastic/membership_epoch.hpp"
 #include "elastic/store.hpp"
@@ -8,7 +9,6 @@
 #include <algorithm>
 #include <charconv>
 #include <csignal>
-#include <cstdio>
 #include <stdexcept>
 #include <sys/wait.h>
 
@@ -26,12 +26,6 @@ constexpr auto stop_grace = std::chrono::seconds(5);
 // How often a failing store is tried again (an etcd leader change: HTTP 503
 // for a second or two).
 constexpr auto store_retry = std::chrono::milliseconds(250);
-
-std::string seconds_text(std::chrono::steady_clock::duration d) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", std::chrono::duration<double>(d).count());
-  return text;
-}
 
 } // namespace
 
