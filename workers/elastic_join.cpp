@@ -17,6 +17,8 @@ using clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds first_pause{10};
 constexpr std::chrono::milliseconds longest_pause{1000};
+// How often await_seat looks at its `stop` while it waits.
+constexpr std::chrono::milliseconds stop_poll{250};
 
 } // namespace
 

@@ -30,14 +30,11 @@ struct elastic_seat {
 /// troupe-run publishes the plan and the epoch naming it (bounded by
 /// `deadline`, naming the epoch when it passes; a plan whose epoch is not
 /// written yet does not count) and finds this worker's seat in it. Gives
-/// up within `stop_poll` once `*stop` is set (status_code::shut_down).
+/// up within 250 ms once `*stop` is set (status_code::shut_down).
 status await_seat(elastic::store_client& store, const std::string& job, int64_t worker_id,
                   int64_t first, const elastic::arrival& me,
                   std::chrono::steady_clock::time_point deadline, elastic_seat& seat,
                   const std::atomic<bool>* stop = nullptr);
-
-/// How often await_seat looks at its `stop` while it waits.
-constexpr std::chrono::milliseconds stop_poll{250};
 
 /// After every member of `seat`'s epoch has connected (each arrived
 /// first): whether one of them never served before, so the members must

@@ -288,13 +288,12 @@ runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {
 runtime::~runtime() {
   impl_->stop();
   slow_stop_alarm alarm{std::chrono::seconds(10), [](auto elapsed) {
-    spdlog::error("troupe (pid {}): the runtime has been stopping for {} s: its actor system "
+    spdlog::error("troupe (pid {0}): the runtime has been stopping for {1} s: its actor system "
                   "still waits for an actor that was never stopped, or for a thread that "
                   "called into Troupe and holds a reference to it. This is a bug in Troupe; "
-                  "please report it with every thread's stack (gdb -p {} -batch -ex 'thread "
+                  "please report it with every thread's stack (gdb -p {0} -batch -ex 'thread "
                   "apply all bt')",
-                  ::getpid(), std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(),
-                  ::getpid());
+                  ::getpid(), std::chrono::duration_cast<std::chrono::seconds>(elapsed).count());
   }};
   impl_.reset();
 }

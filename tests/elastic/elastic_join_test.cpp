@@ -125,7 +125,7 @@ TEST(elastic_join, a_plan_without_its_epoch_times_out_at_the_deadline) {
 }
 
 // shutdown() during an elastic reset: the wait for a plan that troupe-run
-// has not published ends within stop_poll of the stop, not at the
+// has not published ends within 250 ms of the stop, not at the
 // deadline (TROUPE_ELASTIC_TIMEOUT + TROUPE_RESET_TIMEOUT, 660 s by default).
 TEST(elastic_join, a_stop_ends_the_wait_for_a_plan) {
   fixture f;
