@@ -4,11 +4,18 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "actors/protocols.hpp"
 #include "troupe/types.hpp"
 
 namespace troupe::actors {
+
+/// What backend_ref::run_here did: as the actor's (executed) answer says.
+struct ran_here {
+  status result;
+  list_stats moved;
+};
 
 /// A process set's backend of one device kind on this rank.
 struct backend_ref {
@@ -19,6 +26,15 @@ struct backend_ref {
   /// keeps the actor from reading its mailbox, so an (abort) message alone
   /// would wait for the library's own timeout.
   std::function<void()> interrupt;
+  /// Runs a small CPU work on the calling thread instead of the actor's,
+  /// saving two thread hand-offs (docs/architecture.md, "Small works on the
+  /// negotiator's thread"): the result, or nothing when this work may not
+  /// run here (too large, not on the CPU, the backend not yet connected or
+  /// already aborted; send it to the actor then). Only while the actor runs
+  /// nothing and has nothing queued: the backend is used from one thread
+  /// at a time. Leaves the work's handles to the caller. Null where the
+  /// backend offers none.
+  std::function<std::optional<ran_here>(collective_work&)> run_here;
 };
 
 /// A process set's backends on this rank, one per device kind that has a

@@ -210,6 +210,7 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
     list_done(st, self, {}, true);
   else
     st.lists_running.push_back({launched, {}, true});
+  ran_here_done(self);
 }
 
 } // namespace troupe::actors::negotiation

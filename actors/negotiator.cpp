@@ -142,6 +142,7 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
   st.epoch = args.epoch;
   st.tree_hold = args.tree_hold;
   st.channel_poll = args.channel_poll;
+  st.runs_small_works = args.runs_small_works;
   st.placed = !args.await_place;
   st.host = args.host;
   st.local_coordinator = std::move(local_coordinator);

@@ -71,6 +71,13 @@ struct negotiator_args {
   /// this rank sent or posted before it sleeps (channel_member::poll_replies);
   /// 0 = it sleeps at once.
   std::chrono::microseconds channel_poll{0};
+  /// The negotiator runs a small CPU work itself (backend_ref::run_here),
+  /// blocking its scheduler thread for it, when its backends run nothing
+  /// (docs/architecture.md, "Small works on the negotiator's thread"). For
+  /// the global set only: a rank blocked in one set's work cannot run its
+  /// negotiator of another set, which a peer blocked in that other set's
+  /// work could be waiting for.
+  bool runs_small_works = false;
   /// Where the API's submissions wait for (submit) (see
   /// submission_inbox); closed when the negotiator stops. Null: it takes
   /// only (submit, batch) messages.

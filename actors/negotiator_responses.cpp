@@ -103,9 +103,32 @@ bool launch(negotiator_self self, v1::Response resp, const collective_work_ptr& 
   work->fusion_chunk_bytes = st.fusion_chunk_bytes;
   if (st.tracing)
     attach_tracers(st.timeline, *work);
+  // Nothing runs or waits on the backends, so the backend is free on this
+  // thread (and every work before this one has finished: order kept).
+  // Not while tracing: the timeline's spans follow the actor's path.
+  const bool idle = st.in_flight.empty();
   st.in_flight.emplace(work->id, work);
+  if (idle && st.runs_small_works && !st.tracing && backend->second.run_here)
+    if (auto ran = backend->second.run_here(*work)) {
+      st.ran_here_results.push_back({work->id, std::move(*ran)});
+      return true;
+    }
   self->send(backend->second.actor, execute_atom::value, work);
   return true;
+}
+
+void ran_here_done(negotiator_self self) {
+  auto& st = self->state;
+  // on_executed may write and run an agreed list, which may run another
+  // work here: the outermost call handles it, in order.
+  if (std::exchange(st.handling_ran_here, true))
+    return;
+  for (size_t i = 0; i < st.ran_here_results.size(); ++i) {
+    auto ran = std::move(st.ran_here_results[i]);  // the vector may grow meanwhile
+    on_executed(self, ran.id, ran.outcome.result, ran.outcome.moved);
+  }
+  st.ran_here_results.clear();
+  st.handling_ran_here = false;
 }
 
 void on_response_list(negotiator_self self, const std::string& bytes) {
@@ -195,6 +218,7 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
     list_done(st, self, {}, false);
   else
     st.lists_running.push_back({launched, {}, false});
+  ran_here_done(self);
   if (!st.posted.empty())
     repost_changed(self);
 }

@@ -84,6 +84,16 @@ struct negotiator_state {
   // Every entry from submission until completion, by tensor name.
   std::unordered_map<std::string, tensor_entry_ptr> table;
   std::unordered_map<uint64_t, collective_work_ptr> in_flight;
+  // negotiator_args::runs_small_works; the works run here (launch) whose
+  // (executed) the list that launched them handles once it launched all
+  // (ran_here_done), and whether that is under way.
+  bool runs_small_works = false;
+  struct ran_inline {
+    uint64_t id;
+    ran_here outcome;
+  };
+  std::vector<ran_inline> ran_here_results;
+  bool handling_ran_here = false;
   // Which tensors the coordinator has cached, under which ids.
   cache_view cache;
   // The fast lane (docs/architecture.md, "Agreement without the
@@ -215,6 +225,10 @@ void on_response_list(negotiator_self self, const std::string& bytes);
 
 // A backend returned work `id`: completes its entries.
 void on_executed(negotiator_self self, uint64_t id, status& result, const list_stats& moved);
+
+// Handles the works launch() ran here, as their backend's (executed)
+// would have been: after the list that launched them is running.
+void ran_here_done(negotiator_self self);
 
 // --- fast_lane.cpp: agreement on cached allreduces without the coordinator
 // (docs/architecture.md, "Agreement without the coordinator")

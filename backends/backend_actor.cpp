@@ -1,7 +1,10 @@
 #include "backends/backend_actor.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <pthread.h>
@@ -26,6 +29,57 @@ using executed_promise = caf::typed_response_promise<executed_atom, uint64_t, st
 constexpr std::chrono::microseconds first_poll{20};
 constexpr std::chrono::microseconds slowest_poll{1000};
 
+// What the actor's thread and backend_ref::run_here share.
+class backend_standing {
+public:
+  void connected() {
+    connected_.store(true, std::memory_order_release);
+  }
+  // Whether a work may run now on another thread than the actor's: the
+  // backend is connected and not aborted.
+  bool usable() const {
+    return connected_.load(std::memory_order_acquire) && !aborted();
+  }
+  // Set: works answer with it without running.
+  std::optional<status> aborted() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return aborted_;
+  }
+  void abort(const status& why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    aborted_ = why;
+  }
+  // A communicator that failed a work is in no known state (a peer may
+  // still be inside that collective, or one this rank skipped): the works
+  // behind it answer with its error instead of meeting the peers' next
+  // collective with the wrong bytes, until the negotiator aborts the set
+  // for good.
+  void account_for(const status& result) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (result.code() == status_code::backend && !aborted_)
+      aborted_ = result;
+  }
+
+private:
+  std::atomic<bool> connected_{false};
+  mutable std::mutex mutex_;
+  std::optional<status> aborted_;
+};
+
+// Counts a finished work in `metrics` (`queued`: works waiting behind it)
+// and returns what it adds to its list's stats.
+list_stats account(backend_standing& standing, metrics::collective_metrics& metrics,
+                   const collective_work& work, const status& result, clock::time_point started,
+                   size_t queued) {
+  standing.account_for(result);
+  const double seconds = std::chrono::duration<double>(clock::now() - started).count();
+  const uint64_t bytes = payload_bytes(work);
+  metrics.executed(work, result, bytes, seconds, queued);
+  const int64_t chunk =
+    work.fusion_chunk_bytes ? static_cast<int64_t>(*work.fusion_chunk_bytes) : -1;
+  return {0, result.ok() ? bytes : 0, seconds, chunk};
+}
+
 // A work the backend has started and not yet let go of.
 struct running_work {
   collective_work_ptr work;  // keeps the entries alive until then
@@ -38,8 +92,7 @@ struct backend_state {
   // Shared only with the interrupt, which holds it while it aborts.
   std::shared_ptr<backend> impl;
   std::shared_ptr<metrics::collective_metrics> metrics;
-  // Set by (abort): works still queued are not run.
-  std::optional<status> aborted;
+  std::shared_ptr<backend_standing> standing;
   std::vector<running_work> running;
   std::chrono::microseconds poll_delay{0};
   bool poll_scheduled = false;
@@ -88,26 +141,15 @@ void move_to(backend_state& st, const std::vector<int>& cpus) {
 // measured no better.
 void finish_work(self_pointer self, const collective_work& work, status result,
                  clock::time_point started, executed_promise& reply) {
-  // A communicator that failed a work is in no known state (a peer may
-  // still be inside that collective, or one this rank skipped): the works
-  // queued behind it answer with its error instead of meeting the peers'
-  // next collective with the wrong bytes, until the negotiator aborts the
-  // set for good.
-  if (result.code() == status_code::backend && !self->state.aborted)
-    self->state.aborted = result;
-  const double seconds = std::chrono::duration<double>(clock::now() - started).count();
-  const uint64_t bytes = payload_bytes(work);
   const bool completes = result.ok() && !work.trace;
-  const int64_t chunk =
-    work.fusion_chunk_bytes ? static_cast<int64_t>(*work.fusion_chunk_bytes) : -1;
-  const list_stats moved{0, result.ok() ? bytes : 0, seconds, chunk};
   const auto complete_handles = [&] {
     for (auto e = work.entries.rbegin(); e != work.entries.rend(); ++e)
       (*e)->handle->complete({});
   };
   if (completes && !self->state.answer_first)
     complete_handles();
-  self->state.metrics->executed(work, result, bytes, seconds, self->mailbox().size());
+  const auto moved = account(*self->state.standing, *self->state.metrics, work, result, started,
+                             self->mailbox().size());
   reply.deliver(executed_atom::value, work.id, std::move(result), moved);
   if (completes && self->state.answer_first)
     complete_handles();
@@ -129,6 +171,7 @@ void poll_running(self_pointer self) {
     auto result = r.done->poll();
     if (!result)
       return true;
+    r.done.reset();  // let go of the backend before the answer (run_here)
     finish_work(self, *r.work, std::move(*result), r.started, r.reply);
     return false;
   };
@@ -142,9 +185,11 @@ void poll_running(self_pointer self) {
 
 actors::backend_actor::behavior_type serve_backend(self_pointer self, std::shared_ptr<backend> impl,
                                                    std::shared_ptr<metrics::collective_metrics> metrics,
+                                                   std::shared_ptr<backend_standing> standing,
                                                    backend_actor_options options) {
   self->state.impl = std::move(impl);
   self->state.metrics = std::move(metrics);
+  self->state.standing = std::move(standing);
   self->state.answer_first = options.rank_bound;
   return {
     // The first message, on the actor's own thread, before the backend
@@ -168,6 +213,7 @@ actors::backend_actor::behavior_type serve_backend(self_pointer self, std::share
       try {
         self->state.impl->connect();
         move_to(self->state, self->state.idle_cpus);
+        self->state.standing->connected();
         return {};
       } catch (const std::exception& e) {
         return {status_code::backend, e.what()};
@@ -178,7 +224,7 @@ actors::backend_actor::behavior_type serve_backend(self_pointer self, std::share
     // against peers that are gone or have stopped. Works already started
     // answer once the backend has let go of their buffers (the interrupt
     // that comes with the abort makes it let go).
-    [=](abort_atom, const status& why) { self->state.aborted = why; },
+    [=](abort_atom, const status& why) { self->state.standing->abort(why); },
     [=](poll_atom) {
       self->state.poll_scheduled = false;
       poll_running(self);
@@ -187,8 +233,8 @@ actors::backend_actor::behavior_type serve_backend(self_pointer self, std::share
     [=](execute_atom, const collective_work_ptr& work)
       -> caf::result<executed_atom, uint64_t, status, list_stats> {
       auto& st = self->state;
-      if (st.aborted)
-        return {executed_atom::value, work->id, *st.aborted, list_stats{}};
+      if (auto aborted = st.standing->aborted())
+        return {executed_atom::value, work->id, std::move(*aborted), list_stats{}};
       const auto started = clock::now();
       const bool wide = !st.work_cpus.empty() && payload_bytes(*work) > wide_work_bytes;
       if (wide)
@@ -198,6 +244,7 @@ actors::backend_actor::behavior_type serve_backend(self_pointer self, std::share
         move_to(st, st.idle_cpus);
       auto reply = self->make_response_promise<executed_atom, uint64_t, status, list_stats>();
       if (auto result = done->poll()) {
+        done.reset();  // as in poll_running
         finish_work(self, *work, std::move(*result), started, reply);
         return reply;
       }
@@ -218,8 +265,28 @@ actors::backend_ref spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<
   std::shared_ptr<backend> impl = std::move(b);
   std::weak_ptr<backend> weak = impl;
   actors::backend_ref ref;
-  ref.actor =
-    sys.spawn<caf::detached>(serve_backend, std::move(impl), std::move(metrics), options);
+  auto standing = std::make_shared<backend_standing>();
+  ref.run_here = [weak, metrics, standing](collective_work& work) -> std::optional<ran_here> {
+    if (static_cast<device_kind>(work.response.device_kind()) != device_kind::cpu ||
+        payload_bytes(work) > run_here_bytes || !standing->usable())
+      return std::nullopt;
+    auto impl = weak.lock();
+    if (!impl)
+      return std::nullopt;
+    const auto started = clock::now();
+    auto done = impl->start(work);
+    std::optional<status> result;
+    // A CPU backend has finished on return; any other is polled as the
+    // actor polls it.
+    for (auto delay = first_poll; !(result = done->poll());
+         delay = std::min(delay * 2, slowest_poll))
+      std::this_thread::sleep_for(delay);
+    done.reset();
+    auto moved = account(*standing, *metrics, work, *result, started, 0);
+    return ran_here{std::move(*result), moved};
+  };
+  ref.actor = sys.spawn<caf::detached>(serve_backend, std::move(impl), std::move(metrics),
+                                       std::move(standing), options);
   // Aborting may block for a while (Gloo waits for its network thread
   // once per pair), so it runs on a thread of its own, not the caller's.
   ref.interrupt = [&sys, weak] {

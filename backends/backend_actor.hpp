@@ -38,6 +38,13 @@ struct backend_actor_options {
 /// on the process's CPUs, 1.95 ms on the runtime's.
 constexpr uint64_t wide_work_bytes = uint64_t{64} << 10;
 
+/// The largest work backend_ref::run_here runs on its caller's thread: a
+/// work this small is all latency (its rounds wait for the last member),
+/// and the thread hand-offs to the actor and back were most of it (2 ranks,
+/// a 4-byte allreduce: 25.4 -> 15.0 us; docs/benchmarks.md run (39)).
+/// Larger ones go to the actor, and the negotiator goes on meanwhile.
+constexpr uint64_t run_here_bytes = 1024;
+
 /// Spawns the detached actor (its own thread, so a blocking library may
 /// block it) that owns `b` and starts its works in mailbox order.
 /// Protocol: actors::backend_actor. (execute, work) is answered with
@@ -48,7 +55,9 @@ constexpr uint64_t wide_work_bytes = uint64_t{64} << 10;
 /// traces it). After (abort, status) queued works answer with that status
 /// without running. The returned interrupt calls `b->abort()` on a
 /// detached thread of the actor system (the system waits for it at its
-/// end), while `b` lives. `metrics` (required) counts what ran.
+/// end), while `b` lives. The returned run_here runs CPU works of at most
+/// run_here_bytes once (connect) succeeded and until an abort or a backend
+/// error. `metrics` (required) counts what ran, on either thread.
 actors::backend_ref spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<backend> b,
                                         std::shared_ptr<metrics::collective_metrics> metrics,
                                         backend_actor_options options = {});

@@ -244,7 +244,14 @@ private:
     if (now >= until)
       return false;
     const auto left = std::chrono::duration_cast<std::chrono::microseconds>(until - now);
-    if (!ipc::poll_for([&] { return bell_.rings.load() != seen || stop_; }, left))
+    // Yielding from the first look: the negotiator and the backend whose
+    // turn it is run on this CPU (a bound rank's runtime threads share one),
+    // and a reader on the CPU's pause held it for 20 us whenever the kernel
+    // let it run first, after every message it passed on (2 ranks, a
+    // 4-byte allreduce under MPI: mean 29.0 -> 25.3 us, p90 50 -> 32 us;
+    // docs/benchmarks.md run (39)).
+    if (!ipc::poll_for([&] { return bell_.rings.load() != seen || stop_; }, left,
+                       std::chrono::microseconds(0)))
       return false;
     watch_->until.store(0);
     return true;

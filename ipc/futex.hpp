@@ -22,19 +22,21 @@ void futex_wake_all(std::atomic<uint32_t>* word);
 void cpu_relax();
 
 /// Looks at `ready()` until it returns true or `for_at_most` has passed:
-/// on the CPU's pause for the first 20 us, then yielding the core between
+/// on the CPU's pause for the first `pause`, then yielding the core between
 /// looks, so a thread the late peer needs can have this core (a 2 ms spin
 /// on pause alone put 1-2 % of 4-byte allreduces at 2.2 ms and more,
-/// docs/benchmarks.md run (17)).
+/// docs/benchmarks.md run (17)). A thread that shares its CPU with the
+/// threads that make `ready()` true yields from the start (`pause` 0).
 /// True once ready. For waits on a peer that has a core of its own: it is
 /// usually a wake-up behind, and a thread asleep adds a futex round trip.
 template <class Ready>
-bool poll_for(Ready&& ready, std::chrono::microseconds for_at_most) {
+bool poll_for(Ready&& ready, std::chrono::microseconds for_at_most,
+              std::chrono::microseconds pause = std::chrono::microseconds(20)) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
-  const auto pause_end = start + std::min(for_at_most, std::chrono::microseconds(20));
+  const auto pause_end = start + std::min(for_at_most, pause);
   const auto end = start + for_at_most;
-  bool yielding = false;
+  bool yielding = pause_end <= start;
   for (unsigned i = 1;; ++i) {
     if (ready())
       return true;

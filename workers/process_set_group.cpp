@@ -189,6 +189,7 @@ process_set_group spawn_group(caf::actor_system& sys, const group_spec& spec) {
   // 78 -> 96 us under MPI; bound 45 -> 40 us, docs/benchmarks.md run (18)).
   if (bound)
     args.channel_poll = backends::peer_poll_time;
+  args.runs_small_works = spec.set_id == 0;
   g.inbox = args.inbox = std::make_shared<actors::submission_inbox>();
   args.application = spec.application;
   g.negotiator = actors::spawn_negotiator(sys, std::move(args), g.coordinator, g.backends,

@@ -104,6 +104,23 @@ status stop_timeline(supervisor_self self) {
   return {};
 }
 
+// Tells set `g`'s negotiator that the set broke (`why`), after `delay`. A
+// lost peer can hold a work in a library call until the library's timeout;
+// the negotiator interrupts its backends for that, but may itself be the
+// thread in that call (a small work it runs itself, backend_ref::run_here),
+// so an immediate loss interrupts them from here too.
+void abort_group(supervisor_self self, const process_set_group& g, const status& why,
+                 std::chrono::milliseconds delay) {
+  if (delay.count() > 0) {
+    self->delayed_send(g.negotiator, delay, abort_atom::value, why);
+    return;
+  }
+  self->send(g.negotiator, abort_atom::value, why);
+  if (why.code() == status_code::peer_lost)
+    for (const auto& [kind, backend] : g.backends)
+      backend.interrupt();
+}
+
 // `rank` left or was lost: the sets it belongs to (the global one always)
 // cannot complete their collectives; sets without it keep running. No
 // rank: every set (this rank leaves). Negotiators ignore repeated aborts.
@@ -118,12 +135,8 @@ void abort_groups(supervisor_self self, status why, std::optional<int> rank = st
     st.broken = why;
   }
   for (const auto& [id, g] : st.groups)
-    if (!rank || std::binary_search(g.members.begin(), g.members.end(), *rank)) {
-      if (delay.count() > 0)
-        self->delayed_send(g.negotiator, delay, abort_atom::value, why);
-      else
-        self->send(g.negotiator, abort_atom::value, why);
-    }
+    if (!rank || std::binary_search(g.members.begin(), g.members.end(), *rank))
+      abort_group(self, g, why, delay);
 }
 
 std::optional<int> peer_rank(const supervisor_state& st, const caf::actor_addr& who) {
@@ -189,10 +202,7 @@ void abort_cut_off(supervisor_self self, int rank, status_code code,
           spdlog::error("troupe rank {}: {}", st.args.id.rank, why.message());
         else
           spdlog::info("troupe rank {}: {}", st.args.id.rank, why.message());
-        if (delay.count() > 0)
-          self->delayed_send(g.negotiator, delay, abort_atom::value, why);
-        else
-          self->send(g.negotiator, abort_atom::value, why);
+        abort_group(self, g, why, delay);
         break;
       }
   }

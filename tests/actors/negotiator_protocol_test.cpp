@@ -115,6 +115,72 @@ TEST_F(actor_protocol, negotiator_records_the_applications_settings_the_lists_na
   EXPECT_FALSE(recorded.has_cycle_time_us());
 }
 
+// The global set's negotiator runs a small work itself while its backends
+// run nothing (backend_ref::run_here), in the list's order: the next work
+// of the list goes to the backend actor, since the one before it is still
+// out when it launches. A work run here completes its handles and counts
+// toward its list as the actor's answer would; one the backend may not run
+// here (run_here gives nothing) goes to the actor.
+TEST_F(actor_protocol, a_small_work_runs_on_the_negotiators_thread_while_the_backend_is_idle) {
+  inbox endpoint, local, backend_box;
+  auto cpu = backend(backend_box, 0, false);  // holds what reaches it
+  std::vector<std::string> ran;
+  bool refuse = false;
+  cpu.run_here = [&](collective_work& w) -> std::optional<ran_here> {
+    if (refuse)
+      return std::nullopt;
+    ran.push_back(w.response.tensor_names(0));
+    return ran_here{status{}, list_stats{0, 8, 0.0, -1}};
+  };
+  auto a = args();
+  a.runs_small_works = true;
+  auto neg = spawn_negotiator(sys_, a, fake<coordinator_actor>(local),
+                              {{device_kind::cpu, cpu}}, caf::actor{});
+  spawned_.push_back(caf::actor_cast<caf::actor>(neg));
+  caf::anon_send(neg, coordinator_atom::value, fake<coordinator_actor>(endpoint), std::string());
+  std::vector<float> x(2), y(2), z(2), w(2);
+  auto ex = entry("x", x), ey = entry("y", y), ez = entry("z", z), ew = entry("w", w);
+  submit_batch(neg, entry_batch{ex, ey});
+  const auto answer = [&](std::vector<std::string> names) {
+    v1::ResponseList list;
+    for (const auto& name : names) {
+      auto* resp = list.add_responses();
+      resp->set_op(v1::OP_TYPE_ALLREDUCE);
+      resp->add_tensor_names(name);
+      resp->add_tensor_sizes(2);
+    }
+    caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
+    sched_.run();
+  };
+  answer({"x", "y"});
+  EXPECT_EQ(ran, std::vector<std::string>{"x"});
+  ASSERT_EQ(backend_box.works.size(), 1u);
+  EXPECT_EQ(backend_box.works[0]->response.tensor_names(0), "y");
+  ASSERT_TRUE(ex->handle->done());
+  EXPECT_TRUE(ex->handle->result().ok());
+  EXPECT_FALSE(ey->handle->done());
+  EXPECT_TRUE(local.executed.empty());  // the list is not over: y runs
+  caf::anon_send(neg, executed_atom::value, backend_box.works[0]->id, status{},
+                 list_stats{0, 8, 0.0, -1});
+  sched_.run();
+  EXPECT_TRUE(ey->handle->done());
+  ASSERT_EQ(local.executed.size(), 1u);
+  EXPECT_EQ(local.executed[0].lists, 1u);
+  EXPECT_EQ(local.executed[0].bytes, 16u);  // x here and y on the actor
+  // Nothing out: the next runs here again; one refused goes to the actor.
+  submit_batch(neg, entry_batch{ez});
+  answer({"z"});
+  EXPECT_EQ(ran, (std::vector<std::string>{"x", "z"}));
+  EXPECT_TRUE(ez->handle->done());
+  refuse = true;
+  submit_batch(neg, entry_batch{ew});
+  answer({"w"});
+  EXPECT_EQ(ran.size(), 2u);
+  ASSERT_EQ(backend_box.works.size(), 2u);
+  EXPECT_EQ(backend_box.works[1]->response.tensor_names(0), "w");
+  EXPECT_FALSE(ew->handle->done());
+}
+
 TEST_F(actor_protocol, negotiator_abort_fails_pending_handles) {
   inbox endpoint, backend_box;
   auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(backend_box));

@@ -75,7 +75,7 @@ protected:
   backend_ref backend(inbox& box, uint64_t moved = 0, bool answer = true) {
     auto b = sys_.spawn(fake_backend, &box, moved, answer);
     spawned_.push_back(caf::actor_cast<caf::actor>(b));
-    return {b, [&box] { ++box.interrupts; }};
+    return {b, [&box] { ++box.interrupts; }, nullptr};  // under the test scheduler: no run_here
   }
 
   // A coordinator whose members have introduced themselves.

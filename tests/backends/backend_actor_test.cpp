@@ -31,6 +31,8 @@ struct script {
   std::set<uint64_t> blocking;
   // Works (by id) whose library call fails at once.
   std::set<uint64_t> failing;
+  // The thread of the last start() (read once it returned).
+  std::thread::id started_on;
 };
 
 class gated_completion : public completion {
@@ -63,6 +65,7 @@ public:
   }
   std::unique_ptr<completion> start(collective_work& work) override {
     ++script_->starts;
+    script_->started_on = std::this_thread::get_id();
     if (script_->blocking.count(work.id)) {
       const auto deadline = std::chrono::steady_clock::now() + 10s;
       while (!script_->aborted && std::chrono::steady_clock::now() < deadline)
@@ -120,6 +123,22 @@ protected:
       tensor{data_.data(), data_type::float32, {static_cast<int64_t>(data_.size())}};
     w->entries.push_back(e);
     return w;
+  }
+
+  // A work of `floats` 4-byte elements on `kind`.
+  collective_work_ptr work(uint64_t id, size_t floats, device_kind kind) {
+    auto w = work(id);
+    w->entries[0]->input.shape = w->entries[0]->output.shape = {static_cast<int64_t>(floats)};
+    w->response.set_device_kind(static_cast<v1::DeviceKind>(kind));
+    return w;
+  }
+
+  // As the supervisor connects a set's backend.
+  void connect(caf::scoped_actor& self) {
+    std::optional<status> got;
+    self->request(backend_.actor, caf::duration(5000ms), connect_atom::value)
+      .receive([&](status& s) { got = s; }, [](caf::error&) {});
+    ASSERT_TRUE(got && got->ok());
   }
 
   // Sends (execute) for `w` from `self`; the answer comes back as a message.
@@ -271,6 +290,103 @@ TEST_F(backend_actor_test, interrupt_ends_a_work_blocked_in_the_library) {
   EXPECT_EQ(blocked->id, 1u);
   EXPECT_EQ(blocked->result.code(), status_code::backend);
   expect_not_started_after_abort(self);
+}
+
+// backend_ref::run_here: the negotiator's thread runs a small CPU work
+// itself, once the backend is connected, and counts it as the actor would.
+TEST_F(backend_actor_test, run_here_runs_a_small_cpu_work_on_the_callers_thread_once_connected) {
+  spawn();
+  caf::scoped_actor self{sys_};
+  ASSERT_TRUE(backend_.run_here);
+  EXPECT_FALSE(backend_.run_here(*work(1)));  // before (connect): the actor's
+  EXPECT_EQ(script_->starts.load(), 0);
+  connect(self);
+  auto w = work(1, run_here_bytes / 4, device_kind::cpu);
+  auto ran = backend_.run_here(*w);
+  ASSERT_TRUE(ran);
+  EXPECT_TRUE(ran->result.ok()) << ran->result.message();
+  EXPECT_EQ(ran->moved.bytes, run_here_bytes);
+  EXPECT_GE(ran->moved.seconds, 0.0);
+  EXPECT_EQ(script_->starts.load(), 1);
+  EXPECT_EQ(script_->started_on, std::this_thread::get_id());
+  EXPECT_FALSE(w->entries[0]->handle->done());  // the negotiator's, in its order
+  // A completion that is not finished at once is polled to the end.
+  auto gate = std::make_shared<std::atomic<bool>>(false);
+  script_->gates[2] = gate;
+  std::thread opener([gate] {
+    std::this_thread::sleep_for(50ms);
+    *gate = true;
+  });
+  auto gated = backend_.run_here(*work(2));
+  opener.join();
+  ASSERT_TRUE(gated);
+  EXPECT_TRUE(gated->result.ok());
+  EXPECT_GE(gated->moved.seconds, 0.04);
+  EXPECT_FALSE(next(self, 50ms));  // the actor answered nothing
+}
+
+TEST_F(backend_actor_test, run_here_leaves_larger_and_device_works_to_the_actor) {
+  spawn();
+  caf::scoped_actor self{sys_};
+  connect(self);
+  EXPECT_FALSE(backend_.run_here(*work(1, run_here_bytes / 4 + 1, device_kind::cpu)));
+  EXPECT_FALSE(backend_.run_here(*work(2, 1, device_kind::cuda)));
+  EXPECT_EQ(script_->starts.load(), 0);
+}
+
+// A backend error here leaves the communicator in no known state: nothing
+// more runs here, and the actor answers the works behind it with that
+// error, as after a failure on its own thread.
+TEST_F(backend_actor_test, after_a_backend_error_here_the_actor_answers_with_it) {
+  script_->failing.insert(1);
+  spawn();
+  caf::scoped_actor self{sys_};
+  connect(self);
+  auto failed = work(1);
+  auto ran = backend_.run_here(*failed);
+  ASSERT_TRUE(ran);
+  EXPECT_EQ(ran->result.code(), status_code::backend);
+  EXPECT_FALSE(failed->entries[0]->handle->done());  // the negotiator words the error
+  EXPECT_FALSE(backend_.run_here(*work(2)));
+  execute(self, work(2));
+  auto got = next(self, 5000ms);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->id, 2u);
+  EXPECT_EQ(got->result.message(), "scripted failure");
+  EXPECT_EQ(script_->starts.load(), 1);
+}
+
+TEST_F(backend_actor_test, after_an_abort_nothing_runs_here) {
+  spawn();
+  caf::scoped_actor self{sys_};
+  connect(self);
+  abort(status{status_code::peer_lost, "peer 1 lost"});
+  execute(self, work(1));  // answered after the abort: it was read
+  auto got = next(self, 5000ms);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->result.code(), status_code::peer_lost);
+  EXPECT_FALSE(backend_.run_here(*work(2)));
+  EXPECT_EQ(script_->starts.load(), 0);
+}
+
+// A lost peer holds a work run here in the library: the interrupt (which
+// the supervisor sends itself, the negotiator being the blocked thread)
+// ends it.
+TEST_F(backend_actor_test, interrupt_ends_a_work_run_here_blocked_in_the_library) {
+  script_->blocking.insert(1);
+  spawn();
+  caf::scoped_actor self{sys_};
+  connect(self);
+  std::optional<ran_here> ran;
+  std::thread negotiator([&] { ran = backend_.run_here(*work(1)); });
+  std::this_thread::sleep_for(100ms);
+  const auto interrupted = std::chrono::steady_clock::now();
+  backend_.interrupt();
+  negotiator.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - interrupted, 2s);
+  ASSERT_TRUE(ran);
+  EXPECT_EQ(ran->result.code(), status_code::backend);
+  EXPECT_FALSE(backend_.run_here(*work(2)));
 }
 
 } // namespace

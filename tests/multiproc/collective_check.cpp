@@ -63,12 +63,13 @@
 //                               process sets)
 //   collective_check reinit     shutdown() and init() again (one rank): what
 //                               init() holds, e.g. the metrics port, is freed
-//   collective_check lose-peer kill|stop|stop-busy VICTIM STAMP_FILE
+//   collective_check lose-peer kill|stop|stop-busy|stop-small VICTIM STAMP_FILE
 //                               VICTIM dies (SIGKILL) or freezes (SIGSTOP)
 //                               while the others wait on a collective (at the
-//                               coordinator, or inside the backend for
-//                               stop-busy); they report how fast and with
-//                               what error they failed, and when their
+//                               coordinator, inside the backend for
+//                               stop-busy, on their negotiators' threads
+//                               for stop-small); they report how fast and
+//                               with what error they failed, and when their
 //                               shutdown() returned
 //   collective_check affinity CORES
 //                               CORES has one entry per rank, a core or "-":
@@ -125,6 +126,20 @@ double now_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// Waits (60 s at most) until the victim wrote its time into `path`.
+bool await_stamp(int rank, const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  double stamped = 0;
+  while (!(std::ifstream(path) >> stamped)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::printf("rank %d: FAIL the victim never stamped %s\n", rank, path.c_str());
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
 int lose_peer(int rank, const std::string& how, int victim, const std::string& stamp_file) {
   // troupe-run stops the survivors once the victim is gone; let them report.
   std::signal(SIGTERM, SIG_IGN);
@@ -135,17 +150,30 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
   // reducescatter) and freezes, so the others are blocked inside the
   // backend. Otherwise the victim never submits it and the others wait at
   // the coordinator.
+  // "stop-small": a 4-byte allreduce, cached on the fast lane: the victim
+  // posts it and freezes before the others submit it, so they agree on it
+  // without the victim and block in it on their negotiators' threads (a
+  // work that small runs there), out of reach of the abort messages those
+  // threads would read.
   const bool scatter = how == "stop-busy-scatter";
   const bool busy = how == "stop-busy" || scatter;
+  const bool small = how == "stop-small";
   std::vector<float> big(busy ? 16u << 20 : 1u, 1.0f);
   const troupe::tensor t{big.data(), data_type::float32, {static_cast<int64_t>(big.size())}};
   const auto submit_big = [&](const std::string& name) {
     return scatter ? troupe::reducescatter(t, name, troupe::reduce_op::sum)
                    : troupe::allreduce(t, t, name);
   };
+  if (small)
+    for (int i = 0; i < 3 && warm.wait().ok(); ++i)  // cached from the second on
+      warm = submit_big("small");
   if (rank == victim) {
     if (!warm.wait().ok())
       return 1;
+    if (small) {
+      auto h = submit_big("small");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // posted by then
+    }
     if (busy) {
       // Long enough for the request to be agreed (well under 1 ms here), short
       // against the 64 MiB allreduce (about 20 ms under MPI on 2 cores): the
@@ -160,8 +188,11 @@ int lose_peer(int rank, const std::string& how, int victim, const std::string& s
   // The victim may die before this rank saw the warm-up complete; then the
   // warm-up is the collective that must fail.
   auto s = warm.wait();
+  if (s.ok() && small && !await_stamp(rank, stamp_file))
+    return 1;
   if (s.ok())
-    s = submit_big(busy ? "big" : "never-completes").wait_for(std::chrono::seconds(60));
+    s = submit_big(busy ? "big" : small ? "small" : "never-completes")
+          .wait_for(std::chrono::seconds(60));
   const double detected = now_seconds();
   double stamped = 0;
   std::ifstream(stamp_file) >> stamped;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # lose_peer.sh TROUPE_RUN CHECK kill|stop|stop-busy|stop-busy-scatter|noshm-stop-busy-scatter|
-#              mpi-stop-busy|mpi-stop-busy-noshm VICTIM NP MAX_SECONDS MAX_JOB_SECONDS
+#              mpi-stop-busy|mpi-stop-busy-noshm|stop-small VICTIM NP MAX_SECONDS
+#              MAX_JOB_SECONDS
 #              [MAX_SHUTDOWN_SECONDS]
 # The victim rank dies or freezes while the others wait on a collective.
 # Every survivor must fail that collective with an error naming the victim
@@ -10,6 +11,8 @@
 #
 # stop-busy-scatter: stop-busy with a reducescatter instead of the
 # allreduce; noshm-...: under --shm 0 (Gloo's TCP, no segment).
+# stop-small: the others blocked in a cached 4-byte allreduce that their
+# negotiators run on their own threads.
 #
 # mpi-stop-busy-noshm: stop-busy under --mpi --shm 0, whose calls nothing
 # can interrupt. Once the heartbeat reports the loss, a survivor still
