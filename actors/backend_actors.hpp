@@ -29,7 +29,8 @@ struct backend_ref {
   /// Runs a small CPU work on the calling thread instead of the actor's,
   /// saving two thread hand-offs (docs/architecture.md, "Small works on the
   /// negotiator's thread"): the result, or nothing when this work may not
-  /// run here (too large, not on the CPU, the backend not yet connected or
+  /// run here (too large, not on the CPU, a library call that might wait
+  /// for ever (backend::waits_end), the backend not yet connected or
   /// already aborted; send it to the actor then). Only while the actor runs
   /// nothing and has nothing queued: the backend is used from one thread
   /// at a time. Leaves the work's handles to the caller. Null where the

@@ -108,7 +108,7 @@ bool launch(negotiator_self self, v1::Response resp, const collective_work_ptr& 
   // Not while tracing: the timeline's spans follow the actor's path.
   const bool idle = st.in_flight.empty();
   st.in_flight.emplace(work->id, work);
-  if (idle && st.runs_small_works && !st.tracing && backend->second.run_here)
+  if (idle && st.runs_small_works && !st.broken && !st.tracing && backend->second.run_here)
     if (auto ran = backend->second.run_here(*work)) {
       st.ran_here_results.push_back({work->id, std::move(*ran)});
       return true;
@@ -247,7 +247,6 @@ void on_executed(negotiator_self self, uint64_t id, status& result, const list_s
   for (auto e = entries.rbegin(); e != entries.rend(); ++e)
     complete(st, *e, outcome);
   complete_join_when_due(st);
-  write_agreed(self);
   if (!st.lists_running.empty()) {
     auto& oldest = st.lists_running.front();
     oldest.moved += moved;  // moved.lists is 0: list_done counts the list
@@ -258,6 +257,9 @@ void on_executed(negotiator_self self, uint64_t id, status& result, const list_s
       list_done(st, self, done, agreed);
     }
   }
+  // After the list's count: the agreed list may run a work here at once,
+  // whose (executed) must not count toward this one's list.
+  write_agreed(self);
   finish_if_stopping(self);
 }
 

@@ -99,6 +99,15 @@ public:
   /// throws: a failure is a finished completion holding the error.
   virtual std::unique_ptr<completion> start(actors::collective_work& work) = 0;
 
+  /// Whether every wait of `work`'s run ends by itself (at the library's
+  /// timeout, when a member's process exits, or at abort()), so that a
+  /// caller nobody can interrupt from its own mailbox may run it
+  /// (backend_ref::run_here). Asked once connected.
+  virtual bool waits_end(const actors::collective_work& work) const {
+    (void)work;
+    return false;
+  }
+
   /// A peer is lost (frozen, unreachable): makes the works still running
   /// finish, with an error, as soon as the library can let go of their
   /// buffers. Called from a thread of its own, also while start() blocks

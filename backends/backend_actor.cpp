@@ -271,7 +271,7 @@ actors::backend_ref spawn_backend_actor(caf::actor_system& sys, std::unique_ptr<
         payload_bytes(work) > run_here_bytes || !standing->usable())
       return std::nullopt;
     auto impl = weak.lock();
-    if (!impl)
+    if (!impl || !impl->waits_end(work))
       return std::nullopt;
     const auto started = clock::now();
     auto done = impl->start(work);

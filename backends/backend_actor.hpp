@@ -40,8 +40,9 @@ constexpr uint64_t wide_work_bytes = uint64_t{64} << 10;
 
 /// The largest work backend_ref::run_here runs on its caller's thread: a
 /// work this small is all latency (its rounds wait for the last member),
-/// and the thread hand-offs to the actor and back were most of it (2 ranks,
-/// a 4-byte allreduce: 25.4 -> 15.0 us; docs/benchmarks.md run (39)).
+/// and the thread hand-offs to the actor and back were a third of it (2
+/// ranks, a cached 4-byte allreduce under MPI, medians: 23.7-24.2 -> 17.7
+/// us; docs/benchmarks.md run (39)).
 /// Larger ones go to the actor, and the negotiator goes on meanwhile.
 constexpr uint64_t run_here_bytes = 1024;
 

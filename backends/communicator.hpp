@@ -78,6 +78,14 @@ public:
     return 0;
   }
 
+  /// Whether every wait of the calls a collective `resp` makes ends by
+  /// itself: at the library's timeout, when a member's process exits, or
+  /// at abort() (backend::waits_end). Gloo's and the shared segment's do.
+  virtual bool waits_end(const v1::Response& resp) const {
+    (void)resp;
+    return true;
+  }
+
   virtual void allreduce(const allreduce_options& opts) = 0;
   /// Whether allreduce_pieces() reduces pieces where they lie (the host's
   /// shared segment); else a caller packs them into one buffer for

@@ -24,6 +24,9 @@ public:
   }
   void connect() override;
   std::unique_ptr<completion> start(actors::collective_work& work) override;
+  bool waits_end(const actors::collective_work& work) const override {
+    return comm_->waits_end(work.response);
+  }
   /// Interrupts the communicator call start() is blocked in, if any: start()
   /// then returns a failed completion (nothing is running once it has).
   void abort() override {

@@ -25,6 +25,12 @@ public:
     cpu_->connect();
   }
   std::unique_ptr<completion> start(actors::collective_work& work) override;
+  /// A CPU work's are the CPU backend's; a CUDA work's copies are not to be
+  /// run from another thread than the backend's.
+  bool waits_end(const actors::collective_work& work) const override {
+    return static_cast<device_kind>(work.response.device_kind()) == device_kind::cpu &&
+           cpu_->waits_end(work);
+  }
   void abort() override {
     cpu_->abort();
   }

@@ -345,6 +345,11 @@ void mpi_communicator::allreduce_pieces(piece_span pieces, data_type dtype,
     group_bytes_ += p.bytes;
 }
 
+bool mpi_communicator::waits_end(const v1::Response& resp) const {
+  return resp.op() == v1::OP_TYPE_ALLREDUCE && resp.reduce_op() != v1::REDUCE_OP_ADASUM &&
+         segment_holds_the_set();
+}
+
 bool mpi_communicator::segment_holds_the_set() const {
   return group_ && comm_->across_hosts == MPI_COMM_NULL;
 }

@@ -57,6 +57,9 @@ public:
   /// Through the segment (the cross-host step on the library): on a host
   /// of two or more of the set's ranks.
   bool reduces_pieces() const override;
+  /// MPI's own calls wait for ever (abort() cannot end them): only a
+  /// plain allreduce of a set the host's segment holds whole.
+  bool waits_end(const v1::Response& resp) const override;
   void allreduce_pieces(piece_span pieces, data_type dtype, reduce_op op,
                         const element_finish& finish) override;
   /// Through the segment on one host (each rank reduces its own part), else

@@ -33,6 +33,8 @@ struct script {
   std::set<uint64_t> failing;
   // The thread of the last start() (read once it returned).
   std::thread::id started_on;
+  // What backend::waits_end says of every work.
+  bool waits_end = true;
 };
 
 class gated_completion : public completion {
@@ -81,6 +83,9 @@ public:
   }
   void abort() override {
     script_->aborted = true;
+  }
+  bool waits_end(const collective_work&) const override {
+    return script_->waits_end;
   }
 
 private:
@@ -325,12 +330,14 @@ TEST_F(backend_actor_test, run_here_runs_a_small_cpu_work_on_the_callers_thread_
   EXPECT_FALSE(next(self, 50ms));  // the actor answered nothing
 }
 
-TEST_F(backend_actor_test, run_here_leaves_larger_and_device_works_to_the_actor) {
+TEST_F(backend_actor_test, run_here_leaves_larger_device_and_unbounded_works_to_the_actor) {
   spawn();
   caf::scoped_actor self{sys_};
   connect(self);
   EXPECT_FALSE(backend_.run_here(*work(1, run_here_bytes / 4 + 1, device_kind::cpu)));
   EXPECT_FALSE(backend_.run_here(*work(2, 1, device_kind::cuda)));
+  script_->waits_end = false;  // a library call that may wait for ever (MPI's)
+  EXPECT_FALSE(backend_.run_here(*work(3)));
   EXPECT_EQ(script_->starts.load(), 0);
 }
 

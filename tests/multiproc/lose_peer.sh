@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lose_peer.sh TROUPE_RUN CHECK kill|stop|stop-busy|stop-busy-scatter|noshm-stop-busy-scatter|
-#              mpi-stop-busy|mpi-stop-busy-noshm|stop-small VICTIM NP MAX_SECONDS
-#              MAX_JOB_SECONDS
+#              mpi-stop-busy|mpi-stop-busy-noshm|stop-small|mpi-stop-small-noshm VICTIM NP
+#              MAX_SECONDS MAX_JOB_SECONDS
 #              [MAX_SHUTDOWN_SECONDS]
 # The victim rank dies or freezes while the others wait on a collective.
 # Every survivor must fail that collective with an error naming the victim
@@ -12,7 +12,9 @@
 # stop-busy-scatter: stop-busy with a reducescatter instead of the
 # allreduce; noshm-...: under --shm 0 (Gloo's TCP, no segment).
 # stop-small: the others blocked in a cached 4-byte allreduce that their
-# negotiators run on their own threads.
+# negotiators run on their own threads. mpi-stop-small-noshm: the same
+# allreduce under --mpi --shm 0, where MPI's call could not be interrupted,
+# so it must go to the backend's thread: the job ends as mpi-stop-busy-noshm.
 #
 # mpi-stop-busy-noshm: stop-busy under --mpi --shm 0, whose calls nothing
 # can interrupt. Once the heartbeat reports the loss, a survivor still
@@ -31,7 +33,7 @@ trap 'rm -f "$stamp" "$out"' EXIT
 
 launch=()
 case "$how" in
-  mpi-stop-busy-noshm)
+  mpi-stop-busy-noshm|mpi-stop-small-noshm)
     launch=(--mpi --shm 0)
     mpi_says="MPI allreduce is still blocked .* after a peer was lost; MPI cannot interrupt it" ;;
   mpi-stop-busy)
@@ -41,6 +43,7 @@ case "$how" in
     launch=(--shm 0) ;;
 esac
 case "$how" in
+  mpi-stop-small-*) how=stop-small ;;
   mpi-*) how=stop-busy ;;
   noshm-*) how=${how#noshm-} ;;
 esac
