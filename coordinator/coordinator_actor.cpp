@@ -211,11 +211,17 @@ void uncache(coordinator_state& st, const std::string& name) {
   st.uncached.push_back(name);
 }
 
-// With the lane on, a cached tensor of the lane's
-// (agreed_without_coordinator) reaches the coordinator only when
-// its request changed or its sender's cache lagged; other members may have
-// posted it on the board, where it would wait for this member for ever.
-// Dropping it from the cache (the next list says so) sends them here too.
+// Whether members agree on `cached` on the board while the lane is on.
+bool on_the_lane(const cached_tensor_ptr& cached) {
+  return cached && !cached->by_rank.empty() &&
+         agreed_without_coordinator(*cached->by_rank.front());
+}
+
+// With the lane on, a cached tensor of the lane's reaches the coordinator
+// only when its request changed or its sender's cache lagged; other members
+// may have posted it on the board, where it would wait for this member for
+// ever. Dropping it from the cache (the next list says so) sends them here
+// too.
 void uncache_asked(coordinator_state& st, const v1::RequestList& list) {
   for (const auto& req : list.requests()) {
     cached_tensor_ptr cached;
@@ -225,11 +231,21 @@ void uncache_asked(coordinator_state& st, const v1::RequestList& list) {
                                            req.cache_list() > 0 ? req.cache_list()
                                                                 : list.lists_applied()))
       cached = st.cache->find(seen->name);
-    if (!cached || cached->by_rank.empty() ||
-        !agreed_without_coordinator(*cached->by_rank.front()))
-      continue;
-    uncache(st, cached->name);
+    if (on_the_lane(cached))
+      uncache(st, cached->name);
   }
+}
+
+// The same at the list that turns the lane on: the members that asked here
+// for a cached tensor of the lane's before it wait here for the rest, which
+// would post it on the board once the list reaches them, each side waiting
+// for the other until the stall check's uncache_waiting_arrivals (two
+// checks: 10 s by default, for ever with the stall check off; steps of
+// tune_reset_check hung so when the tuner stopped mid-step).
+void uncache_pending(coordinator_state& st) {
+  for (const auto& name : st.table->pending_names())
+    if (auto cached = st.cache->find(name); on_the_lane(cached))
+      uncache(st, name);
 }
 
 void try_emit(coordinator_self self) {
@@ -243,6 +259,8 @@ void try_emit(coordinator_self self) {
        !(st.lane_on && !lane) && st.uncached.empty()) ||
       !cycle_elapsed(self))
     return;
+  if (lane && !st.lane_on)
+    uncache_pending(st);
   const auto seq = ++st.lists_emitted;
   v1::ResponseList list;
   list.set_process_set_id(st.set_id);

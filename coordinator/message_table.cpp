@@ -590,6 +590,14 @@ size_t message_table::pending() const {
                                            [](const auto& kv) { return !kv.second.released; }));
 }
 
+std::vector<std::string> message_table::pending_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, e] : entries_)
+    if (!e.released)
+      names.push_back(name);
+  return names;
+}
+
 std::vector<std::pair<std::string, std::vector<int32_t>>>
 message_table::missing_ranks(clock::time_point older_than) const {
   std::vector<std::pair<std::string, std::vector<int32_t>>> out;

@@ -69,6 +69,8 @@ public:
 
   /// Tensors some but not all members requested.
   size_t pending() const;
+  /// Their names, in no particular order.
+  std::vector<std::string> pending_names() const;
 
   /// Fails a pending tensor on the ranks that submitted it (the stall
   /// inspector's shutdown, a missed deadline): an ERROR response goes to

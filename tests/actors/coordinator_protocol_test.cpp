@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "control/shm_channel.hpp"
+#include "coordinator/tuner_actor.hpp"
 #include "protocol_harness.hpp"
 
 namespace troupe::actors {
@@ -293,6 +294,103 @@ TEST_F(actor_protocol, response_lists_longer_than_the_channel_reach_its_member_w
   EXPECT_TRUE(rank1.responses.empty());        // nothing over the network
   std::lock_guard<std::mutex> lock(mutex);
   EXPECT_EQ(on_channel, rank0.responses);
+}
+
+// The list that turns the fast lane on (here: once the tuner stopped, the
+// application having set every setting it searched) drops from the cache
+// what some member asked the coordinator for before it: the others would
+// post it on the arrival board, each side waiting for the other (a step of
+// tune_reset_check hung so for the stall check's 10 s).
+TEST_F(actor_protocol, coordinator_uncaches_what_members_asked_for_when_the_lane_turns_on) {
+  inbox rank0, rank1;
+  coordinator::coordinator_options o{{}, 0, 4, {}};
+  o.stall.enabled = false;
+  o.control = std::make_shared<control::channel_host>(2, control::channel_sizes{4096, 4096, 64});
+  coordinator::tuner_options tuning;
+  tuning.search.tune_cycle = false;
+  tuning.search.tune_cache = false;  // a change of the capacity would empty the cache
+  tuning.search.tune_chunk = false;
+  tuning.metrics = rank_metrics_->for_autotune(0);
+  o.autotune = tuning;
+  auto member = control::channel_member::open(o.control->name(), 1);
+  ASSERT_NE(member, nullptr);
+  std::mutex mutex;
+  std::vector<v1::ResponseList> lists;
+  member->start([&](std::string bytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lists.push_back(parsed(bytes));
+  });
+  const auto received = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return lists;
+  };
+  const auto await_lists = [&](size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (received().size() < n && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return received();
+  };
+  auto coord = coordinator::spawn_coordinator(sys_, 0, 2, o, metrics_);
+  spawned_.push_back(caf::actor_cast<caf::actor>(coord));
+  for (int32_t r = 0; r < 2; ++r)
+    caf::anon_send(coord, hello_atom::value, r, fake<member_actor>(r == 0 ? rank0 : rank1), true,
+                   std::string("host"));
+  // List 1: "a", cached; the tuner runs, so the lane is off.
+  for (int r = 0; r < 2; ++r)
+    caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(r, "a")}));
+  sched_.run();
+  auto seen = await_lists(1);
+  ASSERT_EQ(seen.size(), 1u);
+  ASSERT_FALSE(seen[0].fast_lane().on());
+  ASSERT_EQ(seen[0].responses_size(), 1);
+  ASSERT_EQ(seen[0].responses(0).cache_ids_size(), 1);
+  const auto id = seen[0].responses(0).cache_ids(0);
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
+  // Rank 0 asks for "a" again, by its cache id: it waits for rank 1.
+  v1::RequestList hit;
+  hit.set_process_set_id(0);
+  hit.set_lists_applied(1);
+  hit.set_sender_rank(0);
+  hit.set_ranks_end(1);
+  auto* req = hit.add_requests();
+  req->set_cache_id(id);
+  req->set_cache_list(1);
+  req->set_request_rank(0);
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, hit.SerializeAsString());
+  // Rank 1 sets the one setting the tuner searches: the tuner stops (on its
+  // own thread; the coordinator learns it from its exit).
+  const auto running = sys_.registry().running();
+  v1::Tuning every;
+  every.set_fusion_threshold(0);
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({}, every));
+  sched_.run();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (sys_.registry().running() >= running && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_LT(sys_.registry().running(), running) << "the tuner did not stop";
+  sched_.run();
+  // "b" from both: the next list turns the lane on, and names "a" uncached,
+  // so that rank 1 asks the coordinator for it instead of posting it.
+  const auto before = await_lists(2).size();
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
+  for (int r = 0; r < 2; ++r)
+    caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(r, "b")}));
+  sched_.run();
+  seen = await_lists(before + 1);
+  ASSERT_EQ(seen.size(), before + 1);
+  const auto& turned_on = seen.back();
+  ASSERT_TRUE(turned_on.fast_lane().on());
+  EXPECT_EQ(std::vector<std::string>(turned_on.uncached_names().begin(),
+                                     turned_on.uncached_names().end()),
+            std::vector<std::string>{"a"});
+  // Rank 1's full request for "a" then completes it.
+  caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});
+  caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list({request(1, "a")}));
+  sched_.run();
+  seen = await_lists(before + 2);
+  ASSERT_EQ(seen.size(), before + 2);
+  ASSERT_EQ(seen.back().responses_size(), 1);
+  EXPECT_EQ(seen.back().responses(0).tensor_names(0), "a");
 }
 
 TEST_F(actor_protocol, coordinator_answers_once_every_member_introduced_itself) {
