@@ -166,6 +166,7 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
       st.inbox->take(st.taken);
       on_submit(self, st.taken);
       st.taken.clear();
+      await_agreed(self);
     },
     [=](flush_atom) {
       auto& st = self->state;

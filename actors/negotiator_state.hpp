@@ -246,6 +246,10 @@ arrival post_arrival(negotiator_state& st, const tensor_entry_ptr& e, cache_ref 
 // Writes the agreed list this rank owes, when nothing runs here.
 void write_agreed(negotiator_self self);
 
+// On a bound rank whose arrivals wait for another member's agreed list:
+// polls for it on this thread for a while.
+void await_agreed(negotiator_self self);
+
 // Asks again for what this rank posted under an id the last list changed.
 void repost_changed(negotiator_self self);
 

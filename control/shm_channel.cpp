@@ -404,11 +404,11 @@ channel_member::~channel_member() {
 void channel_member::start(deliver_fn deliver, deliver_fn on_broken) {
   auto* seg = segment_.get();
   const auto index = static_cast<size_t>(member_);
-  auto reader = std::make_shared<message_reader>();
-  auto broken = std::make_shared<bool>(false);
+  on_broken_ = on_broken;
   reader_ = std::make_unique<bell_reader>(
-    seg->reader_bell(index), [seg, index, reader, broken, deliver = std::move(deliver),
-                              on_broken = std::move(on_broken), mutex = reader_mutex_] {
+    seg->reader_bell(index), [seg, index, reader = responses_, broken = broken_,
+                              deliver = std::move(deliver), on_broken = std::move(on_broken),
+                              mutex = reader_mutex_] {
       std::optional<std::string> why;
       {
         std::lock_guard<std::mutex> hold(*mutex);
@@ -466,6 +466,21 @@ bool channel_member::agree_inline(const std::string& list, const std::function<b
   if (done)
     segment_->ring_readers(member_);
   return done;
+}
+
+std::vector<std::string> channel_member::take_inline(const std::function<bool()>& idle) {
+  std::vector<std::string> taken;
+  std::unique_lock<std::mutex> hold(*reader_mutex_, std::try_to_lock);
+  if (!hold.owns_lock() || !idle())
+    return taken;
+  auto why = drain_or_stop(
+    *responses_, segment_->responses(), static_cast<size_t>(member_),
+    [&taken](std::string message) { taken.push_back(std::move(message)); }, *broken_,
+    "response");
+  hold.unlock();
+  if (why && on_broken_)
+    on_broken_(std::move(*why));
+  return taken;
 }
 
 bool channel_member::agree(std::string list) {

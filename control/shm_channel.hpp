@@ -137,6 +137,12 @@ public:
   /// written, when it cannot: agree() then.
   bool agree_inline(const std::string& list, const std::function<bool()>& idle);
   bool flush();
+  /// Takes the whole messages the response stream holds for this member on
+  /// the caller's thread, in order, when the reader is not draining and
+  /// `idle()` (called under the reader's lock) says that everything the
+  /// reader passed on was handled: the caller handles them itself. None,
+  /// with nothing read, otherwise.
+  std::vector<std::string> take_inline(const std::function<bool()>& idle);
 
   /// After expect_reply(), the reader looks for the next message for up to
   /// `window` before it sleeps (ipc::poll_for), saving the futex wake-up
@@ -164,8 +170,12 @@ private:
   int member_;
   message_writer requests_;
   response_appender agreed_;
-  // Held by the reader thread while it drains, and by agree_inline().
+  // Held by the reader thread while it drains, and by agree_inline() and
+  // take_inline(); so are the two below.
   std::shared_ptr<std::mutex> reader_mutex_ = std::make_shared<std::mutex>();
+  std::shared_ptr<message_reader> responses_ = std::make_shared<message_reader>();
+  std::shared_ptr<bool> broken_ = std::make_shared<bool>(false);
+  deliver_fn on_broken_;
   std::shared_ptr<reply_watch> watch_;
   std::unique_ptr<bell_reader> reader_;
 };

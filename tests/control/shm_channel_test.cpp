@@ -385,6 +385,31 @@ TEST(shm_channel, an_agreed_list_written_inline_reaches_the_others_only) {
   EXPECT_EQ(got_two.messages, (std::vector<std::string>{"list 0", "agreed by 1", "list 1"}));
 }
 
+// A member's own thread takes what the stream holds, in order, once its
+// actor has handled all its reader passed on; the reader never passes
+// those on, and takes what comes after.
+TEST(shm_channel, a_member_takes_its_messages_inline_once_its_actor_is_idle) {
+  channel_host host(2, {4096, 8192, 4});
+  auto member = channel_member::open(host.name(), 1);
+  ASSERT_TRUE(member);
+  host.unlink();
+  EXPECT_TRUE(member->take_inline([] { return true; }).empty());
+  ASSERT_TRUE(host.post("list 0"));
+  ASSERT_TRUE(host.post("list 1"));
+  // Not handled yet (its actor says so): nothing is read.
+  EXPECT_TRUE(member->take_inline([] { return false; }).empty());
+  EXPECT_TRUE(member->unread());
+  EXPECT_EQ(member->take_inline([] { return true; }),
+            (std::vector<std::string>{"list 0", "list 1"}));
+  EXPECT_FALSE(member->unread());
+  inbox got;
+  member->start([&](std::string m) { got.add(std::move(m)); });
+  ASSERT_TRUE(host.post("list 2"));
+  ASSERT_TRUE(got.wait_for_count(1, 10s));
+  std::lock_guard<std::mutex> lock(got.mutex);
+  EXPECT_EQ(got.messages, (std::vector<std::string>{"list 2"}));
+}
+
 // A member that polls for its replies (poll_replies) still takes each in
 // order: those that come while it polls, those that come after its window
 // ended and it went to sleep, and those nobody announced.
