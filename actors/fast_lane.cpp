@@ -123,8 +123,8 @@ constexpr std::chrono::microseconds agreed_poll{200};
 void await_agreed(negotiator_self self) {
   auto& st = self->state;
   if (st.channel_poll.count() == 0 || !st.runs_small_works || !st.channel || !st.lane_on ||
-      st.posted.empty() || !st.completed.empty() || !st.in_flight.empty() || st.broken ||
-      !st.children.empty())
+      st.await_spent || st.posted.empty() || !st.completed.empty() || !st.in_flight.empty() ||
+      st.broken || !st.children.empty())
     return;
   std::vector<std::string> lists;
   ipc::poll_for(
@@ -136,8 +136,14 @@ void await_agreed(negotiator_self self) {
       return !lists.empty();
     },
     std::min(agreed_poll, st.channel_poll), std::chrono::microseconds(0));
+  // (A list in the mailbox may be the agreed list: on_agreed_list resets it.)
+  st.await_spent = lists.empty();
+  // Counted as the reader's are: while one is left, none this rank writes
+  // may go ahead of it (write_agreed, agree_inline).
+  st.channel_delivered->fetch_add(lists.size(), std::memory_order_release);
   for (const auto& bytes : lists) {
     on_response_list(self, bytes);
+    ++st.channel_handled;
     write_agreed(self);
   }
 }
@@ -189,6 +195,7 @@ void on_agreed_list(negotiator_self self, const v1::ResponseList& list) {
                   st.set_id, list.agreed_ids_size(), list.agreed_lists_size(), grouped);
     return;
   }
+  st.await_spent = false;
   if (!st.lane_on)
     return list_done(st, self, {}, true);  // nothing counts: its posters asked again
   mark_cycle(st);

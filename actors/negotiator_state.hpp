@@ -123,6 +123,11 @@ struct negotiator_state {
   std::shared_ptr<std::atomic<uint64_t>> channel_delivered =
     std::make_shared<std::atomic<uint64_t>>(0);
   uint64_t channel_handled = 0;
+  // await_agreed polled and no list came: it does not poll again until an
+  // agreed list has been handled here (a rank ahead of its peers would
+  // otherwise hold its scheduler thread through a whole burst of
+  // submissions, up to 200 us each).
+  bool await_spent = false;
   // Accepted but not yet sent to the coordinator (see flush_requests).
   std::vector<tensor_entry_ptr> outbox;
   bool flush_scheduled = false;

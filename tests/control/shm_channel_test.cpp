@@ -402,12 +402,20 @@ TEST(shm_channel, a_member_takes_its_messages_inline_once_its_actor_is_idle) {
   EXPECT_EQ(member->take_inline([] { return true; }),
             (std::vector<std::string>{"list 0", "list 1"}));
   EXPECT_FALSE(member->unread());
+  // A list longer than the stream: what take_inline read of it, its reader
+  // completes.
+  const std::string longer(20000, 'x');
+  ASSERT_FALSE(host.post(longer));
+  EXPECT_TRUE(member->take_inline([] { return true; }).empty());
   inbox got;
   member->start([&](std::string m) { got.add(std::move(m)); });
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!host.flush() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
   ASSERT_TRUE(host.post("list 2"));
-  ASSERT_TRUE(got.wait_for_count(1, 10s));
+  ASSERT_TRUE(got.wait_for_count(2, 10s));
   std::lock_guard<std::mutex> lock(got.mutex);
-  EXPECT_EQ(got.messages, (std::vector<std::string>{"list 2"}));
+  EXPECT_EQ(got.messages, (std::vector<std::string>{longer, "list 2"}));
 }
 
 // A member that polls for its replies (poll_replies) still takes each in
