@@ -141,11 +141,14 @@ void await_agreed(negotiator_self self) {
   // Counted as the reader's are: while one is left, none this rank writes
   // may go ahead of it (write_agreed, agree_inline).
   st.channel_delivered->fetch_add(lists.size(), std::memory_order_release);
-  for (const auto& bytes : lists) {
-    on_response_list(self, bytes);
-    ++st.channel_handled;
-    write_agreed(self);
-  }
+  for (const auto& bytes : lists)
+    on_channel_list(self, bytes);
+}
+
+void on_channel_list(negotiator_self self, const std::string& bytes) {
+  on_response_list(self, bytes);
+  ++self->state.channel_handled;
+  write_agreed(self);
 }
 
 // After a response list: what this rank posted for an id that list changed

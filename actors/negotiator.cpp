@@ -189,11 +189,10 @@ negotiator_actor::behavior_type negotiate(negotiator_self self, negotiator_args 
       // The subtree first: its ranks wait for the list as this one does.
       for (const auto& child : self->state.children)
         self->send(child, response_atom::value, epoch, set, bytes);
-      on_response_list(self, bytes);
-      if (self->state.channel) {
-        ++self->state.channel_handled;
-        write_agreed(self);
-      }
+      if (self->state.channel)
+        on_channel_list(self, bytes);
+      else
+        on_response_list(self, bytes);
     },
     [=](request_atom, int64_t epoch, uint32_t set, const std::string& bytes) {
       if (same_epoch(self->state.epoch, epoch, "negotiator", set))

@@ -255,6 +255,11 @@ void write_agreed(negotiator_self self);
 // polls for it on this thread for a while.
 void await_agreed(negotiator_self self);
 
+// A list read from the control channel (passed on by its reader, or taken
+// by await_agreed): handled, counted as handled, and the agreed list it may
+// have let this rank write, written.
+void on_channel_list(negotiator_self self, const std::string& bytes);
+
 // Asks again for what this rank posted under an id the last list changed.
 void repost_changed(negotiator_self self);
 

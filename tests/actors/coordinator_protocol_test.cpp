@@ -2,8 +2,13 @@
 // scheduler: the lists it sends its members, and when.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "control/shm_channel.hpp"
 #include "coordinator/tuner_actor.hpp"
@@ -13,6 +18,42 @@ namespace troupe::actors {
 namespace {
 
 using namespace protocol_test;
+
+// Set rank `member` reading the coordinator's control channel `name`: the
+// lists its reader thread passes on.
+class channel_listener {
+public:
+  channel_listener(const std::string& name, int member)
+      : member_(control::channel_member::open(name, member)) {
+    if (member_)
+      member_->start([this](std::string list) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        lists_.push_back(std::move(list));
+      });
+  }
+  bool opened() const {
+    return member_ != nullptr;
+  }
+  std::vector<std::string> lists() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return lists_;
+  }
+  // The lists once there are `n` (or after 10 s), calling `meanwhile` every
+  // millisecond until then.
+  std::vector<std::string> await(size_t n, const std::function<void()>& meanwhile = [] {}) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (lists().size() < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      meanwhile();
+    }
+    return lists();
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lists_;
+  std::unique_ptr<control::channel_member> member_;  // last: its reader stops first
+};
 
 TEST_F(actor_protocol, coordinator_switches_fusion_at_a_list_boundary_and_reports_its_sample) {
   inbox rank0, rank1;
@@ -251,24 +292,14 @@ TEST_F(actor_protocol, response_lists_longer_than_the_channel_reach_its_member_w
   coordinator::coordinator_options o{{}, 0, 4, {}};
   o.stall.enabled = false;
   o.control = std::make_shared<control::channel_host>(2, control::channel_sizes{256, 256});
-  auto member = control::channel_member::open(o.control->name(), 1);
-  ASSERT_NE(member, nullptr);
-  std::mutex mutex;
-  std::vector<std::string> on_channel;
-  member->start([&](std::string list) {
-    std::lock_guard<std::mutex> lock(mutex);
-    on_channel.push_back(std::move(list));
-  });
+  channel_listener member(o.control->name(), 1);
+  ASSERT_TRUE(member.opened());
   auto coord = coordinator::spawn_coordinator(sys_, 0, 2, o, metrics_);
   spawned_.push_back(caf::actor_cast<caf::actor>(coord));
   caf::anon_send(coord, hello_atom::value, int32_t{0}, fake<member_actor>(rank0), false,
                  std::string("host"));
   caf::anon_send(coord, hello_atom::value, int32_t{1}, fake<member_actor>(rank1), true,
                  std::string("host"));
-  const auto received = [&] {
-    std::lock_guard<std::mutex> lock(mutex);
-    return on_channel.size();
-  };
   constexpr size_t lists = 3;
   for (size_t l = 0; l < lists; ++l) {
     for (int r = 0; r < 2; ++r) {
@@ -279,21 +310,18 @@ TEST_F(actor_protocol, response_lists_longer_than_the_channel_reach_its_member_w
       caf::anon_send(coord, request_atom::value, int64_t{0}, 0u, request_list(requests));
     }
     sched_.run();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (received() < l + 1 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto received = member.await(l + 1, [&] {
       sched_.trigger_timeouts();
       sched_.run();
-    }
-    ASSERT_EQ(received(), l + 1) << "list " << l << " did not come through the channel";
+    });
+    ASSERT_EQ(received.size(), l + 1) << "list " << l << " did not come through the channel";
     caf::anon_send(coord, executed_atom::value, list_stats{1, 0, 0.0});  // rank 0 ran it
     sched_.run();
   }
   ASSERT_EQ(rank0.responses.size(), lists);
   EXPECT_GT(rank0.responses[0].size(), 256u);  // longer than the stream
   EXPECT_TRUE(rank1.responses.empty());        // nothing over the network
-  std::lock_guard<std::mutex> lock(mutex);
-  EXPECT_EQ(on_channel, rank0.responses);
+  EXPECT_EQ(member.lists(), rank0.responses);
 }
 
 // The list that turns the fast lane on (here: once the tuner stopped, the
@@ -312,23 +340,13 @@ TEST_F(actor_protocol, coordinator_uncaches_what_members_asked_for_when_the_lane
   tuning.search.tune_chunk = false;
   tuning.metrics = rank_metrics_->for_autotune(0);
   o.autotune = tuning;
-  auto member = control::channel_member::open(o.control->name(), 1);
-  ASSERT_NE(member, nullptr);
-  std::mutex mutex;
-  std::vector<v1::ResponseList> lists;
-  member->start([&](std::string bytes) {
-    std::lock_guard<std::mutex> lock(mutex);
-    lists.push_back(parsed(bytes));
-  });
-  const auto received = [&] {
-    std::lock_guard<std::mutex> lock(mutex);
-    return lists;
-  };
+  channel_listener member(o.control->name(), 1);
+  ASSERT_TRUE(member.opened());
   const auto await_lists = [&](size_t n) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (received().size() < n && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return received();
+    std::vector<v1::ResponseList> lists;
+    for (const auto& bytes : member.await(n))
+      lists.push_back(parsed(bytes));
+    return lists;
   };
   auto coord = coordinator::spawn_coordinator(sys_, 0, 2, o, metrics_);
   spawned_.push_back(caf::actor_cast<caf::actor>(coord));
