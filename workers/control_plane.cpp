@@ -66,8 +66,8 @@ void control_plane::stop(caf::actor_system& sys, caf::io::middleman_actor& conne
 
 caf::expected<uint16_t> control_plane::publish(const caf::io::middleman_actor& connections,
                                                const caf::actor& whom,
-                                               const std::string& address) {
-  auto f = caf::make_function_view(connections);
+                                               const std::string& address) const {
+  auto f = caf::make_function_view(connections, caf::duration{connect_timeout_});
   return f(caf::publish_atom::value, uint16_t{0},
            caf::actor_cast<caf::strong_actor_ptr>(whom), whom.home_system().message_types(whom),
            address, true);

@@ -57,11 +57,12 @@ public:
   /// Undoes start(); `connections` is empty afterwards.
   void stop(caf::actor_system& sys, caf::io::middleman_actor& connections) const;
 
-  /// Publishes `whom` on an ephemeral port of `address` only. Undone with
-  /// the middleman's unpublish either way: both middleman actors share its
-  /// BASP broker.
-  static caf::expected<uint16_t> publish(const caf::io::middleman_actor& connections,
-                                         const caf::actor& whom, const std::string& address);
+  /// Publishes `whom` on an ephemeral port of `address` only, waiting for
+  /// the middleman actor until the start timeout (it may be inside a
+  /// connect). Undone with the middleman's unpublish either way: both
+  /// middleman actors share its BASP broker.
+  caf::expected<uint16_t> publish(const caf::io::middleman_actor& connections,
+                                  const caf::actor& whom, const std::string& address) const;
 
   /// Connects to the actor published at host:port, waiting `timeout` at
   /// most (a blackholed address takes the kernel's SYN retries, about

@@ -244,7 +244,7 @@ status runtime::impl::serve_metrics() {
 
 status runtime::impl::publish_directory() {
   directory = spawn_directory(system);
-  auto port = control_plane::publish(connections, directory, base.listen_host);
+  auto port = plane.publish(connections, directory, base.listen_host);
   if (!port)
     return {status_code::internal,
             "cannot publish this rank's endpoint: " + system.render(port.error())};
