@@ -143,6 +143,12 @@ public:
   /// reader passed on was handled: the caller handles them itself. None,
   /// with nothing read, otherwise.
   std::vector<std::string> take_inline(const std::function<bool()>& idle);
+  /// While the caller waits for its next message itself (take_inline on
+  /// its own thread): writers do not wake this member's reader and it stops
+  /// polling, which would only take the CPU the caller polls on.
+  /// end_taking() wakes the reader for whatever the caller left unread.
+  void begin_taking();
+  void end_taking();
 
   /// After expect_reply(), the reader looks for the next message for up to
   /// `window` before it sleeps (ipc::poll_for), saving the futex wake-up

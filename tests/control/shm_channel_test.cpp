@@ -189,7 +189,7 @@ struct inbox {
     messages.push_back(std::move(m));
     changed.notify_all();
   }
-  bool wait_for_count(size_t n, std::chrono::seconds deadline) {
+  bool wait_for_count(size_t n, std::chrono::milliseconds deadline) {
     std::unique_lock<std::mutex> lock(mutex);
     return changed.wait_for(lock, deadline, [&] { return messages.size() >= n; });
   }
@@ -416,6 +416,33 @@ TEST(shm_channel, a_member_takes_its_messages_inline_once_its_actor_is_idle) {
   ASSERT_TRUE(got.wait_for_count(2, 10s));
   std::lock_guard<std::mutex> lock(got.mutex);
   EXPECT_EQ(got.messages, (std::vector<std::string>{longer, "list 2"}));
+}
+
+// A member whose actor takes its messages itself (begin_taking): writers do
+// not wake its reader for them, and end_taking wakes it for what the actor
+// left.
+TEST(shm_channel, a_taking_member_reads_alone_and_wakes_its_reader_for_the_rest) {
+  channel_host host(2, {4096, 8192, 4});
+  auto member = channel_member::open(host.name(), 1);
+  ASSERT_TRUE(member);
+  host.unlink();
+  inbox got;
+  member->start([&](std::string m) { got.add(std::move(m)); });
+  ASSERT_TRUE(host.post("woken"));
+  // Read: the reader goes back to sleep, until its next idle wake (a
+  // second).
+  ASSERT_TRUE(got.wait_for_count(1, 10s));
+  std::this_thread::sleep_for(50ms);
+  member->begin_taking();
+  ASSERT_TRUE(host.post("taken"));
+  std::this_thread::sleep_for(20ms);  // a reader woken for it would have read it by now
+  EXPECT_EQ(member->take_inline([] { return true; }), (std::vector<std::string>{"taken"}));
+  ASSERT_TRUE(host.post("left"));
+  member->end_taking();
+  // Before the idle wake: end_taking woke it.
+  EXPECT_TRUE(got.wait_for_count(2, 500ms)) << "the reader slept through what was left";
+  std::lock_guard<std::mutex> lock(got.mutex);
+  EXPECT_EQ(got.messages, (std::vector<std::string>{"woken", "left"}));
 }
 
 // A member that polls for its replies (poll_replies) still takes each in
