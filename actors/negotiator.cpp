@@ -2,7 +2,7 @@
 
 #include <chrono>
 #include <string>
-#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -35,7 +35,7 @@ void trace(negotiator_self self, const tensor_entry& e, const char* phase, v1::O
 // The name may already belong to a newer entry: the backend completes a
 // successful work's handles itself, so the caller can submit the name again
 // before (executed) arrives here.
-void complete(negotiator_state& st, const tensor_entry_ptr& e, status s) {
+void complete(negotiator_state& st, tensor_entry_ptr e, status s) {
   auto it = st.table.find(e->request.tensor_name());
   if (it != st.table.end() && it->second == e)
     st.table.erase(it);
@@ -72,13 +72,20 @@ void list_done(negotiator_state& st, negotiator_self self, list_stats moved, boo
 // frozen one the abort interrupts the backend (Gloo: at once; MPI cannot
 // be interrupted, and ends the job with MPI_Abort if still blocked after a
 // grace).
+//
+// Running is by entry, not by name: a name submitted again after the
+// backend completed its last work, and already running again, has two
+// entries in flight.
 void fail_pending(negotiator_state& st, const status& s) {
-  std::unordered_map<std::string, tensor_entry_ptr> running;
+  std::unordered_set<const tensor_entry*> running;
   for (const auto& [id, work] : st.in_flight)
     for (const auto& e : work->entries)
-      running.emplace(e->request.tensor_name(), e);
+      running.insert(e.get());
   auto table = std::move(st.table);
-  st.table = std::move(running);
+  st.table.clear();
+  for (const auto& [name, e] : table)
+    if (running.count(e.get()) > 0)
+      st.table.emplace(name, e);
   // Their peers find these on the board and ask the coordinator, whose
   // stall inspector names this rank: an agreed list would have them run
   // collectives this rank no longer joins. What this rank posted must not
@@ -91,11 +98,9 @@ void fail_pending(negotiator_state& st, const status& s) {
   }
   st.posted.clear();
   st.completed.clear();
-  for (auto& [name, e] : table) {
-    auto r = st.table.find(name);
-    if (r == st.table.end() || r->second != e)
+  for (auto& [name, e] : table)
+    if (running.count(e.get()) == 0)
       e->handle->complete(s);
-  }
 }
 
 // The backends have let go of every buffer: stop them, then this actor.

@@ -173,8 +173,9 @@ void trace(negotiator_self self, const tensor_entry& e, const char* phase, v1::O
            bool negotiation);
 
 // Takes the entry out of the table (unless the name belongs to a newer
-// entry already) and completes its handle.
-void complete(negotiator_state& st, const tensor_entry_ptr& e, status s);
+// entry already) and completes its handle. By value: the caller's pointer
+// may be the table's own, which the erase destroys.
+void complete(negotiator_state& st, tensor_entry_ptr e, status s);
 
 // A CYCLE_START marker on the timeline, when cycles are marked.
 void mark_cycle(const negotiator_state& st);

@@ -224,6 +224,64 @@ TEST_F(actor_protocol, a_running_work_completes_before_the_negotiator_stops) {
   EXPECT_EQ(late->handle->result().code(), status_code::shut_down);
 }
 
+// A name submitted again once the backend completed its work (the backend
+// completes a success's handles itself), and running again before that
+// work's (executed) came back: an abort fails neither running entry, as the
+// backend may still write into their callers' memory.
+TEST_F(actor_protocol, an_abort_fails_no_running_work_of_a_name_submitted_again) {
+  inbox endpoint, backend_box;
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(backend_box, 0, false));
+  std::vector<float> x(2);
+  v1::ResponseList list;
+  list.add_responses()->set_op(v1::OP_TYPE_ALLREDUCE);
+  list.mutable_responses(0)->add_tensor_names("n");
+  list.mutable_responses(0)->add_tensor_sizes(2);
+  auto first = entry("n", x);
+  submit_batch(neg, entry_batch{first});
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
+  sched_.run();
+  ASSERT_EQ(backend_box.works.size(), 1u);
+  first->handle->complete({});  // as the backend does, before (executed) reaches the negotiator
+  auto second = again_of(*first);
+  submit_batch(neg, entry_batch{second});
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 1u, list.SerializeAsString());
+  sched_.run();
+  ASSERT_EQ(backend_box.works.size(), 2u);
+  caf::anon_send(neg, abort_atom::value, status{status_code::peer_lost, "rank 1 was lost"});
+  sched_.run();
+  EXPECT_FALSE(second->handle->done()) << "failed while the backend runs it";
+  for (size_t i = 0; i < 2; ++i)
+    caf::anon_send(neg, executed_atom::value, backend_box.works[i]->id,
+                   status{status_code::backend, "connection closed"}, list_stats{});
+  sched_.run();
+  ASSERT_TRUE(second->handle->done());
+  EXPECT_EQ(second->handle->result().code(), status_code::peer_lost);
+  EXPECT_EQ(first->handle->result().code(), status_code::ok);
+}
+
+// A malformed response for a tensor whose caller let go of its handle: the
+// table held the entry's last reference, and the failure must not use the
+// entry after taking it out of the table (AddressSanitizer builds report
+// that use).
+TEST_F(actor_protocol, a_malformed_response_fails_an_entry_only_the_table_holds) {
+  inbox endpoint, cpu;
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(cpu));
+  std::vector<float> x(2);
+  auto a = entry("a", x);
+  const std::weak_ptr<tensor_entry> watch = a;
+  submit_batch(neg, entry_batch{std::move(a)});
+  sched_.run();
+  ASSERT_FALSE(watch.expired());
+  v1::ResponseList list;
+  auto* bad = list.add_responses();  // no tensor_sizes
+  bad->set_op(v1::OP_TYPE_ALLREDUCE);
+  bad->add_tensor_names("a");
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, list.SerializeAsString());
+  sched_.run();
+  EXPECT_TRUE(cpu.works.empty());
+  EXPECT_TRUE(watch.expired());
+}
+
 // What the backends would index by is checked first; an error for another
 // rank's late request leaves this rank's newer round alone.
 TEST_F(actor_protocol, a_malformed_response_or_another_ranks_late_error_runs_nothing_here) {
