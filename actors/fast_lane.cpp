@@ -116,12 +116,10 @@ constexpr std::chrono::microseconds agreed_poll{200};
 // bound rank: this thread takes the list from the channel itself, or finds
 // it in its mailbox as the reader passed it on, instead of being woken for
 // it after the reader's hand-over. The reader meanwhile neither polls nor
-// is woken (begin_taking): this thread has the rank's CPU to itself, and
-// the writer pays no wake. 2 bound ranks, a cached 4-byte allreduce under
-// MPI: 17.5 -> 14 us with the poll, -> 10 us without the reader
-// (docs/architecture.md, "Small works on the negotiator's thread"). Only
-// where small works run here (the global set), and only while nothing else
-// is due here.
+// is woken (taking_scope): this thread has the rank's CPU to itself, and
+// the writer pays no wake. Only where small works run here (the global
+// set), and only while nothing else is due here. Measured in
+// docs/architecture.md, "Small works on the negotiator's thread".
 void await_agreed(negotiator_self self) {
   auto& st = self->state;
   if (st.channel_poll.count() == 0 || !st.runs_small_works || !st.channel || !st.lane_on ||
@@ -129,17 +127,18 @@ void await_agreed(negotiator_self self) {
       st.broken || !st.children.empty())
     return;
   std::vector<std::string> lists;
-  st.channel->begin_taking();
-  ipc::poll_for(
-    [&] {
-      if (!self->mailbox().empty())
-        return true;
-      if (st.channel->unread())
-        lists = st.channel->take_inline([&st] { return caught_up(st); });
-      return !lists.empty();
-    },
-    std::min(agreed_poll, st.channel_poll), std::chrono::microseconds(0));
-  st.channel->end_taking();
+  {
+    const control::channel_member::taking_scope taking{*st.channel};
+    ipc::poll_for(
+      [&] {
+        if (!self->mailbox().empty())
+          return true;
+        if (st.channel->unread())
+          lists = st.channel->take_inline([&st] { return caught_up(st); });
+        return !lists.empty();
+      },
+      std::min(agreed_poll, st.channel_poll), std::chrono::microseconds(0));
+  }
   // (A list in the mailbox may be the agreed list: on_agreed_list resets it.)
   st.await_spent = lists.empty();
   // Counted as the reader's are: while one is left, none this rank writes

@@ -99,7 +99,8 @@ size_t byte_stream::read_some(size_t reader, char* out, size_t n) {
 }
 
 bool byte_stream::has_unread(size_t reader) const {
-  return header_->written.load(std::memory_order_acquire) != read_[reader];
+  return header_->written.load(std::memory_order_acquire) !=
+         readers_[reader].read.load(std::memory_order_acquire);
 }
 
 uint64_t byte_stream::written() const {

@@ -40,6 +40,8 @@ public:
   /// more than the stream holds (its shared position was overwritten).
   size_t unread(size_t reader) const;
 
+  /// Whether `reader` has bytes to read, from its shared position: safe
+  /// from a thread other than the one that reads for `reader`.
   bool has_unread(size_t reader) const;
 
   /// Bytes written since the stream began.

@@ -25,14 +25,16 @@ using clock = std::chrono::steady_clock;
 constexpr uint64_t channel_magic = 0x54524f5550454331;  // "TROUPEC1"
 
 // A sleeping reader's backstop: every reason to wake (a write, the
-// coordinator's end closing, the reader stopping) rings its bell. Each
+// coordinator's end closing, the reader stopping) rings its bell, and the
+// ring wakes it unless its actor waits for the messages itself; the actor
+// then wakes it for what it left (channel_member::taking_scope). Each
 // timeout costs an idle rank a wake-up (at 50 ms, two readers' 40 a second
 // were a fifth of an idle rank's CPU, docs/benchmarks.md run (26)).
 constexpr auto idle_wake = std::chrono::seconds(1);
 
 // A futex word its writers bump after each write, and the readers sleeping
 // on it (woken only when there are some, and only when the reader's actor
-// is not taking the messages itself: channel_member::begin_taking).
+// is not waiting for the messages itself: channel_member::taking_scope).
 struct bell {
   alignas(64) std::atomic<uint32_t> rings;
   std::atomic<uint32_t> sleepers;
@@ -40,8 +42,8 @@ struct bell {
 
   void ring() {
     rings.fetch_add(1);
-    // Pairs with end_taking's: either this sees the actor gone, or it sees
-    // what was written before this ring.
+    // Pairs with end_taking's: either this sees the flag cleared, or
+    // end_taking sees what was written before this ring.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (sleepers.load() > 0 && taking.load() == 0)
       ipc::futex_wake_all(&rings);
@@ -260,7 +262,7 @@ private:
           left, std::chrono::microseconds(0)))
       return false;
     if (bell_.rings.load() == seen && !stop_)
-      return false;  // the actor takes it (channel_member::begin_taking)
+      return false;  // the actor waits for it instead (begin_taking)
     watch_->until.store(0);
     return true;
   }
@@ -450,8 +452,8 @@ void channel_member::end_taking() {
   b.taking.store(0);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // What was written meanwhile rang no one: the reader, perhaps asleep,
-  // reads what the actor left.
-  if (unread())
+  // reads what the actor left, or finds the coordinator's end closed.
+  if (unread() || segment_->header().closed.load())
     b.ring();
 }
 
@@ -525,11 +527,7 @@ arrival_board* channel_member::board() {
 }
 
 bool channel_member::unread() const {
-  try {
-    return segment_->responses().has_unread(static_cast<size_t>(member_));
-  } catch (const std::exception&) {
-    return false;  // its reader finds out and says so
-  }
+  return segment_->responses().has_unread(static_cast<size_t>(member_));
 }
 
 } // namespace troupe::control

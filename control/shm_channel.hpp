@@ -143,12 +143,27 @@ public:
   /// reader passed on was handled: the caller handles them itself. None,
   /// with nothing read, otherwise.
   std::vector<std::string> take_inline(const std::function<bool()>& idle);
-  /// While the caller waits for its next message itself (take_inline on
-  /// its own thread): writers do not wake this member's reader and it stops
-  /// polling, which would only take the CPU the caller polls on.
-  /// end_taking() wakes the reader for whatever the caller left unread.
-  void begin_taking();
-  void end_taking();
+
+  /// While one lives, its creator waits for this member's next message
+  /// itself (take_inline on its own thread): writers do not wake the
+  /// reader, and the reader stops polling (for good: a reply window that
+  /// expect_reply opened ends here), which would only take the CPU the
+  /// creator polls on. At its end the reader is woken for what the creator
+  /// left unread, or for the coordinator's end closing.
+  class taking_scope {
+  public:
+    explicit taking_scope(channel_member& member) : member_(member) {
+      member_.begin_taking();
+    }
+    ~taking_scope() {
+      member_.end_taking();
+    }
+    taking_scope(const taking_scope&) = delete;
+    taking_scope& operator=(const taking_scope&) = delete;
+
+  private:
+    channel_member& member_;
+  };
 
   /// After expect_reply(), the reader looks for the next message for up to
   /// `window` before it sleeps (ipc::poll_for), saving the futex wake-up
@@ -171,6 +186,8 @@ public:
 
 private:
   channel_member(std::unique_ptr<channel_segment> segment, int member);
+  void begin_taking();
+  void end_taking();
 
   std::unique_ptr<channel_segment> segment_;
   int member_;

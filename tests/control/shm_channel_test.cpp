@@ -418,28 +418,32 @@ TEST(shm_channel, a_member_takes_its_messages_inline_once_its_actor_is_idle) {
   EXPECT_EQ(got.messages, (std::vector<std::string>{longer, "list 2"}));
 }
 
-// A member whose actor takes its messages itself (begin_taking): writers do
-// not wake its reader for them, and end_taking wakes it for what the actor
-// left.
+// A member whose actor waits for its messages itself (taking_scope):
+// writers do not wake its reader for them, the reader stops polling for a
+// reply, and at the scope's end it is woken for what the actor left.
 TEST(shm_channel, a_taking_member_reads_alone_and_wakes_its_reader_for_the_rest) {
   channel_host host(2, {4096, 8192, 4});
   auto member = channel_member::open(host.name(), 1);
   ASSERT_TRUE(member);
   host.unlink();
+  member->poll_replies(10s);
   inbox got;
   member->start([&](std::string m) { got.add(std::move(m)); });
+  std::this_thread::sleep_for(50ms);  // asleep: no reply was due
+  member->expect_reply();
   ASSERT_TRUE(host.post("woken"));
-  // Read: the reader goes back to sleep, until its next idle wake (a
-  // second).
+  // Read: the reader now polls for the next message, for up to 10 s.
   ASSERT_TRUE(got.wait_for_count(1, 10s));
-  std::this_thread::sleep_for(50ms);
-  member->begin_taking();
-  ASSERT_TRUE(host.post("taken"));
-  std::this_thread::sleep_for(20ms);  // a reader woken for it would have read it by now
-  EXPECT_EQ(member->take_inline([] { return true; }), (std::vector<std::string>{"taken"}));
-  ASSERT_TRUE(host.post("left"));
-  member->end_taking();
-  // Before the idle wake: end_taking woke it.
+  {
+    const channel_member::taking_scope taking{*member};
+    std::this_thread::sleep_for(20ms);  // the reader leaves its poll and sleeps
+    ASSERT_TRUE(host.post("taken"));
+    std::this_thread::sleep_for(20ms);  // a reader polling or woken would have read it by now
+    EXPECT_EQ(member->take_inline([] { return true; }), (std::vector<std::string>{"taken"}));
+    ASSERT_TRUE(host.post("left"));
+  }
+  // Before the reader's idle wake (a second after it went to sleep): the
+  // scope's end woke it.
   EXPECT_TRUE(got.wait_for_count(2, 500ms)) << "the reader slept through what was left";
   std::lock_guard<std::mutex> lock(got.mutex);
   EXPECT_EQ(got.messages, (std::vector<std::string>{"woken", "left"}));
