@@ -23,12 +23,13 @@ namespace troupe::actors::negotiation {
 // precise "rank N was lost" message instead of a socket error.
 constexpr auto backend_failure_grace = std::chrono::milliseconds(300);
 
-// Fails the entries a malformed response names, saying what was wrong.
+// Fails the entries a malformed response names, saying what was wrong (not
+// those running: the backend may still use their memory).
 void fail_named(negotiator_state& st, const v1::Response& resp, const status& s) {
   spdlog::error("negotiator: {}", s.message());
   for (const auto& name : resp.tensor_names()) {
     auto it = st.table.find(name);
-    if (it != st.table.end())
+    if (it != st.table.end() && !it->second->launched)
       complete(st, it->second, s);
   }
 }
@@ -98,6 +99,8 @@ bool launch(negotiator_self self, v1::Response resp, const collective_work_ptr& 
     trace(self, *e, "B", resp.op(), false);
   if (work->entries.empty())
     return false;
+  for (const auto& e : work->entries)
+    e->launched = true;
   work->id = st.next_work_id++;
   work->response = std::move(resp);
   work->fusion_chunk_bytes = st.fusion_chunk_bytes;
@@ -178,10 +181,14 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
     }
     auto work = std::make_shared<collective_work>();
     std::optional<std::string> unknown;
+    std::optional<std::string> running;
     for (int i = 0; i < resp.tensor_names_size(); ++i) {
       const auto& name = resp.tensor_names(i);
       auto it = st.table.find(name);
-      if (it != st.table.end()) {
+      if (it != st.table.end() && it->second->launched) {
+        if (resp.op() != v1::OP_TYPE_ERROR && !running)  // (an error leaves it alone)
+          running = name;
+      } else if (it != st.table.end()) {
         trace(self, *it->second, "E", it->second->request.op(), true);
         st.metrics->negotiated(it->second->submitted, now);
         work->entries.push_back(it->second);
@@ -190,6 +197,18 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
         work->entries.push_back(joined_stand_in(resp, i));
       else if (resp.op() != v1::OP_TYPE_ERROR && !unknown)  // errors reach every rank
         unknown = name;
+    }
+    // Run twice, a tensor would be reduced twice, and its caller could free
+    // its memory while the first run still writes it.
+    if (running) {
+      const status s{status_code::internal,
+                     "process set " + std::to_string(st.set_id) + ": the coordinator's " +
+                       properties(resp.op()).name + " response names tensor '" + *running +
+                       "', which already runs on set rank " + std::to_string(st.set_rank)};
+      spdlog::error("negotiator: {}", s.message());
+      for (auto& e : work->entries)
+        complete(st, e, s);
+      continue;
     }
     // Without one of its tensors a fused work's sizes no longer line up with
     // the response's: nothing of it runs here.

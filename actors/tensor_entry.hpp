@@ -50,6 +50,9 @@ struct tensor_entry {
   /// instead, so that this rank still took its part in the exchange, and
   /// the collective fails here with this.
   std::string allocation_failure;
+  /// Given to a backend (launch): from then on only the backend's answer
+  /// completes it, whatever a later response says of its name.
+  bool launched = false;
   /// Start of negotiation (the entry is built at submission), for
   /// troupe_negotiation_duration_seconds.
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();

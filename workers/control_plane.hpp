@@ -58,9 +58,10 @@ public:
   void stop(caf::actor_system& sys, caf::io::middleman_actor& connections) const;
 
   /// Publishes `whom` on an ephemeral port of `address` only, waiting for
-  /// the middleman actor until the start timeout (it may be inside a
-  /// connect). Undone with the middleman's unpublish either way: both
-  /// middleman actors share its BASP broker.
+  /// the middleman actor at most the start timeout (at start-up nothing
+  /// else keeps it busy, but no wait is without a deadline). Undone with the
+  /// middleman's unpublish either way: both middleman actors share its BASP
+  /// broker.
   caf::expected<uint16_t> publish(const caf::io::middleman_actor& connections,
                                   const caf::actor& whom, const std::string& address) const;
 

@@ -259,6 +259,47 @@ TEST_F(actor_protocol, an_abort_fails_no_running_work_of_a_name_submitted_again)
   EXPECT_EQ(first->handle->result().code(), status_code::ok);
 }
 
+// A response that names a tensor already running here (a coordinator's
+// fault): nothing runs a second time, and neither it nor a malformed
+// response completes the running tensor before the backend's answer.
+TEST_F(actor_protocol, a_response_naming_a_running_tensor_leaves_it_to_the_backend) {
+  inbox endpoint, backend_box;
+  auto neg = negotiator(fake<coordinator_actor>(endpoint), {}, backend(backend_box, 0, false));
+  std::vector<float> x(2), y(2);
+  auto a = entry("a", x);
+  auto b = entry("b", y);
+  submit_batch(neg, entry_batch{a, b});
+  v1::ResponseList first;
+  first.add_responses()->set_op(v1::OP_TYPE_ALLREDUCE);
+  first.mutable_responses(0)->add_tensor_names("a");
+  first.mutable_responses(0)->add_tensor_sizes(2);
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 0u, first.SerializeAsString());
+  sched_.run();
+  ASSERT_EQ(backend_box.works.size(), 1u);
+  v1::ResponseList again;
+  auto* fused = again.add_responses();
+  fused->set_op(v1::OP_TYPE_ALLREDUCE);
+  fused->add_tensor_names("a");
+  fused->add_tensor_names("b");
+  fused->add_tensor_sizes(2);
+  fused->add_tensor_sizes(2);
+  auto* malformed = again.add_responses();  // no sizes
+  malformed->set_op(v1::OP_TYPE_ALLREDUCE);
+  malformed->add_tensor_names("a");
+  caf::anon_send(neg, response_atom::value, int64_t{0}, 1u, again.SerializeAsString());
+  sched_.run();
+  EXPECT_EQ(backend_box.works.size(), 1u);
+  EXPECT_FALSE(a->handle->done()) << "completed while the backend runs it";
+  ASSERT_TRUE(b->handle->done());
+  EXPECT_EQ(b->handle->result().message(),
+            "process set 0: the coordinator's ALLREDUCE response names tensor 'a', which "
+            "already runs on set rank 0");
+  caf::anon_send(neg, executed_atom::value, backend_box.works[0]->id, status{}, list_stats{});
+  sched_.run();
+  ASSERT_TRUE(a->handle->done());
+  EXPECT_TRUE(a->handle->result().ok());
+}
+
 // A malformed response for a tensor whose caller let go of its handle: the
 // table held the entry's last reference, and the failure must not use the
 // entry after taking it out of the table (AddressSanitizer builds report

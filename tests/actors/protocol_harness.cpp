@@ -66,6 +66,7 @@ tensor_entry_ptr entry(const std::string& name, std::vector<float>& x) {
 tensor_entry_ptr again_of(const tensor_entry& e) {
   auto copy = std::make_shared<tensor_entry>(e);
   copy->handle = &copy->state;
+  copy->launched = false;  // a new submission
   return copy;
 }
 
