@@ -192,31 +192,28 @@ void on_response_list(negotiator_self self, const std::string& bytes) {
         trace(self, *it->second, "E", it->second->request.op(), true);
         st.metrics->negotiated(it->second->submitted, now);
         work->entries.push_back(it->second);
-      }
-      else if (st.joined && resp.op() == v1::OP_TYPE_ALLREDUCE)
+      } else if (st.joined && resp.op() == v1::OP_TYPE_ALLREDUCE) {
         work->entries.push_back(joined_stand_in(resp, i));
-      else if (resp.op() != v1::OP_TYPE_ERROR && !unknown)  // errors reach every rank
+      } else if (resp.op() != v1::OP_TYPE_ERROR && !unknown) {  // errors reach every rank
         unknown = name;
+      }
     }
     // Run twice, a tensor would be reduced twice, and its caller could free
-    // its memory while the first run still writes it.
-    if (running) {
-      const status s{status_code::internal,
-                     "process set " + std::to_string(st.set_id) + ": the coordinator's " +
-                       properties(resp.op()).name + " response names tensor '" + *running +
-                       "', which already runs on set rank " + std::to_string(st.set_rank)};
-      spdlog::error("negotiator: {}", s.message());
-      for (auto& e : work->entries)
-        complete(st, e, s);
-      continue;
-    }
-    // Without one of its tensors a fused work's sizes no longer line up with
-    // the response's: nothing of it runs here.
-    if (unknown && (!work->entries.empty() || !st.joined)) {
-      const status s{status_code::internal,
-                     "process set " + std::to_string(st.set_id) + ": the coordinator's " +
-                       properties(resp.op()).name + " response names tensor '" + *unknown +
-                       "', which set rank " + std::to_string(st.set_rank) + " has not submitted"};
+    // its memory while the first run still writes it. Without one of its
+    // tensors a fused work's sizes no longer line up with the response's.
+    // Either way nothing of it runs here.
+    std::optional<std::string> refused;
+    if (running)
+      refused = "names tensor '" + *running + "', which already runs on set rank " +
+                std::to_string(st.set_rank);
+    else if (unknown && (!work->entries.empty() || !st.joined))
+      refused = "names tensor '" + *unknown + "', which set rank " +
+                std::to_string(st.set_rank) + " has not submitted";
+    if (refused) {
+      const status s{status_code::internal, "process set " + std::to_string(st.set_id) +
+                                              ": the coordinator's " +
+                                              properties(resp.op()).name + " response " +
+                                              *refused};
       spdlog::error("negotiator: {}", s.message());
       for (auto& e : work->entries)
         complete(st, e, s);
