@@ -51,7 +51,9 @@ struct tensor_entry {
   /// the collective fails here with this.
   std::string allocation_failure;
   /// Given to a backend (launch): from then on only the backend's answer
-  /// completes it, whatever a later response says of its name.
+  /// completes it (or, after a backend's failure, the abort that follows:
+  /// on_executed keeps it pending for that), whatever a later response says
+  /// of its name. Not "running": fail_pending asks in_flight for that.
   bool launched = false;
   /// Start of negotiation (the entry is built at submission), for
   /// troupe_negotiation_duration_seconds.
